@@ -1,0 +1,1 @@
+//! The trace-driven NUMA machine simulator and its mapping policies, SAMMU included.

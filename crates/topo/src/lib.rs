@@ -1,0 +1,21 @@
+//! The machine: a NUMA topology tree with caches, node distances and the NUMA factor.
+//!
+//! This is the "numarch" module of Minas (§3.3) built on hwloc. Every other part of tdmap
+//! (mapping, simulation, policies) sees the machine only through [`Topology`]. A topology
+//! comes from the live machine, an hwloc synthetic string, an hwloc XML export or a named
+//! preset of the papers' machines; [`MachineSpec`] names any of them.
+
+mod discover;
+mod distances;
+mod error;
+mod model;
+mod render;
+mod spec;
+
+pub use discover::preset::{preset, preset_names, PRESETS};
+pub use discover::{from_synthetic, from_xml_file, live, with_distances};
+pub use distances::{Distances, DistancesSource};
+pub use error::TopoError;
+pub use model::{CacheInfo, Latencies, Level, Obj, ObjId, ObjKind, Pu, Topology};
+pub use render::{render_json, render_text};
+pub use spec::MachineSpec;

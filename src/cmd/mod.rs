@@ -1,0 +1,51 @@
+//! The subcommands, one file each; this module only dispatches.
+
+mod topo;
+
+use clap::{Parser, Subcommand};
+
+/// Sharing-aware thread and data mapping for NUMA machines.
+///
+/// tdmap finds out which threads share which data and which NUMA node touches each page,
+/// then places threads on cores and pages on memory nodes so that accesses stay local.
+#[derive(Debug, Parser)]
+#[command(name = "tdmap", version, about, long_about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show a machine's topology: the tree, node distances and NUMA factor.
+    Topo(topo::Args),
+}
+
+/// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MachineArgs {
+    /// The machine: a preset name (see `tdmap topo --list-presets`), an hwloc synthetic
+    /// string such as "package:2 numa:2 core:4 pu:2", or an hwloc XML file from `lstopo
+    /// machine.xml`. Default: this machine.
+    #[arg(long, short = 'm', value_name = "SPEC")]
+    pub machine: Option<String>,
+    /// Node distances replacing the machine's: "local:remote" (e.g. 10:21) or a square
+    /// matrix with rows separated by ';' (e.g. "10,21;21,10").
+    #[arg(long, value_name = "D")]
+    pub distances: Option<String>,
+}
+
+impl MachineArgs {
+    /// Loads the named machine, or this one.
+    pub fn load(&self) -> Result<tdmap_topo::Topology, tdmap_topo::TopoError> {
+        let spec = tdmap_topo::MachineSpec::parse(self.machine.as_deref().unwrap_or(""));
+        spec.load(self.distances.as_deref())
+    }
+}
+
+/// Runs the chosen subcommand and returns its exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Topo(args) => topo::run(args),
+    }
+}
