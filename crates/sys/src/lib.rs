@@ -7,6 +7,8 @@
 mod error;
 mod fsroot;
 mod linux;
+#[cfg(feature = "scotch")]
+pub mod scotch;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
