@@ -30,8 +30,9 @@ pub fn tleaf(arities: &[usize]) -> (Vec<i32>, Vec<i32>) {
     (sizes, links)
 }
 
-/// The sharing graph with integer weights: at most 10^6 per edge and 10^9 in total, so
-/// that Scotch's 32-bit communication sums cannot overflow; no zero-weight edges.
+/// The sharing graph with integer weights: at most 10^4 per edge and 2·10^7 in total, so
+/// that Scotch's 32-bit sums of weight × link cost cannot overflow (larger scales were
+/// seen to wreck its partitions); no zero-weight edges.
 pub fn csr(m: &[f64], n: usize) -> CsrGraph {
     let max = m.iter().copied().fold(0.0, f64::max);
     let total: f64 = m.iter().sum();
@@ -88,7 +89,7 @@ mod tests {
     fn weights_are_bounded_and_positive() {
         let m = [0.0, 1e12, 1e12, 0.0];
         let g = csr(&m, 2);
-        assert_eq!(g.adjwgt, vec![1_000_000, 1_000_000]);
+        assert_eq!(g.adjwgt, vec![10_000, 10_000]);
         assert_eq!(g.xadj, vec![0, 1, 2]);
     }
 }
