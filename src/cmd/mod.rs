@@ -1,5 +1,6 @@
 //! The subcommands, one file each; this module only dispatches.
 
+mod map;
 mod topo;
 
 use clap::{Parser, Subcommand};
@@ -19,6 +20,8 @@ pub struct Cli {
 enum Command {
     /// Show a machine's topology: the tree, node distances and NUMA factor.
     Topo(topo::Args),
+    /// Map threads onto PUs from a sharing matrix and print the mapping ready to paste.
+    Map(map::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -47,5 +50,6 @@ impl MachineArgs {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Topo(args) => topo::run(args),
+        Command::Map(args) => map::run(args),
     }
 }

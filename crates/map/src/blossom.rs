@@ -263,7 +263,10 @@ impl Blossom {
         let len = childs.len() as isize;
         let at = |j: isize| ((j % len + len) % len) as usize;
         let entry = self.inblossom[self.endpoint[self.labelend[b] ^ 1]];
-        let mut j = childs.iter().position(|&c| c == entry).expect("entry child") as isize;
+        let mut j = childs
+            .iter()
+            .position(|&c| c == entry)
+            .expect("entry child") as isize;
         let (jstep, trick): (isize, usize) = if j & 1 == 1 {
             j -= len;
             (1, 0)
@@ -296,10 +299,7 @@ impl Blossom {
                 j += jstep;
                 continue;
             }
-            let reached = self
-                .leaves_of(bv)
-                .into_iter()
-                .find(|&v| self.label[v] != 0);
+            let reached = self.leaves_of(bv).into_iter().find(|&v| self.label[v] != 0);
             if let Some(v) = reached {
                 self.label[v] = 0;
                 let m = self.mate[self.base[bv]];
@@ -486,7 +486,12 @@ impl Blossom {
         }
         for b in 0..2 * n {
             if self.parent[b] == NONE && self.label[b] == 1 && self.bestedge[b] != NONE {
-                consider(3, self.slack(self.bestedge[b]) / 2, self.bestedge[b], &mut best);
+                consider(
+                    3,
+                    self.slack(self.bestedge[b]) / 2,
+                    self.bestedge[b],
+                    &mut best,
+                );
             }
         }
         for b in n..2 * n {
@@ -534,7 +539,10 @@ mod tests {
     use crate::rng::SplitMix;
 
     fn weight(w: &[i64], n: usize, mate: &[usize]) -> i64 {
-        (0..n).filter(|&v| mate[v] > v).map(|v| w[v * n + mate[v]]).sum()
+        (0..n)
+            .filter(|&v| mate[v] > v)
+            .map(|v| w[v * n + mate[v]])
+            .sum()
     }
 
     fn brute(w: &[i64], n: usize, free: &mut Vec<usize>) -> i64 {

@@ -159,7 +159,10 @@ mod tests {
         let smt = d.get(0, 1);
         let same_pkg = d.get(0, 2);
         let other_pkg = d.get(0, 16);
-        assert!(smt < same_pkg && same_pkg < other_pkg, "{smt} {same_pkg} {other_pkg}");
+        assert!(
+            smt < same_pkg && same_pkg < other_pkg,
+            "{smt} {same_pkg} {other_pkg}"
+        );
     }
 
     #[test]

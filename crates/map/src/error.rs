@@ -35,7 +35,9 @@ pub enum MapError {
     #[error("the sharing matrix is empty; give at least one thread")]
     Empty,
     /// More threads than PUs without oversubscription allowed.
-    #[error("{threads} threads but only {pus} PUs; pass --oversubscribe to put several threads on a PU")]
+    #[error(
+        "{threads} threads but only {pus} PUs; pass --oversubscribe to put several threads on a PU"
+    )]
     TooManyThreads {
         /// Threads.
         threads: usize,

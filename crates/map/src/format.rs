@@ -83,7 +83,10 @@ pub fn render(format: Format, topo: &Topology, mapping: &[usize]) -> String {
         }
         Format::HwlocBind => {
             for (t, &p) in mapping.iter().enumerate() {
-                out.push_str(&format!("hwloc-bind pu:{p} -- COMMAND  # rank {t}, OS CPU {}\n", os(p)));
+                out.push_str(&format!(
+                    "hwloc-bind pu:{p} -- COMMAND  # rank {t}, OS CPU {}\n",
+                    os(p)
+                ));
             }
         }
         Format::Taskset => {

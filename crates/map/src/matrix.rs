@@ -97,7 +97,11 @@ mod tests {
     fn rejects_non_square_negative_and_nan() {
         assert!(matches!(
             parse_csv("0,1,2\n1,0,2\n"),
-            Err(MapError::NotSquare { rows: 2, row: 0, cols: 3 })
+            Err(MapError::NotSquare {
+                rows: 2,
+                row: 0,
+                cols: 3
+            })
         ));
         assert!(matches!(
             parse_csv("0,-1\n1,0\n"),
@@ -107,7 +111,10 @@ mod tests {
             parse_csv("0,NaN\n1,0\n"),
             Err(MapError::BadEntry { row: 0, col: 1, .. })
         ));
-        assert!(matches!(parse_csv("0,x\n1,0\n"), Err(MapError::Parse { line: 1, .. })));
+        assert!(matches!(
+            parse_csv("0,x\n1,0\n"),
+            Err(MapError::Parse { line: 1, .. })
+        ));
         assert_eq!(parse_csv("# nothing\n"), Err(MapError::Empty));
     }
 

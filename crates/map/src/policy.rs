@@ -25,7 +25,9 @@ pub fn skew_mapp(page: usize, m: usize) -> usize {
 /// The smallest prime ≥ `m`: the number of virtual nodes prime_mapp uses by default.
 pub fn prime_at_least(m: usize) -> usize {
     let is_prime = |p: usize| p >= 2 && (2..).take_while(|d| d * d <= p).all(|d| p % d != 0);
-    (m.max(2)..).find(|&p| is_prime(p)).expect("primes are unbounded")
+    (m.max(2)..)
+        .find(|&p| is_prime(p))
+        .expect("primes are unbounded")
 }
 
 /// MAi prime_mapp: cyclic over `p` ≥ M virtual nodes (p prime), then the virtual nodes
@@ -144,7 +146,10 @@ mod tests {
     #[test]
     fn cyclic_and_cyclic_block() {
         assert_eq!(seq(|i| cyclic(i, 3), 7), vec![0, 1, 2, 0, 1, 2, 0]);
-        assert_eq!(seq(|i| cyclic_block(i, 2, 3), 8), vec![0, 0, 0, 1, 1, 1, 0, 0]);
+        assert_eq!(
+            seq(|i| cyclic_block(i, 2, 3), 8),
+            vec![0, 0, 0, 1, 1, 1, 0, 0]
+        );
     }
 
     #[test]
@@ -169,8 +174,15 @@ mod tests {
             vec![0, 1, 2, 3, 0, 0, 1, 2, 3, 0]
         );
         // M = 3, P = 7.
-        assert_eq!(seq(|i| prime_mapp(i, 3, 7), 8), vec![0, 1, 2, 0, 1, 2, 0, 0]);
-        let ctx = PageCtx { nodes: 4, pages: 10, first_toucher_node: 2 };
+        assert_eq!(
+            seq(|i| prime_mapp(i, 3, 7), 8),
+            vec![0, 1, 2, 0, 1, 2, 0, 0]
+        );
+        let ctx = PageCtx {
+            nodes: 4,
+            pages: 10,
+            first_toucher_node: 2,
+        };
         assert_eq!(Policy::PrimeMapp(0).node_of(9, &ctx), 0);
     }
 
@@ -178,11 +190,18 @@ mod tests {
     fn bind_policies() {
         // 8 pages, 4 threads on nodes 1,1,0,0: blocks of two pages.
         let tn = [1, 1, 0, 0];
-        assert_eq!(seq(|i| bind_block(i, 8, &tn), 8), vec![1, 1, 1, 1, 0, 0, 0, 0]);
+        assert_eq!(
+            seq(|i| bind_block(i, 8, &tn), 8),
+            vec![1, 1, 1, 1, 0, 0, 0, 0]
+        );
         assert_eq!(seq(|i| bind_all(i, &[2]), 3), vec![2, 2, 2]);
         assert_eq!(seq(|i| bind_all(i, &[1, 3]), 3), vec![1, 3, 1]);
         assert_eq!(seq(|i| interleave(i, &[0, 2]), 3), vec![0, 2, 0]);
-        let ctx = PageCtx { nodes: 4, pages: 8, first_toucher_node: 2 };
+        let ctx = PageCtx {
+            nodes: 4,
+            pages: 8,
+            first_toucher_node: 2,
+        };
         assert_eq!(Policy::FirstTouch.node_of(5, &ctx), 2);
         assert_eq!(Policy::Bind(3).node_of(5, &ctx), 3);
     }

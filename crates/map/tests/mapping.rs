@@ -12,12 +12,22 @@ fn synth(spec: &str) -> Topology {
 }
 
 /// Threads in the same group (`group(t)`) share `heavy`, others share 0..noise.
-fn planted(n: usize, group: impl Fn(usize) -> usize, heavy: f64, noise: f64, seed: u64) -> Vec<f64> {
+fn planted(
+    n: usize,
+    group: impl Fn(usize) -> usize,
+    heavy: f64,
+    noise: f64,
+    seed: u64,
+) -> Vec<f64> {
     let mut rng = SplitMix::new(seed);
     let mut m = vec![0.0; n * n];
     for i in 0..n {
         for j in 0..i {
-            let x = if group(i) == group(j) { heavy } else { noise * rng.unit() };
+            let x = if group(i) == group(j) {
+                heavy
+            } else {
+                noise * rng.unit()
+            };
             m[i * n + j] = x;
             m[j * n + i] = x;
         }
@@ -50,7 +60,11 @@ fn two_sharing_pairs_go_to_one_package_each_and_exhaustive_agrees() {
         assert_eq!(pkg(&map, 0), pkg(&map, 2), "{algo:?}: {map:?}");
         assert_eq!(pkg(&map, 1), pkg(&map, 3), "{algo:?}: {map:?}");
         assert_ne!(pkg(&map, 0), pkg(&map, 1), "{algo:?}: {map:?}");
-        assert_eq!(hops(&topo, &m, 4, &map), hops(&topo, &m, 4, &best), "{algo:?}");
+        assert_eq!(
+            hops(&topo, &m, 4, &map),
+            hops(&topo, &m, 4, &best),
+            "{algo:?}"
+        );
     }
     let compact = run(Algorithm::Compact, &topo, &m, 4);
     assert!(hops(&topo, &m, 4, &compact) > hops(&topo, &m, 4, &best));
@@ -65,8 +79,14 @@ fn four_groups_of_sixteen_fill_the_four_packages_of_the_x7550() {
     for algo in [Algorithm::Matching, Algorithm::Greedy] {
         let map = run(algo, &topo, &m, 64);
         for g in 0..4 {
-            let pkgs: Vec<usize> = (g..64).step_by(4).map(|t| topo.pus[map[t]].package).collect();
-            assert!(pkgs.iter().all(|&p| p == pkgs[0]), "{algo:?} split group {g}: {pkgs:?}");
+            let pkgs: Vec<usize> = (g..64)
+                .step_by(4)
+                .map(|t| topo.pus[map[t]].package)
+                .collect();
+            assert!(
+                pkgs.iter().all(|&p| p == pkgs[0]),
+                "{algo:?} split group {g}: {pkgs:?}"
+            );
         }
     }
     // Scotch's DRB (7.0.3, quality + balance strategy) misplaces a few threads on this
@@ -74,7 +94,10 @@ fn four_groups_of_sixteen_fill_the_four_packages_of_the_x7550() {
     let drb = hops(&topo, &m, 64, &run(Algorithm::Drb, &topo, &m, 64));
     let compact = hops(&topo, &m, 64, &run(Algorithm::Compact, &topo, &m, 64));
     let greedy = hops(&topo, &m, 64, &run(Algorithm::Greedy, &topo, &m, 64));
-    assert!(drb < compact && drb < 1.3 * greedy, "drb {drb} compact {compact} greedy {greedy}");
+    assert!(
+        drb < compact && drb < 1.3 * greedy,
+        "drb {drb} compact {compact} greedy {greedy}"
+    );
 }
 
 #[test]
@@ -114,7 +137,11 @@ fn heavy_pairs_become_smt_siblings() {
     for algo in [Algorithm::Matching, Algorithm::Greedy] {
         let map = run(algo, &topo, &m, 64);
         for t in 0..32 {
-            assert_eq!(topo.pus[map[t]].core, topo.pus[map[t + 32]].core, "{algo:?}");
+            assert_eq!(
+                topo.pus[map[t]].core,
+                topo.pus[map[t + 32]].core,
+                "{algo:?}"
+            );
         }
     }
 }
@@ -125,11 +152,21 @@ fn oversubscription_needs_the_flag_and_then_shares_pus_evenly() {
     let m = planted(6, |t| t % 2, 100.0, 1.0, 7);
     let err = map_threads(Algorithm::Greedy, &topo, &m, 6, &Options::default());
     assert_eq!(err, Err(MapError::TooManyThreads { threads: 6, pus: 2 }));
-    let opts = Options { seed: 0, oversubscribe: true };
-    for algo in Algorithm::ALL.into_iter().filter(|&a| a != Algorithm::Exhaustive) {
+    let opts = Options {
+        seed: 0,
+        oversubscribe: true,
+    };
+    for algo in Algorithm::ALL
+        .into_iter()
+        .filter(|&a| a != Algorithm::Exhaustive)
+    {
         let map = map_threads(algo, &topo, &m, 6, &opts).unwrap();
         for pu in 0..2 {
-            assert_eq!(map.iter().filter(|&&p| p == pu).count(), 3, "{algo:?}: {map:?}");
+            assert_eq!(
+                map.iter().filter(|&&p| p == pu).count(),
+                3,
+                "{algo:?}: {map:?}"
+            );
         }
         if algo.sharing_aware() {
             assert!((2..6).all(|t| map[t] == map[t % 2]), "{algo:?}: {map:?}");
@@ -140,7 +177,11 @@ fn oversubscription_needs_the_flag_and_then_shares_pus_evenly() {
 #[test]
 fn sharing_aware_algorithms_never_lose_to_compact_on_planted_blocks() {
     let mut rng = SplitMix::new(9);
-    for spec in ["package:2 core:4", "package:2 core:2 pu:2", "package:4 core:3"] {
+    for spec in [
+        "package:2 core:4",
+        "package:2 core:2 pu:2",
+        "package:4 core:3",
+    ] {
         let topo = synth(spec);
         let n = topo.num_pus();
         for trial in 0..5 {
@@ -149,7 +190,11 @@ fn sharing_aware_algorithms_never_lose_to_compact_on_planted_blocks() {
                 rng.shuffle(&mut p);
                 p
             };
-            let size = topo.levels[1].group_of_pu.iter().filter(|&&g| g == 0).count();
+            let size = topo.levels[1]
+                .group_of_pu
+                .iter()
+                .filter(|&&g| g == 0)
+                .count();
             let m = planted(n, |t| perm[t] / size, 100.0, 10.0, trial);
             let base = hops(&topo, &m, n, &run(Algorithm::Compact, &topo, &m, n));
             for algo in AWARE {
@@ -169,7 +214,13 @@ fn bad_matrices_and_names_are_rejected() {
         Err(MapError::BadEntry { .. })
     ));
     assert!(matches!(
-        map_threads(Algorithm::Greedy, &topo, &[0.0, f64::NAN, 1.0, 0.0], 2, &opts),
+        map_threads(
+            Algorithm::Greedy,
+            &topo,
+            &[0.0, f64::NAN, 1.0, 0.0],
+            2,
+            &opts
+        ),
         Err(MapError::BadEntry { .. })
     ));
     assert!(matches!(

@@ -28,8 +28,7 @@ pub fn scotch_map_tleaf(
     balance: bool,
 ) -> Result<Vec<i32>, SysError> {
     let n = graph.xadj.len().saturating_sub(1);
-    if sizes.is_empty() || sizes.len() != links.len() || graph.adjncy.len() != graph.adjwgt.len()
-    {
+    if sizes.is_empty() || sizes.len() != links.len() || graph.adjncy.len() != graph.adjwgt.len() {
         return Err(invalid("tleaf levels or graph arrays disagree"));
     }
     let parts: i64 = sizes.iter().map(|&x| i64::from(x)).product();
@@ -72,14 +71,16 @@ impl Arch {
     fn tleaf(sizes: &[i32], links: &[i32]) -> Result<Arch, SysError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Arch>::uninit();
         // SAFETY: SCOTCH_archInit initialises the structure when it returns 0.
-        check(unsafe { s::SCOTCH_archInit(raw.as_mut_ptr()) }, "SCOTCH_archInit")?;
+        check(
+            unsafe { s::SCOTCH_archInit(raw.as_mut_ptr()) },
+            "SCOTCH_archInit",
+        )?;
         // SAFETY: initialised just above.
         let mut arch = Arch(unsafe { raw.assume_init() });
         let levels = sizes.len() as s::SCOTCH_Num;
         // SAFETY: both arrays hold `levels` entries and Scotch copies them.
-        let rc = unsafe {
-            s::SCOTCH_archTleaf(&mut arch.0, levels, sizes.as_ptr(), links.as_ptr())
-        };
+        let rc =
+            unsafe { s::SCOTCH_archTleaf(&mut arch.0, levels, sizes.as_ptr(), links.as_ptr()) };
         check(rc, "SCOTCH_archTleaf")?;
         Ok(arch)
     }
@@ -98,7 +99,10 @@ impl Graph {
     fn build(g: &CsrGraph) -> Result<Graph, SysError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Graph>::uninit();
         // SAFETY: SCOTCH_graphInit initialises the structure when it returns 0.
-        check(unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) }, "SCOTCH_graphInit")?;
+        check(
+            unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) },
+            "SCOTCH_graphInit",
+        )?;
         // SAFETY: initialised just above.
         let mut graph = Graph(unsafe { raw.assume_init() });
         let n = (g.xadj.len() - 1) as s::SCOTCH_Num;
@@ -138,7 +142,10 @@ impl Strat {
     fn map(parts: i64, balance: bool) -> Result<Strat, SysError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Strat>::uninit();
         // SAFETY: SCOTCH_stratInit initialises the structure when it returns 0.
-        check(unsafe { s::SCOTCH_stratInit(raw.as_mut_ptr()) }, "SCOTCH_stratInit")?;
+        check(
+            unsafe { s::SCOTCH_stratInit(raw.as_mut_ptr()) },
+            "SCOTCH_stratInit",
+        )?;
         // SAFETY: initialised just above.
         let mut strat = Strat(unsafe { raw.assume_init() });
         if balance {
