@@ -8,31 +8,65 @@ pub fn group(w: &[f64], k: usize, size: usize) -> Vec<Vec<usize>> {
     let mut rowsum: Vec<f64> = (0..k).map(|u| w[u * k..(u + 1) * k].iter().sum()).collect();
     let mut gain = vec![0.0; k];
     let mut groups = Vec::with_capacity(k / size.max(1));
+    let mut next_seed = best_of(&alive, &rowsum);
     while !alive.is_empty() {
-        let seed = take_best(&mut alive, &rowsum);
+        let seed = alive.swap_remove(next_seed);
         let mut members = vec![seed];
-        gain.copy_from_slice(&w[seed * k..(seed + 1) * k]);
+        let (mut pick, mut seed_pos) = absorb(
+            &w[seed * k..(seed + 1) * k],
+            &alive,
+            &mut gain,
+            &mut rowsum,
+            true,
+        );
         while members.len() < size && !alive.is_empty() {
-            let u = take_best(&mut alive, &gain);
-            let row = &w[u * k..(u + 1) * k];
-            for &v in &alive {
-                gain[v] += row[v];
-            }
+            let u = alive.swap_remove(pick);
             members.push(u);
+            (pick, seed_pos) = absorb(
+                &w[u * k..(u + 1) * k],
+                &alive,
+                &mut gain,
+                &mut rowsum,
+                false,
+            );
         }
-        for &u in &members {
-            let row = &w[u * k..(u + 1) * k];
-            for &v in &alive {
-                rowsum[v] -= row[v];
-            }
-        }
+        next_seed = seed_pos;
         groups.push(members);
     }
     groups
 }
 
-/// Removes and returns the alive unit with the largest score (lowest index on ties).
-fn take_best(alive: &mut Vec<usize>, score: &[f64]) -> usize {
+/// Adds a new member's row to the group's gain (or starts it) and removes it from the
+/// remaining sharing, in one pass over the row; returns the positions in `alive` of the
+/// best next member and of the best next seed (lowest unit index on ties).
+fn absorb(
+    row: &[f64],
+    alive: &[usize],
+    gain: &mut [f64],
+    rowsum: &mut [f64],
+    start: bool,
+) -> (usize, usize) {
+    let (mut pick, mut seed) = (0, 0);
+    let (mut pick_u, mut seed_u) = (usize::MAX, usize::MAX);
+    let (mut pick_g, mut seed_s) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for (i, &v) in alive.iter().enumerate() {
+        let x = row[v];
+        let g = if start { x } else { gain[v] + x };
+        let s = rowsum[v] - x;
+        gain[v] = g;
+        rowsum[v] = s;
+        if g > pick_g || (g == pick_g && v < pick_u) {
+            (pick, pick_u, pick_g) = (i, v, g);
+        }
+        if s > seed_s || (s == seed_s && v < seed_u) {
+            (seed, seed_u, seed_s) = (i, v, s);
+        }
+    }
+    (pick, seed)
+}
+
+/// The position in `alive` of the unit with the largest score (lowest index on ties).
+fn best_of(alive: &[usize], score: &[f64]) -> usize {
     let mut best = 0;
     for (i, &u) in alive.iter().enumerate() {
         let b = alive[best];
@@ -40,7 +74,7 @@ fn take_best(alive: &mut Vec<usize>, score: &[f64]) -> usize {
             best = i;
         }
     }
-    alive.swap_remove(best)
+    best
 }
 
 #[cfg(test)]

@@ -48,22 +48,26 @@ fn pad(m: &[f64], n: usize, total: usize) -> Vec<f64> {
     out
 }
 
-/// The sharing between groups: the sum over their members, zero on the diagonal.
+/// The sharing between groups: the sum over their members, zero on the diagonal. Member
+/// rows are summed with contiguous adds, then gathered per group in member order.
 pub fn reduce(w: &[f64], k: usize, groups: &[Vec<usize>]) -> Vec<f64> {
     let g = groups.len();
-    let mut group_of = vec![0; k];
-    for (gi, members) in groups.iter().enumerate() {
-        for &u in members {
-            group_of[u] = gi;
-        }
-    }
+    let order: Vec<usize> = groups.iter().flatten().copied().collect();
     let mut out = vec![0.0; g * g];
+    let mut acc = vec![0.0; k];
     for (gi, members) in groups.iter().enumerate() {
-        let row = &mut out[gi * g..(gi + 1) * g];
-        for &u in members {
-            for (v, &x) in w[u * k..(u + 1) * k].iter().enumerate() {
-                row[group_of[v]] += x;
+        acc.copy_from_slice(&w[members[0] * k..(members[0] + 1) * k]);
+        for &u in &members[1..] {
+            for (a, &x) in acc.iter_mut().zip(&w[u * k..(u + 1) * k]) {
+                *a += x;
             }
+        }
+        let row = &mut out[gi * g..(gi + 1) * g];
+        let mut c = 0;
+        for (h, cell) in row.iter_mut().enumerate() {
+            let len = groups[h].len();
+            *cell = order[c..c + len].iter().map(|&v| acc[v]).sum();
+            c += len;
         }
         row[gi] = 0.0;
     }
