@@ -2,38 +2,59 @@
 //! default for online use. Each group starts from the unit with the most sharing left
 //! and adds, one at a time, the unit sharing most with the group so far; O(k²) per level.
 
-/// Groups `k` units sharing `w` into groups of `size`.
-pub fn group(w: &[f64], k: usize, size: usize) -> Vec<Vec<usize>> {
+/// Groups `k` units sharing `w` into groups of `size`; also returns the sharing between
+/// the groups ([`reduce`](crate::hier::reduce)), built while the member rows are in cache.
+pub fn group(w: &[f64], k: usize, size: usize) -> (Vec<Vec<usize>>, Vec<f64>) {
     let mut alive: Vec<usize> = (0..k).collect();
     let mut rowsum: Vec<f64> = (0..k).map(|u| w[u * k..(u + 1) * k].iter().sum()).collect();
     let mut gain = vec![0.0; k];
-    let mut groups = Vec::with_capacity(k / size.max(1));
+    let mut acc = vec![0.0; k];
+    let g = k / size.max(1);
+    let mut groups: Vec<Vec<usize>> = Vec::with_capacity(g);
+    let mut flat: Vec<usize> = Vec::with_capacity(k);
+    let mut out = vec![0.0; g * g];
     let mut next_seed = best_of(&alive, &rowsum);
     while !alive.is_empty() {
         let seed = alive.swap_remove(next_seed);
         let mut members = vec![seed];
-        let (mut pick, mut seed_pos) = absorb(
-            &w[seed * k..(seed + 1) * k],
-            &alive,
-            &mut gain,
-            &mut rowsum,
-            true,
-        );
+        let row = &w[seed * k..(seed + 1) * k];
+        acc.copy_from_slice(row);
+        let (mut pick, mut seed_pos) = absorb(row, &alive, &mut gain, &mut rowsum, true);
         while members.len() < size && !alive.is_empty() {
             let u = alive.swap_remove(pick);
             members.push(u);
-            (pick, seed_pos) = absorb(
-                &w[u * k..(u + 1) * k],
-                &alive,
-                &mut gain,
-                &mut rowsum,
-                false,
-            );
+            let row = &w[u * k..(u + 1) * k];
+            for (a, &x) in acc.iter_mut().zip(row) {
+                *a += x;
+            }
+            (pick, seed_pos) = absorb(row, &alive, &mut gain, &mut rowsum, false);
         }
         next_seed = seed_pos;
+        // Sharing with the groups formed so far (lower triangle; mirrored below).
+        let gi = groups.len();
+        let row = &mut out[gi * g..gi * g + gi];
+        for (cell, other) in row.iter_mut().zip(flat.chunks_exact(size)) {
+            *cell = other.iter().map(|&v| acc[v]).sum();
+        }
+        flat.extend_from_slice(&members);
         groups.push(members);
     }
-    groups
+    mirror_lower(&mut out, g);
+    (groups, out)
+}
+
+/// Copies the lower triangle of the g × g matrix onto the upper one, tile by tile.
+fn mirror_lower(out: &mut [f64], g: usize) {
+    const T: usize = 64;
+    for bi in (0..g).step_by(T) {
+        for bj in (0..=bi).step_by(T) {
+            for i in bi..(bi + T).min(g) {
+                for j in bj..(bj + T).min(i) {
+                    out[j * g + i] = out[i * g + j];
+                }
+            }
+        }
+    }
 }
 
 /// Adds a new member's row to the group's gain (or starts it) and removes it from the
@@ -94,7 +115,8 @@ mod tests {
                 }
             }
         }
-        let mut g = group(&w, k, 3);
+        let (mut g, r) = group(&w, k, 3);
+        assert_eq!(r, crate::hier::reduce(&w, k, &g));
         for x in &mut g {
             x.sort();
         }

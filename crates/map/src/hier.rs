@@ -7,8 +7,9 @@
 use crate::slots::{repair, Slots};
 use std::borrow::Cow;
 
-/// Splits `k` units (sharing `w`, k × k) into groups of exactly `size` units.
-pub type GroupFn = fn(w: &[f64], k: usize, size: usize) -> Vec<Vec<usize>>;
+/// Splits `k` units (sharing `w`, k × k) into groups of exactly `size` units, and gives
+/// the groups' sharing matrix ([`reduce`]).
+pub type GroupFn = fn(w: &[f64], k: usize, size: usize) -> (Vec<Vec<usize>>, Vec<f64>);
 
 /// Maps `n` threads sharing `m` (symmetric, n × n) onto `slots` with `group`; with
 /// `split`, each arity is grouped in prime-factor steps (2s first), as pairwise matching
@@ -26,9 +27,9 @@ pub fn map(slots: &Slots, m: &[f64], n: usize, group: GroupFn, split: bool) -> V
     for &a in arities.iter().rev() {
         let steps = if split { prime_factors(a) } else { vec![a] };
         for f in steps {
-            let groups = group(&w, k, f);
+            let (groups, reduced) = group(&w, k, f);
             debug_assert!(groups.iter().all(|g| g.len() == f));
-            w = Cow::Owned(reduce(&w, k, &groups));
+            w = Cow::Owned(reduced);
             k = groups.len();
             rounds.push(groups);
         }

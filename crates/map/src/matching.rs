@@ -5,17 +5,21 @@
 //! steps group with the greedy rule instead.
 
 use crate::blossom::max_weight_perfect_matching;
+use crate::hier::reduce;
 
 /// Groups `k` units sharing `w` into groups of `size`: by perfect matching for pairs.
-pub fn group(w: &[f64], k: usize, size: usize) -> Vec<Vec<usize>> {
+/// Also returns the sharing between the groups.
+pub fn group(w: &[f64], k: usize, size: usize) -> (Vec<Vec<usize>>, Vec<f64>) {
     if size != 2 || k % 2 != 0 {
         return crate::greedy::group(w, k, size);
     }
     let mate = max_weight_perfect_matching(&integer_weights(w), k);
-    (0..k)
+    let groups: Vec<Vec<usize>> = (0..k)
         .filter(|&u| mate[u] > u)
         .map(|u| vec![u, mate[u]])
-        .collect()
+        .collect();
+    let reduced = reduce(w, k, &groups);
+    (groups, reduced)
 }
 
 /// Scales the weights to integers up to 2^40 so that the blossom duals stay exact.

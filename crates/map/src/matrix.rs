@@ -55,15 +55,18 @@ fn is_symmetric(m: &[f64], n: usize) -> bool {
     if (0..n).any(|i| m[i * n + i] != 0.0) {
         return false;
     }
+    let mut diff = false;
     for bi in (0..n).step_by(T) {
         for bj in (0..=bi).step_by(T) {
             for i in bi..(bi + T).min(n) {
-                for j in bj..(bj + T).min(i) {
-                    if m[i * n + j] != m[j * n + i] {
-                        return false;
-                    }
+                let hi = (bj + T).min(i);
+                for j in bj..hi {
+                    diff |= m[i * n + j] != m[j * n + i];
                 }
             }
+        }
+        if diff {
+            return false;
         }
     }
     true
