@@ -106,6 +106,9 @@ fn check_reader<R: Read + Seek>(mut r: Reader<R>) -> CheckReport {
     }
     rep.threads = r.threads().to_vec();
     rep.totals = r.totals();
+    if rep.totals.is_some() && !r.has_trailer() {
+        rep.problem(None, "end frame present but the trailer is missing".into());
+    }
     check_end(r.header().status, &mut rep);
     rep.fault_nodes = scan.cpu_node.values().copied().collect();
     rep.fault_nodes.sort_unstable();

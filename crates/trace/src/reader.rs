@@ -33,6 +33,7 @@ pub struct Reader<R = BufReader<File>> {
     cur: usize,
     seen: Totals,
     end: Option<Totals>,
+    trailer: bool,
 }
 
 impl Reader<BufReader<File>> {
@@ -81,6 +82,7 @@ impl<R: Read + Seek> Reader<R> {
             cur: 0,
             seen: Totals::default(),
             end: None,
+            trailer: false,
         };
         r.load_trailer(start, len)?;
         Ok(r)
@@ -99,6 +101,11 @@ impl<R: Read + Seek> Reader<R> {
     /// Totals from the end frame, once it has been read.
     pub fn totals(&self) -> Option<Totals> {
         self.end
+    }
+
+    /// True when the file ends with the trailer a finished writer leaves.
+    pub fn has_trailer(&self) -> bool {
+        self.trailer
     }
 
     /// Byte offset of the next frame.
@@ -155,6 +162,7 @@ impl<R: Read + Seek> Reader<R> {
             ));
         }
         self.data_end = tail;
+        self.trailer = true;
         self.pos = at;
         self.seek(at)?;
         let head = self.read_frame()?;
