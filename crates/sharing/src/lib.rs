@@ -10,6 +10,7 @@ mod matrix;
 mod metrics;
 mod migrate;
 mod model;
+pub mod patterns;
 mod table;
 
 pub use error::SharingError;
