@@ -247,3 +247,27 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+#[test]
+fn addresses_only_mode_keeps_addresses_and_drops_the_rest() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut r = Reader::open(&p).unwrap();
+    r.set_addresses_only(true);
+    let mut addrs = Vec::new();
+    let mut faults = 0;
+    while let Some(c) = r.next_chunk().unwrap() {
+        match c {
+            Chunk::Accesses(a) if a.thread == 1 => {
+                assert!(a.times.is_empty() && a.sizes.is_empty() && a.writes.is_empty());
+                addrs.extend_from_slice(&a.addrs);
+            }
+            Chunk::Faults(f) => faults += f.nodes.len(),
+            _ => {}
+        }
+    }
+    let want: Vec<u64> = (0..400).map(|i| access(1, i).addr).collect();
+    assert_eq!(addrs, want);
+    assert_eq!(faults, 10, "faults keep every column");
+}
