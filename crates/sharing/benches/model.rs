@@ -20,7 +20,7 @@ fn stream(events: usize) -> Vec<(u32, Vec<u64>)> {
     let mut pos = [0u64; T];
     let mut out = Vec::with_capacity(rounds * T);
     for _ in 0..rounds {
-        for t in 0..T {
+        for (t, pos) in pos.iter_mut().enumerate() {
             let own = 0x10_0000_0000 + t as u64 * (16 << 20);
             let halo = 0x20_0000_0000 + (t as u64 / 2) * (64 << 10);
             let v: Vec<u64> = (0..BATCH as u64)
@@ -28,8 +28,8 @@ fn stream(events: usize) -> Vec<(u32, Vec<u64>)> {
                     if i < 512 {
                         halo + (i * 8) % (64 << 10)
                     } else {
-                        pos[t] = (pos[t] + 8) % (8 << 20);
-                        own + pos[t]
+                        *pos = (*pos + 8) % (8 << 20);
+                        own + *pos
                     }
                 })
                 .collect();
