@@ -1,6 +1,8 @@
 //! The subcommands, one file each; this module only dispatches.
 
+mod analyze;
 mod topo;
+mod trace_check;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +21,10 @@ pub struct Cli {
 enum Command {
     /// Show a machine's topology: the tree, node distances and NUMA factor.
     Topo(topo::Args),
+    /// Check a trace file's invariants and print its counts.
+    TraceCheck(trace_check::Args),
+    /// Analyse a trace: sharing metrics, top pairs, heatmap and a mapping verdict.
+    Analyze(analyze::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -47,5 +53,7 @@ impl MachineArgs {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Topo(args) => topo::run(args),
+        Command::TraceCheck(args) => trace_check::run(args),
+        Command::Analyze(args) => analyze::run(args),
     }
 }
