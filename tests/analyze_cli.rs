@@ -80,7 +80,8 @@ fn truncated_wrong_version_and_undercounted_threads_exit_2() {
     let p = d.join("t.trace");
     trace(Pattern::Pairs, &p);
     let good = std::fs::read(&p).unwrap();
-    let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>, &str); 3] = [
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: [(&str, Damage, &str); 3] = [
         (
             "cut",
             Box::new(|b: &mut Vec<u8>| b.truncate(b.len() - 100)),
