@@ -264,6 +264,18 @@ impl<R: Read + Seek> Reader<R> {
         Ok(())
     }
 
+    /// Takes the chunk last returned by `next_chunk`, leaving `spare` (or a new buffer if
+    /// it is of the other kind) in its place; for the prefetching reader.
+    pub(crate) fn take_current(&mut self, spare: Option<Chunk>) -> Chunk {
+        let fresh = match (&self.slots[self.cur], spare) {
+            (Chunk::Accesses(_), Some(s @ Chunk::Accesses(_))) => s,
+            (Chunk::Faults(_), Some(s @ Chunk::Faults(_))) => s,
+            (Chunk::Accesses(_), _) => Chunk::Accesses(Default::default()),
+            (Chunk::Faults(_), _) => Chunk::Faults(Default::default()),
+        };
+        std::mem::replace(&mut self.slots[self.cur], fresh)
+    }
+
     fn decode_events(&mut self, head: &FrameHead, at: u64) -> Result<()> {
         let n = head.count as usize;
         if head.kind == Kind::Accesses {

@@ -10,7 +10,7 @@ use report::Report;
 use std::io::Write;
 use std::path::PathBuf;
 use tdmap_sharing::{Metric, SharingModel, TableConfig};
-use tdmap_trace::{Chunk, Reader};
+use tdmap_trace::{Chunk, Prefetch, Reader};
 
 /// Arguments of `tdmap analyze`.
 #[derive(Debug, clap::Args)]
@@ -72,13 +72,15 @@ pub fn run(args: Args) -> Result<i32> {
     let sizes = args.page_size.map_or(vec![4096, 2 << 20], |p| vec![p]);
     let threads = reader.header().threads as usize;
     let nodes = thread_nodes(&reader, &topo, threads);
+    let header = reader.header().clone();
+    let mut reader = reader.prefetch();
     let model = build_model(&mut reader, &topo, &nodes, sizes[0].min(4096))
         .map_err(|e| input(format!("{name}: {e:#}")))?;
     let metric = match args.metric {
         MetricArg::Accesses => Metric::Accesses,
         MetricArg::Amount => Metric::Amount,
     };
-    let mut rep = Report::new(&name, &reader, &model, &topo, &sizes, metric, args.top)?;
+    let mut rep = Report::new(&name, &header, &model, &topo, &sizes, metric, args.top)?;
     rep.set_thread_nodes(nodes);
     if let Some(path) = &args.heatmap {
         write_heatmap(path, &args.trace, &model, metric)?;
@@ -125,7 +127,7 @@ fn thread_nodes(reader: &Reader, topo: &tdmap_topo::Topology, threads: usize) ->
 /// Feeds the whole trace to a model. Exact traces share per cache line; a trace of
 /// page-fault samples uses kMAF's 1 KiB sub-blocks (chosen from the first chunk).
 fn build_model(
-    reader: &mut Reader,
+    reader: &mut Prefetch,
     topo: &tdmap_topo::Topology,
     nodes: &[u32],
     page: u64,

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use tdmap_sharing::{
     data_metrics, thread_metrics, DataMetrics, Metric, SharingModel, TableConfig, ThreadMetrics,
 };
-use tdmap_trace::Reader;
+use tdmap_trace::Header;
 
 /// Heterogeneity (normalised Eq. 1) from which pairs differ enough to be worth mapping.
 const HIGH_HETEROGENEITY: f64 = 0.02;
@@ -51,14 +51,13 @@ impl Report {
     /// Computes the report.
     pub fn new(
         name: &str,
-        reader: &Reader,
+        h: &Header,
         model: &SharingModel,
         topo: &tdmap_topo::Topology,
         sizes: &[u64],
         metric: Metric,
         top: usize,
     ) -> Result<Report> {
-        let h = reader.header();
         let table = *model.table().config();
         let acc = model.matrix(Metric::Accesses);
         let private: u64 = (0..acc.n()).map(|i| acc.get(i, i)).sum();
