@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit bench clean
+.PHONY: setup build demo test lint unit bench fuzz-trace clean
 
 setup:
 	bash scripts/setup.sh
@@ -30,6 +30,11 @@ test: lint unit
 
 bench: setup
 	$(CARGO) build --release --workspace --benches
+	$(CARGO) bench -p tdmap-sharing --bench model
+
+## Long fuzzing of the trace reader (TDMAP_FUZZ_CASES cases per property).
+fuzz-trace: setup
+	TDMAP_FUZZ_CASES=$${TDMAP_FUZZ_CASES:-100000} $(CARGO) test --release -p tdmap-trace --test fuzz
 
 clean:
 	$(CARGO) clean

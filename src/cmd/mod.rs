@@ -1,7 +1,9 @@
 //! The subcommands, one file each; this module only dispatches.
 
 mod map;
+mod analyze;
 mod topo;
+mod trace_check;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +24,10 @@ enum Command {
     Topo(topo::Args),
     /// Map threads onto PUs from a sharing matrix and print the mapping ready to paste.
     Map(map::Args),
+    /// Check a trace file's invariants and print its counts.
+    TraceCheck(trace_check::Args),
+    /// Analyse a trace: sharing metrics, top pairs, heatmap and a mapping verdict.
+    Analyze(analyze::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -51,5 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Topo(args) => topo::run(args),
         Command::Map(args) => map::run(args),
+        Command::TraceCheck(args) => trace_check::run(args),
+        Command::Analyze(args) => analyze::run(args),
     }
 }
