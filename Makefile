@@ -31,6 +31,7 @@ test: lint unit
 bench: setup
 	$(CARGO) build --release --workspace --benches
 	$(CARGO) bench -p tdmap-sharing --bench model
+	$(CARGO) bench -p tdmap-map --bench mapping
 
 ## Long fuzzing of the trace reader (TDMAP_FUZZ_CASES cases per property).
 fuzz-trace: setup

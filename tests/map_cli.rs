@@ -96,6 +96,58 @@ fn json_reports_the_mapping_and_the_reference_costs() {
     assert!(cost <= v["random_cost"].as_f64().unwrap(), "{v}");
 }
 
+#[test]
+fn trace_input_maps_the_sharing_pairs_of_the_trace() {
+    use tdmap_sharing::patterns::{generate, Pattern};
+    use tdmap_trace::{Access, Header, TraceStatus, Writer};
+    let dir = scratch("trace");
+    let path = dir.join("pairs.trace");
+    let mut h = Header::new(vec!["gen".into()], "package:2 core:2");
+    h.threads = 4;
+    let w = Writer::create(&path, h).unwrap();
+    let mut time = 0;
+    // Pattern::Pairs shares between t and t^1; renumber so that pairs are (0,2) and (1,3).
+    let rename = [0u32, 2, 1, 3];
+    for (t, addrs) in generate(Pattern::Pairs, 4, 50, 64, 3) {
+        let v: Vec<Access> = addrs
+            .into_iter()
+            .map(|addr| {
+                time += 1;
+                Access {
+                    thread: rename[t as usize],
+                    addr,
+                    size: 8,
+                    write: false,
+                    time,
+                }
+            })
+            .collect();
+        w.append_accesses(rename[t as usize], &v).unwrap();
+    }
+    w.finish(TraceStatus::Complete).unwrap();
+    let p = path.to_str().unwrap();
+    let out = tdmap(&["map", "--trace", p, "-a", "matching", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["machine"], "package:2 core:2",
+        "the trace's machine is used"
+    );
+    let pkg = |t: usize| v["mapping"][t]["package"].as_u64().unwrap();
+    assert_eq!(pkg(0), pkg(2), "{v}");
+    assert_eq!(pkg(1), pkg(3), "{v}");
+    assert_ne!(pkg(0), pkg(1), "{v}");
+    let missing = tdmap(&["map", "--trace", dir.join("none.trace").to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2));
+    let neither = tdmap(&["map", "-m", "core:2"]);
+    assert_eq!(neither.status.code(), Some(2));
+}
+
 const OMP_PROGRAM: &str = r#"
 #define _GNU_SOURCE
 #include <omp.h>

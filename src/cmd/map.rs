@@ -1,19 +1,26 @@
-//! `tdmap map`: decide where each thread should run from a sharing matrix, and print the
-//! mapping ready to paste into the tool that applies it, with its cost next to compact's
-//! and random's.
+//! `tdmap map`: decide where each thread should run from a sharing matrix (a CSV file, or
+//! built from a trace by the sharing model as `tdmap analyze` does), and print the mapping
+//! ready to paste into the tool that applies it, with its cost next to compact's and
+//! random's.
 
 use crate::exit::{input, OK};
 use anyhow::{Context, Result};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use tdmap_map::format::{render, Format};
 use tdmap_map::{Algorithm, Distance, MapError, Options};
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace"])))]
 pub struct Args {
     /// The sharing matrix: CSV, one row per thread, cells separated by commas or blanks.
     #[arg(long, value_name = "M.csv")]
-    matrix: std::path::PathBuf,
+    matrix: Option<PathBuf>,
+    /// A trace (`tdmap trace` format): its sharing matrix (accesses to shared blocks) is
+    /// built first. Without --machine, the machine recorded in the trace is used.
+    #[arg(long, value_name = "T")]
+    trace: Option<PathBuf>,
     #[command(flatten)]
     machine: super::MachineArgs,
     /// The algorithm: greedy, matching, drb, compact, scatter, random, identity or
@@ -56,12 +63,14 @@ pub fn run(args: Args) -> Result<i32> {
             )))
         }
     };
-    let path = &args.matrix;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| input(format!("cannot read matrix {}: {e}", path.display())))?;
-    let (m, n) =
-        tdmap_map::parse_csv(&text).map_err(|e| input(format!("{}: {e}", path.display())))?;
-    let topo = args.machine.load().map_err(input)?;
+    let (m, n, topo) = match (&args.matrix, &args.trace) {
+        (Some(path), _) => {
+            let (m, n) = read_matrix(path)?;
+            (m, n, args.machine.load().map_err(input)?)
+        }
+        (None, Some(path)) => from_trace(path, &args.machine)?,
+        (None, None) => return Err(input("give --matrix M.csv or --trace T")),
+    };
     let opts = Options {
         seed: args.seed,
         oversubscribe: args.oversubscribe,
@@ -101,6 +110,32 @@ pub fn run(args: Args) -> Result<i32> {
         write!(out, "{}", render(format, &topo, &mapping))?;
     }
     Ok(OK)
+}
+
+/// Reads and checks a CSV sharing matrix.
+fn read_matrix(path: &Path) -> Result<(Vec<f64>, usize)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| input(format!("cannot read matrix {}: {e}", path.display())))?;
+    tdmap_map::parse_csv(&text).map_err(|e| input(format!("{}: {e}", path.display())))
+}
+
+/// The sharing matrix of a trace (accesses to shared blocks) and the machine to map on.
+fn from_trace(
+    path: &Path,
+    machine: &super::MachineArgs,
+) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
+    use super::analyze::{build_model, load_machine, thread_nodes};
+    let name = path.display();
+    let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
+    reader.set_addresses_only(true);
+    let topo = load_machine(machine, reader.header().machine.as_str())?;
+    let threads = reader.header().threads as usize;
+    let nodes = thread_nodes(&reader, &topo, threads);
+    let mut reader = reader.prefetch();
+    let model = build_model(&mut reader, &topo, &nodes, 4096)
+        .map_err(|e| input(format!("{name}: {e:#}")))?;
+    let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
+    Ok((m, threads, topo))
 }
 
 /// Runs one algorithm; wrong input is exit 2, a Scotch failure exit 1.

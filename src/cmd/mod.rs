@@ -1,7 +1,7 @@
 //! The subcommands, one file each; this module only dispatches.
 
-mod map;
 mod analyze;
+mod map;
 mod topo;
 mod trace_check;
 

@@ -101,7 +101,7 @@ pub fn prime_factors(mut a: usize) -> Vec<usize> {
     let mut out = Vec::new();
     let mut p = 2;
     while a > 1 {
-        while a % p == 0 {
+        while a.is_multiple_of(p) {
             out.push(p);
             a /= p;
         }

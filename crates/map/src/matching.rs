@@ -10,7 +10,7 @@ use crate::hier::reduce;
 /// Groups `k` units sharing `w` into groups of `size`: by perfect matching for pairs.
 /// Also returns the sharing between the groups.
 pub fn group(w: &[f64], k: usize, size: usize) -> (Vec<Vec<usize>>, Vec<f64>) {
-    if size != 2 || k % 2 != 0 {
+    if size != 2 || !k.is_multiple_of(2) {
         return crate::greedy::group(w, k, size);
     }
     let mate = max_weight_perfect_matching(&integer_weights(w), k);

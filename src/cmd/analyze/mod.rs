@@ -96,7 +96,10 @@ pub fn run(args: Args) -> Result<i32> {
 
 /// The machine named by `--machine`, else the one recorded in the trace if tdmap knows
 /// it, else this machine.
-fn load_machine(args: &super::MachineArgs, recorded: &str) -> Result<tdmap_topo::Topology> {
+pub(super) fn load_machine(
+    args: &super::MachineArgs,
+    recorded: &str,
+) -> Result<tdmap_topo::Topology> {
     if args.machine.is_some() {
         return args.load().map_err(input);
     }
@@ -109,7 +112,11 @@ fn load_machine(args: &super::MachineArgs, recorded: &str) -> Result<tdmap_topo:
 
 /// Places thread t on the node of the CPU it ran on, if recorded and on this machine;
 /// else spreads threads over the nodes in blocks (t·N/T), as a compact mapping would.
-fn thread_nodes(reader: &Reader, topo: &tdmap_topo::Topology, threads: usize) -> Vec<u32> {
+pub(super) fn thread_nodes(
+    reader: &Reader,
+    topo: &tdmap_topo::Topology,
+    threads: usize,
+) -> Vec<u32> {
     let nodes = topo.num_nodes().max(1);
     (0..threads)
         .map(|t| {
@@ -126,7 +133,7 @@ fn thread_nodes(reader: &Reader, topo: &tdmap_topo::Topology, threads: usize) ->
 
 /// Feeds the whole trace to a model. Exact traces share per cache line; a trace of
 /// page-fault samples uses kMAF's 1 KiB sub-blocks (chosen from the first chunk).
-fn build_model(
+pub(super) fn build_model(
     reader: &mut Prefetch,
     topo: &tdmap_topo::Topology,
     nodes: &[u32],
