@@ -24,7 +24,12 @@ pub fn skew_mapp(page: usize, m: usize) -> usize {
 
 /// The smallest prime ≥ `m`: the number of virtual nodes prime_mapp uses by default.
 pub fn prime_at_least(m: usize) -> usize {
-    let is_prime = |p: usize| p >= 2 && (2..).take_while(|d| d * d <= p).all(|d| !p.is_multiple_of(d));
+    let is_prime = |p: usize| {
+        p >= 2
+            && (2..)
+                .take_while(|d| d * d <= p)
+                .all(|d| !p.is_multiple_of(d))
+    };
     (m.max(2)..)
         .find(|&p| is_prime(p))
         .expect("primes are unbounded")
