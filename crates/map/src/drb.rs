@@ -87,6 +87,28 @@ mod tests {
         }
     }
 
+    /// Regression: with 1024 threads on 1024 PEs, Scotch 7.0.3's default strategy left
+    /// 4 PEs with two threads on this instance (and 4 PEs empty); the repair must fix it.
+    #[test]
+    fn scotch_default_strategy_doubles_are_repaired_at_1024_threads() {
+        let topo = tdmap_topo::from_synthetic("package:8 core:64 pu:2").unwrap();
+        let slots = Slots::new(&topo, 1);
+        let n = 1024;
+        let mut rng = SplitMix::new(11);
+        let mut m = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..i {
+                let x = if i % 4 == j % 4 { 100.0 } else { rng.unit() };
+                m[i * n + j] = x;
+                m[j * n + i] = x;
+            }
+        }
+        let mut s = map(&slots, &m, n).unwrap();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), n);
+    }
+
     #[test]
     fn weights_are_bounded_and_positive() {
         let m = [0.0, 1e12, 1e12, 0.0];
