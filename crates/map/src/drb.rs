@@ -3,7 +3,7 @@
 //! loads but may still put two threads on one PE, so the result goes through
 //! [`repair`](crate::slots::repair), which moves any extra thread to the nearest free PU.
 
-use crate::slots::{repair, Slots};
+use crate::slots::{fit_to_capacity, repair, Slots};
 use crate::MapError;
 use tdmap_sys::scotch::{scotch_map_tleaf, CsrGraph};
 
@@ -21,6 +21,7 @@ pub fn map(slots: &Slots, m: &[f64], n: usize) -> Result<Vec<usize>, MapError> {
             .map_err(|e| MapError::Scotch(e.to_string()))?;
         part.into_iter().map(|p| p as usize).collect()
     };
+    fit_to_capacity(slots, &mut slot_of);
     repair(slots, &mut slot_of);
     Ok(slot_of)
 }

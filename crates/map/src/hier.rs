@@ -4,7 +4,7 @@
 //! M(x,k) + M(y,z) + M(y,k), §III-C, generalised to any group size), and so on up the
 //! tree. The final tree of groups is laid onto the slots top-down.
 
-use crate::slots::{repair, Slots};
+use crate::slots::{fit_to_capacity, repair, Slots};
 use std::borrow::Cow;
 
 /// Splits `k` units (sharing `w`, k × k) into groups of exactly `size` units, and gives
@@ -36,6 +36,7 @@ pub fn map(slots: &Slots, m: &[f64], n: usize, group: GroupFn, split: bool) -> V
     }
     let mut slot_of = layout(&rounds, total);
     slot_of.truncate(n);
+    fit_to_capacity(slots, &mut slot_of);
     repair(slots, &mut slot_of);
     slot_of
 }

@@ -95,6 +95,58 @@ impl Slots {
     }
 }
 
+/// On an uneven machine, swaps sibling subtrees of the hull so that the subtrees holding
+/// more threads land where there are more real PUs, keeping every group together
+/// (e.g. a group of three goes to the package with three cores, not the one with two).
+/// Symmetric machines are left alone.
+pub fn fit_to_capacity(slots: &Slots, slot_of: &mut [usize]) {
+    if slots.pu.iter().all(Option::is_some) {
+        return;
+    }
+    let mut prefix = vec![0usize; slots.len() + 1];
+    for (s, p) in slots.pu.iter().enumerate() {
+        prefix[s + 1] = prefix[s] + usize::from(p.is_some());
+    }
+    let threads: Vec<usize> = (0..slot_of.len()).collect();
+    fit_level(slots, &prefix, slot_of, 0, 0, &threads);
+}
+
+fn fit_level(
+    slots: &Slots,
+    prefix: &[usize],
+    slot_of: &mut [usize],
+    level: usize,
+    base: usize,
+    threads: &[usize],
+) {
+    let Some(&arity) = slots.arities.get(level) else {
+        return;
+    };
+    let size: usize = slots.arities[level + 1..].iter().product();
+    let mut members = vec![Vec::new(); arity];
+    for &t in threads {
+        members[(slot_of[t] - base) / size].push(t);
+    }
+    let cap = |c: usize| prefix[base + (c + 1) * size] - prefix[base + c * size];
+    let mut by_load: Vec<usize> = (0..arity).collect();
+    by_load.sort_by_key(|&c| std::cmp::Reverse(members[c].len()));
+    let mut by_cap: Vec<usize> = (0..arity).collect();
+    by_cap.sort_by_key(|&c| std::cmp::Reverse(cap(c)));
+    for (&src, &dst) in by_load.iter().zip(&by_cap) {
+        for &t in &members[src] {
+            slot_of[t] = slot_of[t] + dst * size - src * size;
+        }
+        fit_level(
+            slots,
+            prefix,
+            slot_of,
+            level + 1,
+            base + dst * size,
+            &members[src],
+        );
+    }
+}
+
 /// Puts each thread on a distinct slot that has a PU: threads sharing a slot, or on a
 /// slot without PU, move to the free slot closest in the tree (keeps Scotch's and the
 /// hull's results valid). `slot_of[t]` is updated in place.

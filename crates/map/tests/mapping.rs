@@ -234,3 +234,33 @@ fn bad_matrices_and_names_are_rejected() {
         Err(MapError::TooBigForExhaustive { .. })
     ));
 }
+
+/// "package:2 core:3" with the last PU taken away: packages of 3 and 2 cores.
+fn uneven() -> Topology {
+    let mut t = synth("package:2 core:3");
+    t.pus.pop();
+    for level in &mut t.levels {
+        level.group_of_pu.pop();
+        level.groups = level.group_of_pu.iter().max().map_or(0, |g| g + 1);
+    }
+    t
+}
+
+#[test]
+fn uneven_machines_map_onto_real_pus_only() {
+    let topo = uneven();
+    assert_eq!(topo.num_pus(), 5);
+    // Threads 0,1,2 share heavily: they belong on the full package (PUs 0..3).
+    let m = planted(5, |t| usize::from(t >= 3), 100.0, 1.0, 8);
+    for algo in Algorithm::ALL {
+        let map = run(algo, &topo, &m, 5);
+        assert!(map.iter().all(|&p| p < 5), "{algo:?}: {map:?}");
+        if algo.sharing_aware() {
+            let pkg: Vec<usize> = map.iter().map(|&p| topo.pus[p].package).collect();
+            assert!(
+                pkg[0] == pkg[1] && pkg[1] == pkg[2] && pkg[3] == pkg[4],
+                "{algo:?}: {map:?}"
+            );
+        }
+    }
+}
