@@ -7,6 +7,8 @@
 //! (first-touch, interleave, bind and the MAi policies of Minas). The `tdmap map` command
 //! and the runtime apply the results.
 
+#![warn(missing_docs)]
+
 pub mod baseline;
 pub mod blossom;
 pub mod cost;
