@@ -51,6 +51,20 @@ else
   fail "timeout: status $rc, work dir '$work' $([ -e "$work" ] && echo left) $(pgrep -af "$work")"
 fi
 
+# Bad input and a guest that never reports: named errors, never a pass.
+out=$(bash "$here/vm.sh" 3x3 2>&1); rc=$?
+if [ "$rc" -eq 2 ] && echo "$out" | grep -q "unknown shape '3x3'"; then
+  pass "unknown shape is refused (status 2)"
+else
+  fail "unknown shape: status $rc: $out"
+fi
+out=$(VM_KERNEL=/bin/true bash "$here/vm.sh" 2x2 2>&1); rc=$?
+if [ "$rc" -eq 3 ] && echo "$out" | grep -q 'without a result marker'; then
+  pass "a guest that never reports a result fails (status 3)"
+else
+  fail "no-result guest: status $rc: $out"
+fi
+
 echo "vm-test: time from qemu start to result, per guest:"
 printf '  %s\n' "${summary[@]}"
 if [ "$failed" -ne 0 ]; then

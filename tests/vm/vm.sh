@@ -38,9 +38,10 @@ flags=$(IFS=:; echo "$*")
 
 find_kernel() {
   if [ -n "${VM_KERNEL:-}" ]; then echo "$VM_KERNEL"; return; fi
-  local k
-  k=$(find /boot -maxdepth 1 -name 'vmlinuz-*-amd64' 2>/dev/null | sort -V | tail -n 1)
-  echo "$k"
+  # The newest generic kernel; cloud and rt flavours only if there is nothing else.
+  local all
+  all=$(find /boot -maxdepth 1 -name 'vmlinuz-*-amd64' 2>/dev/null | sort -V)
+  { echo "$all" | grep -v -e '-cloud-amd64$' -e '-rt-amd64$' || echo "$all"; } | tail -n 1
 }
 kernel=$(find_kernel)
 [ -n "$kernel" ] || die "no /boot/vmlinuz-*-amd64; run scripts/setup.sh (installs linux-image-amd64) or set VM_KERNEL"
@@ -64,7 +65,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'echo "vm: interrupted; stopping qemu" >&2; exit 130' INT TERM
 echo "vm: work dir $work"
 
 # Copies an executable to $root/bin/NAME, with every library ldd lists (loader included)
