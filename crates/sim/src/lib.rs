@@ -19,6 +19,7 @@ pub mod policy;
 mod rng;
 mod sim;
 mod stats;
+pub mod synth;
 mod tlb;
 
 pub use access::SimAccess;

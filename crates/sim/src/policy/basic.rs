@@ -238,7 +238,10 @@ impl ByName {
             "compact" => Box::new(StaticPolicy::new(name, ThreadOrder::Compact, ft)),
             "scatter" => Box::new(StaticPolicy::new(name, ThreadOrder::Scatter, ft)),
             "random" => Box::new(StaticPolicy::new(name, ThreadOrder::Random(seed), ft)),
-            "sammu" => Box::new(super::Sammu::new(super::SammuParams::default())),
+            "sammu" => Box::new(super::Sammu::new(super::SammuParams {
+                seed,
+                ..Default::default()
+            })),
             _ => return None,
         })
     }

@@ -245,3 +245,7 @@ impl Policy for Sammu {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sammu_tests.rs"]
+mod tests;
