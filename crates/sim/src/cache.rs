@@ -28,6 +28,16 @@ impl State {
 
 const EMPTY: u64 = u64::MAX;
 
+/// Shifts a set's prefix down by one and puts `v` first. Sets are a few ways long, so a
+/// plain loop beats `rotate_right`, which calls memmove.
+#[inline]
+fn move_to_front(set: &mut [u64], v: u64) {
+    for i in (1..set.len()).rev() {
+        set[i] = set[i - 1];
+    }
+    set[0] = v;
+}
+
 /// A set-associative LRU cache of line numbers.
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -88,8 +98,9 @@ impl Cache {
             return Some(State::from_bits(first));
         }
         let k = self.find(base, line)?;
-        self.slots[base..=base + k].rotate_right(1);
-        Some(State::from_bits(self.slots[base]))
+        let hit = self.slots[base + k];
+        move_to_front(&mut self.slots[base..=base + k], hit);
+        Some(State::from_bits(hit))
     }
 
     /// The state of a line without touching recency.
@@ -115,8 +126,10 @@ impl Cache {
     pub fn insert(&mut self, line: u64, state: State) -> Option<(u64, State)> {
         let base = self.base(line);
         let last = self.slots[base + self.ways - 1];
-        self.slots[base..base + self.ways].rotate_right(1);
-        self.slots[base] = line << 2 | state as u64;
+        move_to_front(
+            &mut self.slots[base..base + self.ways],
+            line << 2 | state as u64,
+        );
         (last != EMPTY).then(|| (last >> 2, State::from_bits(last)))
     }
 
@@ -125,7 +138,9 @@ impl Cache {
         let base = self.base(line);
         let k = self.find(base, line)?;
         let state = State::from_bits(self.slots[base + k]);
-        self.slots[base + k..base + self.ways].rotate_left(1);
+        for i in base + k..base + self.ways - 1 {
+            self.slots[i] = self.slots[i + 1];
+        }
         self.slots[base + self.ways - 1] = EMPTY;
         Some(state)
     }

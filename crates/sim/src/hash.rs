@@ -1,4 +1,4 @@
-//! A fast, deterministic hasher for the page table, the directory and the policies'
+//! A fast, deterministic hasher (folded multiply) for the page table, the directory and the policies'
 //! per-page tables: keys are page or line numbers, so a multiplicative hash suffices and
 //! iteration order stays the same from run to run (determinism).
 
@@ -21,7 +21,11 @@ impl Hasher for FastHasher {
     }
 
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // Folded multiply: the high half of the product is folded into the low half,
+        // because hashbrown picks buckets by the low bits, and keys that differ only in
+        // high bits (the same offset in different buffers) must not collide.
+        let x = (self.0 ^ v) as u128 * 0x9E37_79B9_7F4A_7C15u128;
+        self.0 = (x as u64) ^ ((x >> 64) as u64);
     }
 
     fn write_u32(&mut self, v: u32) {

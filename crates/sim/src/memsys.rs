@@ -181,7 +181,7 @@ impl MemSys {
         } else if let Some(src) = self.nearest_holder(&e, core) {
             self.transfer(src, pkg)
         } else {
-            self.from_memory(e.home as usize, node, pkg)
+            self.read_memory(e.home as usize, node, pkg)
         };
         if write {
             lat += self.invalidate_others(core, line);
@@ -261,7 +261,7 @@ impl MemSys {
         }
     }
 
-    fn from_memory(&mut self, home: usize, node: usize, pkg: usize) -> u64 {
+    fn read_memory(&mut self, home: usize, node: usize, pkg: usize) -> u64 {
         if home == node {
             self.stats.mem_local += 1;
         } else {

@@ -21,7 +21,8 @@ pub enum Pattern {
 }
 
 /// A round-robin interleaving of `threads` threads, `per_thread` accesses each, 8-byte
-/// accesses at random 8-byte-aligned offsets of each thread's buffer, a fraction
+/// accesses at random 8-byte-aligned offsets of each thread's buffer (or runs of
+/// consecutive words, see [`Synth::with_run`]), a fraction
 /// `write_ratio` of them stores. Buffers are 1 GiB apart.
 #[derive(Debug, Clone)]
 pub struct Synth {
@@ -30,6 +31,8 @@ pub struct Synth {
     left: u64,
     next_thread: u32,
     write_ratio: f64,
+    run: u32,
+    cursors: Vec<(u64, u32)>,
     rng: SplitMix64,
 }
 
@@ -48,8 +51,17 @@ impl Synth {
             left: per_thread * threads.max(1) as u64,
             next_thread: 0,
             write_ratio,
+            run: 1,
+            cursors: vec![(0, 0); threads.max(1) as usize],
             rng: SplitMix64::new(seed),
         }
+    }
+
+    /// Gives the stream spatial locality: each thread walks `run` consecutive 8-byte
+    /// words before jumping to a random offset (1, the default, is uniform random).
+    pub fn with_run(mut self, run: u32) -> Self {
+        self.run = run.max(1);
+        self
     }
 
     /// The true affinity matrix of the pattern (row-major, threads × threads).
@@ -80,7 +92,14 @@ impl Iterator for Synth {
             Pattern::Pairs { bytes } => (t as u64 / 2, bytes),
             Pattern::Private { bytes } => (t as u64, bytes),
         };
-        let off = (self.rng.next_u64() % (bytes / 8).max(1)) * 8;
+        let words = (bytes / 8).max(1);
+        let cur = &mut self.cursors[t as usize];
+        if cur.1 == 0 {
+            *cur = (self.rng.next_u64() % words, self.run);
+        }
+        let off = (cur.0 % words) * 8;
+        cur.0 += 1;
+        cur.1 -= 1;
         let write = self.rng.unit() < self.write_ratio;
         Some(SimAccess {
             thread: t,
