@@ -250,6 +250,8 @@ impl MemSys {
     }
 
     /// A cache-to-cache transfer of one line from package `from` to package `to`.
+    /// Between packages: a lookup in each package's shared cache and a link crossing
+    /// each way (request, then data).
     fn transfer(&mut self, from: usize, to: usize) -> u64 {
         self.count_bytes(from, to, self.line_bytes);
         if from == to {
@@ -257,7 +259,7 @@ impl MemSys {
             self.lat_llc
         } else {
             self.stats.c2c_inter += 1;
-            self.lat_llc + self.interchip
+            2 * self.lat_llc + 2 * self.interchip
         }
     }
 
@@ -281,7 +283,8 @@ impl MemSys {
     }
 
     /// Removes every other copy (private caches and other domains' shared caches) and
-    /// returns the extra latency: one inter-chip round when a copy sat on another package.
+    /// returns the extra latency: an inter-chip round trip (invalidation, then its
+    /// acknowledgement) when a copy sat on another package.
     fn invalidate_others(&mut self, core: usize, line: u64) -> u64 {
         let Some(mut e) = self.dir.get(&line).copied() else {
             return 0;
@@ -310,7 +313,7 @@ impl MemSys {
         e.domains &= 1u64 << own_dom;
         self.dir.insert(line, e);
         if remote {
-            self.interchip
+            2 * self.interchip
         } else {
             0
         }

@@ -72,8 +72,8 @@ fn dirty_line_moves_cache_to_cache_within_and_between_packages() {
     assert_eq!(m.stats.c2c_inter, 1);
     assert_eq!(
         lat,
-        40 + 40 + 40,
-        "L3 + inter-chip transfer + inter-chip invalidation"
+        (2 * 40 + 2 * 40) + 2 * 40,
+        "transfer: both L3s and a link crossing each way; invalidation: a round trip"
     );
     assert_eq!(m.stats.invalidations, 3);
     assert_eq!(m.private_state(0, 9), None);

@@ -9,7 +9,7 @@ mod basic;
 pub mod grouping;
 pub mod sammu;
 
-pub use basic::{ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
+pub use basic::{pu_order, ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
 pub use sammu::{Sammu, SammuParams};
 
 use crate::machine::Machine;
