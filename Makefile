@@ -38,3 +38,4 @@ clean:
 .PHONY: bench-sim
 bench-sim: setup
 	$(CARGO) bench -p tdmap-sim --bench throughput
+	$(CARGO) bench -p tdmap-sim --bench policies

@@ -17,6 +17,11 @@ fn main() {
     // runs of 1 (uniform random words) are the worst case.
     let cases = [
         (
+            "private 16 KiB, runs of 16 words",
+            Pattern::Private { bytes: 16 << 10 },
+            16,
+        ),
+        (
             "pairs 64 KiB, runs of 16 words",
             Pattern::Pairs { bytes: 64 << 10 },
             16,
@@ -42,7 +47,7 @@ fn main() {
             1,
         ),
     ];
-    println!("tdmap-sim throughput: {ACCESSES} accesses, {THREADS} threads, xeon-x7550-4s, 30% stores, one core");
+    println!("tdmap-sim throughput: {ACCESSES} accesses, {THREADS} threads, xeon-x7550-4s, 30% stores, one core, best of 3 wall-clock runs");
     println!(
         "{:<40} {:>8} {:>10} {:>12} {:>10}",
         "stream", "policy", "seconds", "M acc/s", "L1 hit %"
@@ -57,15 +62,22 @@ fn main() {
                 .with_run(run)
                 .collect();
         for policy in ["os", "sammu"] {
-            let p = ByName::build(policy, 1).expect("policy");
-            let mut sim = Simulator::new(&topo, SimConfig::default(), p, THREADS as usize)
-                .expect("simulator");
-            let start = Instant::now();
-            for chunk in stream.chunks(1 << 16) {
-                sim.run_chunk(chunk).expect("run");
+            // Best of three: the machine is shared, and the least disturbed run is the
+            // closest to the simulator's own speed.
+            let mut best = f64::MAX;
+            let mut report = None;
+            for _ in 0..3 {
+                let p = ByName::build(policy, 1).expect("policy");
+                let mut sim = Simulator::new(&topo, SimConfig::default(), p, THREADS as usize)
+                    .expect("simulator");
+                let start = Instant::now();
+                for chunk in stream.chunks(1 << 16) {
+                    sim.run_chunk(chunk).expect("run");
+                }
+                best = best.min(start.elapsed().as_secs_f64());
+                report = Some(sim.finish());
             }
-            let secs = start.elapsed().as_secs_f64();
-            let r = sim.finish();
+            let (secs, r) = (best, report.expect("one run"));
             let hits = 100.0 * r.mem.l1_hits as f64 / (r.mem.l1_hits + r.mem.l1_misses) as f64;
             println!(
                 "{label:<40} {policy:>8} {secs:>10.3} {:>12.1} {hits:>10.1}",

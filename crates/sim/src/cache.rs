@@ -84,9 +84,11 @@ impl Cache {
 
     #[inline]
     fn find(&self, base: usize, line: u64) -> Option<usize> {
+        // EMPTY >> 2 is above any line number (addresses have at most 64 - 6 line
+        // bits), so empty slots never match.
         self.slots[base..base + self.ways]
             .iter()
-            .position(|&s| s != EMPTY && s >> 2 == line)
+            .position(|&s| s >> 2 == line)
     }
 
     /// Looks a line up; on a hit, makes it the most recent and returns its state.

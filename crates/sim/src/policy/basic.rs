@@ -76,6 +76,9 @@ fn tree_ranks(topo: &Topology) -> Vec<Vec<usize>> {
 }
 
 fn spread(order: &[usize], threads: usize) -> Vec<usize> {
+    if order.is_empty() {
+        return Vec::new(); // the simulator reports the missing mapping
+    }
     (0..threads).map(|t| order[t % order.len()]).collect()
 }
 
