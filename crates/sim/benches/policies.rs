@@ -39,11 +39,11 @@ fn main() {
         );
         let mut base: Option<SimReport> = None;
         let aware = greedy_map(&stream.affinity(), THREADS as usize, &topo);
-        let mut policies: Vec<Box<dyn Policy>> =
-            ["os", "compact", "scatter", "random", "interleave", "sammu"]
-                .iter()
-                .map(|n| ByName::build(n, 1).expect("policy"))
-                .collect();
+        // ByName::NAMES starts with "os", the baseline of the table.
+        let mut policies: Vec<Box<dyn Policy>> = ByName::NAMES
+            .iter()
+            .map(|n| ByName::build(n, 1).expect("policy"))
+            .collect();
         policies.push(Box::new(Fixed::new("aware", aware)));
         for p in policies {
             let r = simulate(&topo, cfg.clone(), p, THREADS as usize, stream.clone()).expect("run");

@@ -12,8 +12,11 @@ pub struct Costs {
     pub compute: u64,
     /// A page walk on a TLB miss.
     pub page_walk: u64,
-    /// A page fault, first touch or injected: about 1.5 µs at 2 GHz (FACTS: 1.5-3.2 µs).
+    /// A first-touch page fault: about 1.5 µs at 2 GHz (FACTS: 1.5-3.2 µs).
     pub fault: u64,
+    /// An injected fault on a present page (kMAF extra fault, NUMA hinting fault): no
+    /// allocation, resolved at once by the handler (kMAF §3.1.2); about 0.5 µs.
+    pub injected_fault: u64,
     /// A thread migration, kernel side only; the cold caches and TLB that follow are
     /// modelled by the caches themselves. About 5 µs at 2 GHz.
     pub thread_migration: u64,
@@ -30,6 +33,7 @@ impl Default for Costs {
             compute: 1,
             page_walk: 30,
             fault: 3_000,
+            injected_fault: 1_000,
             thread_migration: 10_000,
             page_migration: 8_000,
             control_bytes: 8,

@@ -261,7 +261,11 @@ impl<'t> Simulator<'t> {
         self.apply(&mut out, t);
         self.actions = out;
         let node = self.pages[&page].node as usize;
-        (node, self.cfg.costs.fault)
+        let cost = match kind {
+            FaultKind::FirstTouch => self.cfg.costs.fault,
+            FaultKind::Injected => self.cfg.costs.injected_fault,
+        };
+        (node, cost)
     }
 
     fn report_tlb(&mut self, e: TlbEntry, core: usize, kind: TlbEventKind, charge: usize) {

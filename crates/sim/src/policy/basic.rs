@@ -229,8 +229,15 @@ pub struct ByName;
 
 impl ByName {
     /// Names [`ByName::build`] knows.
-    pub const NAMES: &'static [&'static str] =
-        &["os", "compact", "scatter", "random", "interleave", "sammu"];
+    pub const NAMES: &'static [&'static str] = &[
+        "os",
+        "compact",
+        "scatter",
+        "random",
+        "interleave",
+        "sammu",
+        "numa-balancing",
+    ];
 
     /// Builds a policy by name, or `None` for an unknown name.
     pub fn build(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
@@ -245,6 +252,7 @@ impl ByName {
                 seed,
                 ..Default::default()
             })),
+            "numa-balancing" => Box::new(super::NumaBalancing::new(seed)),
             _ => return None,
         })
     }

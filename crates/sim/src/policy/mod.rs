@@ -7,9 +7,11 @@
 
 mod basic;
 pub mod grouping;
+mod numa_balancing;
 pub mod sammu;
 
 pub use basic::{pu_order, ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
+pub use numa_balancing::NumaBalancing;
 pub use sammu::{Sammu, SammuParams};
 
 use crate::machine::Machine;
