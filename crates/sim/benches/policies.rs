@@ -34,7 +34,7 @@ fn main() {
         let stream = Synth::new(pattern, THREADS, PER_THREAD, 0.3, 1).with_run(16);
         println!("\n== {label} (values relative to os; remote ratio and migrations absolute)");
         println!(
-            "{:<11} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9}",
+            "{:<15} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9}",
             "policy", "time", "L3 miss", "interchip", "remote", "thr.mig", "page.mig"
         );
         let mut base: Option<SimReport> = None;
@@ -56,7 +56,7 @@ fn main() {
                 }
             };
             println!(
-                "{:<11} {:>7.3} {:>9.3} {:>10.3} {:>8.3} {:>9} {:>9}",
+                "{:<15} {:>7.3} {:>9.3} {:>10.3} {:>8.3} {:>9} {:>9}",
                 r.policy,
                 rel(r.cycles_max, b.cycles_max),
                 rel(r.l3_misses(), b.l3_misses()),

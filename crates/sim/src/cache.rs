@@ -147,6 +147,14 @@ impl Cache {
         Some(state)
     }
 
+    /// Every line held and its state (for consistency checks).
+    pub fn entries(&self) -> impl Iterator<Item = (u64, State)> + '_ {
+        self.slots
+            .iter()
+            .filter(|&&s| s != EMPTY)
+            .map(|&s| (s >> 2, State::from_bits(s)))
+    }
+
     /// Removes every line.
     pub fn clear(&mut self) {
         self.slots.fill(EMPTY);

@@ -121,7 +121,12 @@ impl MemSys {
         }
         let extra = if st == State::Shared {
             self.stats.upgrades += 1;
-            self.lat_llc + self.invalidate_others(core, line)
+            let mut lat = self.lat_llc;
+            if let Some(mut e) = self.dir.get(&line).copied() {
+                lat += self.invalidate_others(core, line, &mut e);
+                self.dir.insert(line, e);
+            }
+            lat
         } else {
             0
         };
@@ -184,8 +189,7 @@ impl MemSys {
             self.read_memory(e.home as usize, node, pkg)
         };
         if write {
-            lat += self.invalidate_others(core, line);
-            e = self.dir.get(&line).copied().unwrap_or(e);
+            lat += self.invalidate_others(core, line, &mut e);
         }
         let holders_left = (e.cores & !me) != 0 || (e.domains & !(1u64 << dom)) != 0;
         let st = match (write, holders_left) {
@@ -285,10 +289,7 @@ impl MemSys {
     /// Removes every other copy (private caches and other domains' shared caches) and
     /// returns the extra latency: an inter-chip round trip (invalidation, then its
     /// acknowledgement) when a copy sat on another package.
-    fn invalidate_others(&mut self, core: usize, line: u64) -> u64 {
-        let Some(mut e) = self.dir.get(&line).copied() else {
-            return 0;
-        };
+    fn invalidate_others(&mut self, core: usize, line: u64, e: &mut DirEntry) -> u64 {
         let pkg = self.pkg_of_core[core];
         let mut remote = false;
         let mut cores = e.cores & !(1u64 << core);
@@ -311,7 +312,6 @@ impl MemSys {
         }
         e.cores &= 1u64 << core;
         e.domains &= 1u64 << own_dom;
-        self.dir.insert(line, e);
         if remote {
             2 * self.interchip
         } else {
@@ -340,56 +340,55 @@ impl MemSys {
         self.l1[core].insert(line, st);
     }
 
-    /// A line left a core's private levels: update the directory, write back if dirty.
+    /// A line left a core's private levels: update the directory, write back if dirty
+    /// (into the package's shared cache, or to the home node when there is none).
     fn private_evicted(&mut self, core: usize, line: u64, st: State) {
-        let Some(mut e) = self.dir.get(&line).copied() else {
+        let dom = self.dom_of_core[core];
+        let has_llc = !self.llc.is_empty();
+        let Some(e) = self.dir.get_mut(&line) else {
             return;
         };
         e.cores &= !(1u64 << core);
-        if st == State::Modified {
-            self.stats.writebacks += 1;
-            let pkg = self.pkg_of_core[core];
-            if self.llc.is_empty() {
-                self.count_bytes(pkg, self.pkg_of_node[e.home as usize], self.line_bytes);
-            } else {
-                self.count_bytes(pkg, pkg, self.line_bytes);
-                let dom = self.dom_of_core[core];
-                if !self.llc[dom].set_state(line, State::Modified) {
-                    e.domains |= 1u64 << dom;
-                    self.store_dir(line, e);
-                    if let Some((v, vs)) = self.llc[dom].insert(line, State::Modified) {
-                        self.llc_evicted(dom, v, vs);
-                    }
-                    return;
-                }
+        let home = e.home as usize;
+        let dirty = st == State::Modified;
+        let refill = dirty && has_llc && !self.llc[dom].set_state(line, State::Modified);
+        if refill {
+            e.domains |= 1u64 << dom;
+        }
+        if e.cores == 0 && e.domains == 0 {
+            self.dir.remove(&line);
+        }
+        if !dirty {
+            return;
+        }
+        self.stats.writebacks += 1;
+        let pkg = self.pkg_of_core[core];
+        let to = if has_llc { pkg } else { self.pkg_of_node[home] };
+        self.count_bytes(pkg, to, self.line_bytes);
+        if refill {
+            if let Some((v, vs)) = self.llc[dom].insert(line, State::Modified) {
+                self.llc_evicted(dom, v, vs);
             }
         }
-        self.store_dir(line, e);
     }
 
     /// A line left a shared cache: a dirty one goes back to its home node.
     fn llc_evicted(&mut self, dom: usize, line: u64, st: State) {
-        let Some(mut e) = self.dir.get(&line).copied() else {
+        let Some(e) = self.dir.get_mut(&line) else {
             return;
         };
         e.domains &= !(1u64 << dom);
+        let home = e.home as usize;
+        if e.cores == 0 && e.domains == 0 {
+            self.dir.remove(&line);
+        }
         if st == State::Modified {
             self.stats.writebacks += 1;
             self.count_bytes(
                 self.pkg_of_dom[dom],
-                self.pkg_of_node[e.home as usize],
+                self.pkg_of_node[home],
                 self.line_bytes,
             );
-        }
-        self.store_dir(line, e);
-    }
-
-    /// Keeps the directory bounded: an entry lives only while some cache holds the line.
-    fn store_dir(&mut self, line: u64, e: DirEntry) {
-        if e.cores == 0 && e.domains == 0 {
-            self.dir.remove(&line);
-        } else {
-            self.dir.insert(line, e);
         }
     }
 
@@ -416,6 +415,60 @@ impl MemSys {
                 self.llc[d].remove(line);
             }
         }
+    }
+
+    /// Checks that the directory matches the caches and that MESI holds: a Modified or
+    /// Exclusive line has no other private copy; the L1 is inside the L2; L1 and L2
+    /// agree on states. Returns the first violation.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen: FastMap<u64, DirEntry> = FastMap::default();
+        for c in 0..self.l1.len() {
+            let outer = if self.l2.is_empty() {
+                &self.l1[c]
+            } else {
+                &self.l2[c]
+            };
+            for (line, _) in outer.entries() {
+                seen.entry(line).or_default().cores |= 1u64 << c;
+            }
+            if !self.l2.is_empty() {
+                for (line, st) in self.l1[c].entries() {
+                    if self.l2[c].peek(line) != Some(st) {
+                        return Err(format!("core {c}: L1 line {line} {st:?} not in L2 alike"));
+                    }
+                }
+            }
+        }
+        for (d, cache) in self.llc.iter().enumerate() {
+            for (line, _) in cache.entries() {
+                seen.entry(line).or_default().domains |= 1u64 << d;
+            }
+        }
+        if seen.len() != self.dir.len() {
+            return Err(format!(
+                "{} lines cached, {} in the directory",
+                seen.len(),
+                self.dir.len()
+            ));
+        }
+        for (line, s) in &seen {
+            let d = self
+                .dir
+                .get(line)
+                .ok_or(format!("line {line} not in the directory"))?;
+            if (d.cores, d.domains) != (s.cores, s.domains) {
+                return Err(format!("line {line}: directory {d:?}, caches {s:?}"));
+            }
+            let c = s.cores.trailing_zeros() as usize;
+            let owned = s.cores != 0 && self.private_state(c, *line) != Some(State::Shared);
+            if owned && s.cores.count_ones() > 1 {
+                return Err(format!(
+                    "line {line}: owned by core {c} but shared by {:b}",
+                    s.cores
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Number of directory entries (bounded by the total cache capacity).

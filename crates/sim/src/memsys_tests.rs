@@ -150,3 +150,33 @@ fn flushing_a_page_drops_every_copy() {
     assert!(!m.in_shared(0, 64) && !m.in_shared(1, 65));
     assert_eq!(m.dir_len(), 0);
 }
+
+#[test]
+fn directory_and_caches_stay_consistent_under_random_traffic() {
+    // Tiny caches so that every kind of eviction happens often: 2 packages x 2 cores,
+    // 512 B L1, 1 KiB L2, 4 KiB L3 per package.
+    let t = tdmap_topo::from_synthetic(
+        "pack:2 [numa(memory=1GiB)] l3:1(size=4KiB) l2:2(size=1KiB) l1d:1(size=512) core:1 pu:1",
+    )
+    .unwrap();
+    let m = Machine::new(&t, &SimConfig::default()).unwrap();
+    assert_eq!(
+        (m.cores(), m.private.len(), m.shared.is_some()),
+        (4, 2, true)
+    );
+    let mut ms = MemSys::new(&m, 8);
+    let mut rng = crate::rng::SplitMix64::new(42);
+    for step in 0..20_000 {
+        let core = rng.below(4);
+        let line = rng.below(200) as u64;
+        let home = (line % 2) as usize;
+        ms.access(core, line, rng.unit() < 0.4, home, core / 2);
+        if step % 97 == 0 {
+            ms.check()
+                .unwrap_or_else(|e| panic!("after step {step}: {e}"));
+        }
+    }
+    ms.check().unwrap();
+    let s = ms.stats;
+    assert!(s.c2c_intra > 0 && s.c2c_inter > 0 && s.invalidations > 0 && s.writebacks > 0);
+}
