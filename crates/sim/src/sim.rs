@@ -27,6 +27,7 @@ macro_rules! ctx {
             threads: $s.clocks.len(),
             thread_pu: &$s.thread_pu,
             now: $s.now,
+            period: $s.period,
         }
     };
 }
@@ -86,6 +87,7 @@ impl<'t> Simulator<'t> {
             threads,
             thread_pu: &[],
             now: 0,
+            period: 1,
         };
         let thread_pu = policy.initial_mapping(&ctx);
         let bad = |why: String| SimError::BadPolicyOutput {

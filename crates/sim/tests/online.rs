@@ -100,8 +100,9 @@ fn numa_balancing_moves_pages_after_two_hinting_faults_from_the_reader() {
     };
     pages_move_to_the_reader(cfg, |seed| {
         let mut p = NumaBalancing::new(seed);
-        p.threads.migrate_prob = 0.0;
-        p.scan_every = 1;
+        p.threads.migrations_per_sec = 0.0;
+        // One scan per period (8 ms at 2 GHz).
+        p.scan_secs = 0.008;
         Box::new(p)
     });
 }

@@ -3,7 +3,7 @@
 //! data is private; runs are deterministic.
 
 use tdmap_sim::policy::grouping::greedy_map;
-use tdmap_sim::policy::{ByName, Fixed, PagePlacement, StaticPolicy, ThreadOrder};
+use tdmap_sim::policy::{ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
 use tdmap_sim::synth::{Pattern, Synth};
 use tdmap_sim::{simulate, Policy, SimConfig, SimReport};
 
@@ -80,28 +80,30 @@ fn same_stream_machine_and_seed_give_identical_results() {
     let s = Synth::new(Pattern::Pairs { bytes: 32 << 10 }, THREADS, 2_000, 0.3, 2);
     let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
     let cfg = SimConfig {
-        // Ticks every 20k cycles, so that the OS model migrates threads in the run.
+        // Ticks every 20k cycles (10 µs), so that policies act within the run.
         tick_cycles: Some(20_000),
         ..SimConfig::default()
     };
-    for name in ["os", "sammu", "interleave"] {
-        let go = || {
-            let p = ByName::build(name, 9).unwrap();
-            simulate(&topo, cfg.clone(), p, THREADS as usize, s.clone()).unwrap()
-        };
+    // A busy load balancer (a migration per thread every 2 ms on average, i.e. about
+    // one in ten 10 µs periods), so that migrations happen within this short run.
+    let build = |name: &str, seed: u64| -> Box<dyn Policy> {
+        if name == "os" {
+            let mut os = OsPolicy::new("os", seed, PagePlacement::FirstTouch);
+            os.migrations_per_sec = 10_000.0;
+            Box::new(os)
+        } else {
+            ByName::build(name, seed).unwrap()
+        }
+    };
+    for name in ["os", "sammu", "interleave", "numa-balancing"] {
+        let go = || simulate(&topo, cfg.clone(), build(name, 9), 32, s.clone()).unwrap();
         let (a, b) = (go(), go());
         assert_eq!(a, b, "{name}");
         assert!(a.ticks > 0);
         if name == "os" {
             assert!(a.thread_migrations > 0, "the OS model migrates threads");
         }
-        let other = simulate(
-            &topo,
-            cfg.clone(),
-            ByName::build(name, 10).unwrap(),
-            32,
-            s.clone(),
-        );
+        let other = simulate(&topo, cfg.clone(), build(name, 10), 32, s.clone());
         assert_ne!(
             other.unwrap().thread_cycles,
             a.thread_cycles,

@@ -117,23 +117,24 @@ impl Policy for StaticPolicy {
 
 /// The OS without affinity, as modelled here: threads start on a seeded random
 /// permutation of the PUs (the scheduler puts new threads on idle PUs, and nothing ties
-/// which idle PU to which thread), and at every tick each thread, with probability
-/// `migrate_prob`, is moved by the load balancer to a random PU (swapping with the thread
-/// there, if any). Pages follow `pages` (first touch for `os`, round-robin for
+/// which idle PU to which thread), and the load balancer moves each thread to a random
+/// PU (swapping with the thread there, if any) `migrations_per_sec` times per simulated
+/// second on average, decided at each tick. The rate is in simulated time, so a policy
+/// period shortened for a short trace does not make the OS migrate more. Pages follow `pages` (first touch for `os`, round-robin for
 /// `interleave`).
 #[derive(Debug, Clone)]
 pub struct OsPolicy {
     name: String,
     rng: SplitMix64,
     seed: u64,
-    /// Chance per thread and tick of a load-balancing migration.
-    pub migrate_prob: f64,
+    /// Expected load-balancer migrations per thread and simulated second.
+    pub migrations_per_sec: f64,
     pages: PagePlacement,
 }
 
 impl OsPolicy {
-    /// The default chance per thread and 100 ms tick of a load-balancer migration.
-    pub const MIGRATE_PROB: f64 = 0.05;
+    /// The default rate: a 5 % chance per thread and 100 ms.
+    pub const MIGRATIONS_PER_SEC: f64 = 0.5;
 
     /// The OS model with a seed and a page placement.
     pub fn new(name: &str, seed: u64, pages: PagePlacement) -> Self {
@@ -141,7 +142,7 @@ impl OsPolicy {
             name: name.to_string(),
             rng: SplitMix64::new(seed ^ 0x05),
             seed,
-            migrate_prob: Self::MIGRATE_PROB,
+            migrations_per_sec: Self::MIGRATIONS_PER_SEC,
             pages,
         }
     }
@@ -165,8 +166,9 @@ impl Policy for OsPolicy {
 
     fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
         let mut pus = ctx.thread_pu.to_vec();
+        let p = (self.migrations_per_sec * ctx.period_secs()).min(1.0);
         for t in 0..ctx.threads {
-            if self.rng.unit() >= self.migrate_prob {
+            if self.rng.unit() >= p {
                 continue;
             }
             let dest = self.rng.below(ctx.machine.pus());

@@ -30,6 +30,15 @@ pub struct PolicyCtx<'a> {
     pub thread_pu: &'a [usize],
     /// Simulated time: the clock of the thread furthest ahead, in cycles.
     pub now: u64,
+    /// The policy period in cycles (the time between two ticks).
+    pub period: u64,
+}
+
+impl PolicyCtx<'_> {
+    /// The policy period in simulated seconds.
+    pub fn period_secs(&self) -> f64 {
+        self.period as f64 / self.machine.hz
+    }
 }
 
 impl PolicyCtx<'_> {

@@ -4,7 +4,7 @@
 //! hinting faults on it come from that node (the two-stage filter of
 //! `should_numa_migrate_memory`, which keys on the page's last CPU/PID).
 //!
-//! Modelled: the scan (every `scan_every` periods, all pages), the two-stage filter, page
+//! Modelled: the scan (every `scan_secs` of simulated time, all pages), the two-stage filter, page
 //! migration. Not modelled: task placement towards the preferred node, scan rate
 //! adaptation, the scan size limit. Threads behave as under `os`.
 
@@ -17,10 +17,10 @@ use crate::hash::FastMap;
 pub struct NumaBalancing {
     /// Thread placement and load-balancer migrations, as under `os`.
     pub threads: OsPolicy,
-    /// Scan every this many periods (Linux's minimum scan period is 1 s: 10 periods).
-    pub scan_every: u64,
+    /// Seconds of simulated time between scans (Linux's minimum scan period: 1 s).
+    pub scan_secs: f64,
     last_node: FastMap<u64, u16>,
-    ticks: u64,
+    since_scan: f64,
 }
 
 impl NumaBalancing {
@@ -28,9 +28,9 @@ impl NumaBalancing {
     pub fn new(seed: u64) -> Self {
         NumaBalancing {
             threads: OsPolicy::new("numa-balancing", seed, PagePlacement::FirstTouch),
-            scan_every: 10,
+            scan_secs: 1.0,
             last_node: FastMap::default(),
-            ticks: 0,
+            since_scan: 0.0,
         }
     }
 }
@@ -54,8 +54,9 @@ impl Policy for NumaBalancing {
 
     fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
         self.threads.on_tick(ctx, out);
-        self.ticks += 1;
-        if self.ticks.is_multiple_of(self.scan_every.max(1)) {
+        self.since_scan += ctx.period_secs();
+        if self.since_scan >= self.scan_secs {
+            self.since_scan = 0.0;
             out.inject_faults = true;
         }
     }

@@ -28,6 +28,7 @@ fn with_ctx<R>(topo: &tdmap_topo::Topology, f: impl FnOnce(&PolicyCtx) -> R) -> 
         threads: 8,
         thread_pu: &pus,
         now: 0,
+        period: 1,
     })
 }
 
