@@ -50,15 +50,16 @@ fn main() {
         for p in policies {
             let r = simulate(&topo, cfg.clone(), p, THREADS as usize, stream.clone()).expect("run");
             let b = base.get_or_insert_with(|| r.clone());
+            // "-" when the baseline is 0 (nothing to normalise by).
             let rel = |x: u64, y: u64| {
                 if y == 0 {
-                    f64::NAN
+                    "-".to_string()
                 } else {
-                    x as f64 / y as f64
+                    format!("{:.3}", x as f64 / y as f64)
                 }
             };
             println!(
-                "{:<15} {:>7.3} {:>9.3} {:>10.3} {:>8.3} {:>9} {:>9}",
+                "{:<15} {:>7} {:>9} {:>10} {:>8.3} {:>9} {:>9}",
                 r.policy,
                 rel(r.cycles_max, b.cycles_max),
                 rel(r.l3_misses(), b.l3_misses()),
