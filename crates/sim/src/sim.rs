@@ -190,25 +190,15 @@ impl<'t> Simulator<'t> {
     fn translate(&mut self, t: usize, core: usize, addr: u64) -> (usize, u64) {
         let page = addr >> self.page_shift;
         let ac_max = self.cfg.ac_max;
-        if let Some(e) = self.tlbs[core].lookup(page) {
-            if e.thread == t as u32 {
-                e.ac = e.ac.saturating_add(1);
-                if e.ac < ac_max || !self.tlb_events {
-                    return (e.node as usize, 0);
-                }
-                let ev = *e;
-                e.ac = 0;
-                self.report_tlb(ev, core, TlbEventKind::Saturated, t);
-                return (ev.node as usize, 0);
+        if let Some(e) = self.tlbs[core].lookup(page, t as u32) {
+            e.ac = e.ac.saturating_add(1);
+            if e.ac < ac_max || !self.tlb_events {
+                return (e.node as usize, 0);
             }
-            // Another thread of the core takes the entry over (SAMMU §2.6.3).
-            let old = *e;
-            e.thread = t as u32;
-            e.ac = 1;
-            if self.tlb_events {
-                self.report_tlb(old, core, TlbEventKind::Evicted, t);
-            }
-            return (old.node as usize, 0);
+            let ev = *e;
+            e.ac = 0;
+            self.report_tlb(ev, core, TlbEventKind::Saturated, t);
+            return (ev.node as usize, 0);
         }
         self.tlb_misses += 1;
         let (node, cost) = self.walk(t, addr, page);
@@ -343,7 +333,7 @@ impl<'t> Simulator<'t> {
         let lines = self.cfg.page_size >> self.line_shift;
         self.mem.flush_lines(page * lines, lines);
         for tlb in &mut self.tlbs {
-            tlb.remove(page);
+            while tlb.remove(page).is_some() {}
         }
         let (a, b) = (
             self.machine.pkg_of_node[from],

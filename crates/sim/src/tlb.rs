@@ -2,6 +2,9 @@
 //! ID beside each entry (the "TLB access table" of SAMMU §2.2 and §2.6.1).
 //!
 //! Each entry also caches the node of its page, so a TLB hit needs no page-table lookup.
+//! Entries are tagged by thread: SMT siblings sharing a core's TLB hold separate entries
+//! for a page they both use, each with its own counter, as SAMMU's per-entry thread ID
+//! requires (the sibling's first access walks the page table instead of hitting).
 
 /// One TLB entry with its SAMMU fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,16 +54,17 @@ impl Tlb {
         (page as usize & self.mask) * self.ways
     }
 
-    /// Looks a page up; on a hit, makes it the most recent and returns its entry.
+    /// Looks up a thread's entry for a page; on a hit, makes it the most recent.
     #[inline]
-    pub fn lookup(&mut self, page: u64) -> Option<&mut TlbEntry> {
+    pub fn lookup(&mut self, page: u64, thread: u32) -> Option<&mut TlbEntry> {
         let base = self.base(page);
-        if self.slots[base].page == page {
+        let first = &self.slots[base];
+        if first.page == page && first.thread == thread {
             return Some(&mut self.slots[base]);
         }
         let k = self.slots[base..base + self.ways]
             .iter()
-            .position(|e| e.page == page)?;
+            .position(|e| e.page == page && e.thread == thread)?;
         self.slots[base..=base + k].rotate_right(1);
         Some(&mut self.slots[base])
     }
@@ -74,7 +78,8 @@ impl Tlb {
         (last.page != EMPTY).then_some(last)
     }
 
-    /// Removes a page (a shootdown); returns its entry if it was present.
+    /// Removes one entry of a page (a shootdown removes them all by repeating this);
+    /// returns it if there was one.
     pub fn remove(&mut self, page: u64) -> Option<TlbEntry> {
         let base = self.base(page);
         let k = self.slots[base..base + self.ways]
@@ -121,12 +126,13 @@ mod tests {
         for p in [0, 16, 32, 48] {
             assert_eq!(t.insert(entry(p)), None);
         }
-        t.lookup(0).unwrap().ac += 5;
+        t.lookup(0, 0).unwrap().ac += 5;
         assert_eq!(t.insert(entry(64)).map(|e| e.page), Some(16));
-        assert_eq!(t.lookup(0).map(|e| e.ac), Some(5));
-        assert!(t.lookup(16).is_none());
+        assert_eq!(t.lookup(0, 0).map(|e| e.ac), Some(5));
+        assert!(t.lookup(0, 1).is_none(), "another thread has its own entry");
+        assert!(t.lookup(16, 0).is_none());
         assert_eq!(t.remove(32).map(|e| e.page), Some(32));
         assert_eq!(t.flush().len(), 3);
-        assert!(t.lookup(0).is_none());
+        assert!(t.lookup(0, 0).is_none());
     }
 }

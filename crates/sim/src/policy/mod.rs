@@ -77,8 +77,7 @@ pub struct FaultEvent {
 /// Why a TLB entry's counter is reported (SAMMU §2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlbEventKind {
-    /// The entry left the TLB (eviction, shootdown, or another thread of the core took
-    /// the entry over, SAMMU §2.6.3).
+    /// The entry left the TLB (eviction or shootdown, SAMMU §2.6.3).
     Evicted,
     /// The access counter reached its maximum.
     Saturated,
