@@ -73,7 +73,7 @@ impl Cache {
         self.ways
     }
 
-    #[inline]
+    #[inline(always)]
     fn base(&self, line: u64) -> usize {
         let set = match self.mask {
             Some(m) => line as usize & m,
@@ -82,7 +82,7 @@ impl Cache {
         set * self.ways
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, base: usize, line: u64) -> Option<usize> {
         // EMPTY >> 2 is above any line number (addresses have at most 64 - 6 line
         // bits), so empty slots never match.
@@ -92,7 +92,7 @@ impl Cache {
     }
 
     /// Looks a line up; on a hit, makes it the most recent and returns its state.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, line: u64) -> Option<State> {
         let base = self.base(line);
         let first = self.slots[base];

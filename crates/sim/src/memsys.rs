@@ -94,7 +94,7 @@ impl MemSys {
 
     /// One access to one line by a core of node `node`; `home` is the node of the line's
     /// page. Returns the latency in cycles.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, core: usize, line: u64, write: bool, home: usize, node: usize) -> u64 {
         if let Some(st) = self.l1[core].lookup(line) {
             self.stats.l1_hits += 1;

@@ -49,13 +49,13 @@ impl Tlb {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn base(&self, page: u64) -> usize {
         (page as usize & self.mask) * self.ways
     }
 
     /// Looks up a thread's entry for a page; on a hit, makes it the most recent.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, page: u64, thread: u32) -> Option<&mut TlbEntry> {
         let base = self.base(page);
         let first = &self.slots[base];
