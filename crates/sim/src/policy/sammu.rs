@@ -23,7 +23,7 @@ pub struct SammuParams {
     pub nt: u8,
     /// The largest NUMA counter value (Table 1: 4-bit counters, 15).
     pub nc_max: u8,
-    /// Entries of the sharers vector (Table 1: 2).
+    /// Entries of the sharers vector (Table 1: 2; at most [`SV_MAX`]).
     pub sv_len: usize,
     /// Aging factor of the sharing matrix at each mapping (§2.7.1: 0.75).
     pub aging: f64,
@@ -52,6 +52,20 @@ impl Default for SammuParams {
             map: greedy_map,
         }
     }
+}
+
+/// The most sharers-vector entries kept per page.
+pub const SV_MAX: usize = 4;
+/// The most NUMA counters kept per page: pages on nodes beyond it are not tracked
+/// (Table 1 has 4; the presets have at most 8 nodes).
+pub const NC_MAX: usize = 16;
+
+/// A page history table entry as stored: fixed arrays, no allocation per page.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    at: u32,
+    sv: [u32; SV_MAX],
+    nc: [u8; NC_MAX],
 }
 
 /// One page history table entry (§2.2-2.4).
@@ -97,7 +111,7 @@ pub fn next_at(at: u32, ac: u32, saturated: bool, shift_form: bool) -> u32 {
 #[derive(Debug, Clone)]
 pub struct Sammu {
     p: SammuParams,
-    pht: FastMap<u64, PageHist>,
+    pht: FastMap<u64, Entry>,
     sm: Vec<f64>,
     n: usize,
     nodes: usize,
@@ -128,13 +142,29 @@ impl Sammu {
     }
 
     /// A page's history entry, if it has one.
-    pub fn page(&self, page: u64) -> Option<&PageHist> {
-        self.pht.get(&page)
+    pub fn page(&self, page: u64) -> Option<PageHist> {
+        self.pht.get(&page).map(|e| PageHist {
+            at: e.at,
+            sv: e.sv[..self.sv_len()].to_vec(),
+            nc: e.nc[..self.nodes.min(NC_MAX)].to_vec(),
+        })
+    }
+
+    fn sv_len(&self) -> usize {
+        self.p.sv_len.clamp(1, SV_MAX)
     }
 
     /// Sets a page's history entry (to start from a given state).
     pub fn set_page(&mut self, page: u64, h: PageHist) {
-        self.pht.insert(page, h);
+        let mut e = Entry {
+            at: h.at,
+            sv: [NO_THREAD; SV_MAX],
+            nc: [0; NC_MAX],
+        };
+        let (k, m) = (h.sv.len().min(SV_MAX), h.nc.len().min(NC_MAX));
+        e.sv[..k].copy_from_slice(&h.sv[..k]);
+        e.nc[..m].copy_from_slice(&h.nc[..m]);
+        self.pht.insert(page, e);
     }
 
     /// One TLB eviction or AC saturation of `page` by `thread` on node `node`, the page
@@ -148,11 +178,12 @@ impl Sammu {
         ac: u32,
         saturated: bool,
     ) -> Outcome {
-        let (p, n, nodes) = (self.p, self.n, self.nodes);
-        let h = self.pht.entry(page).or_insert_with(|| PageHist {
+        let (p, n, sv_len) = (self.p, self.n, self.sv_len());
+        let nodes = self.nodes.min(NC_MAX);
+        let h = self.pht.entry(page).or_insert(Entry {
             at: 0,
-            sv: vec![NO_THREAD; p.sv_len],
-            nc: vec![0; nodes],
+            sv: [NO_THREAD; SV_MAX],
+            nc: [0; NC_MAX],
         });
         let case1 = saturated || ac >= h.at;
         h.at = next_at(h.at, ac, saturated, p.shift_form); // Fig. 2-B, C
@@ -163,14 +194,14 @@ impl Sammu {
             };
         }
         let t = thread as usize;
-        for &s in &h.sv {
+        for &s in &h.sv[..sv_len] {
             if s != NO_THREAD && (s as usize) < n && t < n {
                 self.sm[t * n + s as usize] += 1.0; // SAMMU Eq. 4, Fig. 2-D
             }
         }
-        h.sv.rotate_right(1);
+        h.sv[..sv_len].rotate_right(1);
         h.sv[0] = thread;
-        for (x, c) in h.nc.iter_mut().enumerate() {
+        for (x, c) in h.nc[..nodes].iter_mut().enumerate() {
             // SAMMU Eq. 5 with saturating counters, Fig. 2-E
             *c = if x == node {
                 c.saturating_add(p.v_add).min(p.nc_max)
@@ -179,7 +210,10 @@ impl Sammu {
             };
         }
         // SAMMU Eq. 6, Fig. 2-F, G
-        let notify = page_node != node && h.nc[node] as i32 - h.nc[page_node] as i32 >= p.nt as i32;
+        let notify = page_node != node
+            && node < nodes
+            && page_node < nodes
+            && h.nc[node] as i32 - h.nc[page_node] as i32 >= p.nt as i32;
         Outcome {
             updated: true,
             migrate_to: notify.then_some(node),
