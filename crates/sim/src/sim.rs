@@ -46,6 +46,7 @@ pub struct Simulator<'t> {
     cfg: SimConfig,
     policy: Box<dyn Policy>,
     tlb_events: bool,
+    access_events: bool,
     mem: MemSys,
     tlbs: Vec<Tlb>,
     pages: FastMap<u64, Pte>,
@@ -110,6 +111,7 @@ impl<'t> Simulator<'t> {
         let mut s = Simulator {
             topo,
             tlb_events: policy.wants_tlb_events(),
+            access_events: policy.wants_accesses(),
             policy,
             mem: MemSys::new(&machine, cfg.costs.control_bytes),
             tlbs: (0..machine.cores())
@@ -174,6 +176,9 @@ impl<'t> Simulator<'t> {
         lat += self.mem.access(core, first, a.write, home, node);
         if last != first {
             lat += self.mem.access(core, last, a.write, home, node);
+        }
+        if self.access_events {
+            self.report_access(a, home, t);
         }
         self.clocks[t] += lat + self.cfg.costs.compute;
         if self.clocks[t] > self.now {
@@ -258,6 +263,15 @@ impl<'t> Simulator<'t> {
             FaultKind::Injected => self.cfg.costs.injected_fault,
         };
         (node, cost)
+    }
+
+    #[cold]
+    fn report_access(&mut self, a: &SimAccess, page_node: usize, t: usize) {
+        let mut out = std::mem::take(&mut self.actions);
+        let ctx = ctx!(self);
+        self.policy.on_access(&ctx, a, page_node, &mut out);
+        self.apply(&mut out, t);
+        self.actions = out;
     }
 
     fn report_tlb(&mut self, e: TlbEntry, core: usize, kind: TlbEventKind, charge: usize) {

@@ -8,6 +8,7 @@ use tdmap_sim::{Policy, SimAccess, SimConfig, Simulator};
 
 #[derive(Default)]
 struct Log {
+    accesses: Vec<(u32, u64, usize)>,
     faults: Vec<FaultEvent>,
     tlb: Vec<TlbEvent>,
     ticks: u64,
@@ -29,6 +30,19 @@ impl Policy for Recorder {
     }
     fn wants_tlb_events(&self) -> bool {
         true
+    }
+    fn wants_accesses(&self) -> bool {
+        true
+    }
+    fn on_access(&mut self, _ctx: &PolicyCtx, a: &SimAccess, page_node: usize, out: &mut Actions) {
+        self.0
+            .borrow_mut()
+            .accesses
+            .push((a.thread, a.addr, page_node));
+        // Moving a page on an access takes effect before the next one.
+        if a.addr == 0x5000 {
+            out.page_moves.push((5, 3));
+        }
     }
     fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, _out: &mut Actions) {
         self.0.borrow_mut().tlb.push(*ev);
@@ -126,4 +140,21 @@ fn a_tick_can_inject_faults_and_migrate_threads() {
         .collect();
     assert_eq!(on8, vec![FaultKind::FirstTouch, FaultKind::Injected]);
     assert_eq!(on7[1].node, 2, "thread 0 now runs on PU 4, node 2");
+}
+
+#[test]
+fn every_access_is_reported_when_the_policy_asks() {
+    let (log, mut sim) = setup(SimConfig::default());
+    let s = [
+        SimAccess::read(0, 0x5000, 8),
+        SimAccess::write(1, 0x5008, 8),
+        SimAccess::read(0, 0x9000, 4),
+    ];
+    sim.run_chunk(&s).unwrap();
+    assert_eq!(sim.page_node(5), Some(3), "moved by the access hook");
+    assert_eq!(sim.finish().page_migrations, 1);
+    assert_eq!(
+        log.borrow().accesses,
+        vec![(0, 0x5000, 0), (1, 0x5008, 3), (0, 0x9000, 0)]
+    );
 }

@@ -2,8 +2,8 @@
 //! the simulated OS to do (move threads, move pages, inject extra page faults).
 //!
 //! A policy sees the events its paper's mechanism sees: page faults (kMAF §3.1), TLB
-//! evictions and access-counter saturations (SAMMU §2.2), and a periodic tick (100 ms in
-//! both papers). Static policies only answer the initial mapping and page placement.
+//! evictions and access-counter saturations (SAMMU §2.2), every access if it asks (the
+//! online oracle of SAMMU §3.1), and a periodic tick (100 ms in both papers). Static policies only answer the initial mapping and page placement.
 
 mod basic;
 pub mod grouping;
@@ -141,6 +141,22 @@ pub trait Policy {
 
     /// Every page fault, first touch or injected.
     fn on_fault(&mut self, _ctx: &PolicyCtx, _ev: &FaultEvent, _out: &mut Actions) {}
+
+    /// Whether the simulator should report every access (an online oracle's view, as in
+    /// SAMMU §3.1); off by default, since it costs a call per access.
+    fn wants_accesses(&self) -> bool {
+        false
+    }
+
+    /// One access, after it was served; `page_node` is the node of its page.
+    fn on_access(
+        &mut self,
+        _ctx: &PolicyCtx,
+        _access: &crate::SimAccess,
+        _page_node: usize,
+        _out: &mut Actions,
+    ) {
+    }
 
     /// Whether the simulator should report TLB evictions and AC saturations.
     fn wants_tlb_events(&self) -> bool {
