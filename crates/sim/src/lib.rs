@@ -30,6 +30,6 @@ pub use machine::{CacheGeom, Machine, SharedGeom};
 pub use memsys::MemSys;
 pub use policy::{Actions, Policy, PolicyCtx};
 pub use rng::SplitMix64;
-pub use sim::{simulate, Simulator};
+pub use sim::{simulate, simulate_many, Simulator, CHUNK};
 pub use stats::{MemStats, SimReport};
 pub use tlb::{Tlb, TlbEntry};

@@ -1,7 +1,7 @@
 //! Bad input gives an error that names the problem, never a panic.
 
 use tdmap_sim::policy::{ByName, Fixed};
-use tdmap_sim::{simulate, SimAccess, SimConfig, SimError, Simulator};
+use tdmap_sim::{simulate, simulate_many, SimAccess, SimConfig, SimError, Simulator};
 
 fn topo() -> tdmap_topo::Topology {
     tdmap_topo::preset("simics-4x2").unwrap()
@@ -64,4 +64,30 @@ fn unknown_policy_names_are_none() {
     for n in ByName::NAMES {
         assert!(ByName::build(n, 1).is_some(), "{n}");
     }
+}
+
+#[test]
+fn a_stream_error_stops_the_run_with_that_error() {
+    #[derive(Debug, PartialEq)]
+    enum ReadError {
+        Truncated,
+        Sim(SimError),
+    }
+    impl From<SimError> for ReadError {
+        fn from(e: SimError) -> Self {
+            ReadError::Sim(e)
+        }
+    }
+    let t = topo();
+    let stream = vec![Ok(SimAccess::read(0, 64, 8)), Err(ReadError::Truncated)];
+    let p = vec![ByName::build("os", 1).unwrap()];
+    let r = simulate_many(&t, &SimConfig::default(), p, 1, stream);
+    assert_eq!(r.err(), Some(ReadError::Truncated));
+    let bad = vec![Ok::<_, ReadError>(SimAccess::read(3, 64, 8))];
+    let p = vec![ByName::build("os", 1).unwrap()];
+    let r = simulate_many(&t, &SimConfig::default(), p, 1, bad);
+    assert!(matches!(
+        r,
+        Err(ReadError::Sim(SimError::ThreadOutOfRange { .. }))
+    ));
 }

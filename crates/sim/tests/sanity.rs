@@ -111,3 +111,19 @@ fn same_stream_machine_and_seed_give_identical_results() {
         );
     }
 }
+
+#[test]
+fn one_pass_over_a_stream_gives_each_policy_the_report_of_its_own_run() {
+    let s = Synth::new(Pattern::Pairs { bytes: 16 << 10 }, THREADS, 3_000, 0.3, 4);
+    let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+    let names = ["os", "compact", "sammu"];
+    let policies = names.iter().map(|n| ByName::build(n, 2).unwrap()).collect();
+    // More accesses than one chunk, so that chunking is exercised.
+    assert!(3_000 * THREADS as usize > tdmap_sim::CHUNK);
+    let ok = s.clone().map(Ok::<_, tdmap_sim::SimError>);
+    let many = tdmap_sim::simulate_many(&topo, &SimConfig::default(), policies, 32, ok).unwrap();
+    for (n, r) in names.iter().zip(&many) {
+        let alone = run(&s, ByName::build(n, 2).unwrap());
+        assert_eq!(&alone, r, "{n}");
+    }
+}
