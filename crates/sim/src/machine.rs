@@ -180,6 +180,7 @@ fn caches(
         let mut is_private = true;
         for (d, o) in objs.iter().enumerate() {
             let mut cores: Vec<usize> = o.pus.iter().map(|&p| core_of_pu[p]).collect();
+            cores.sort_unstable();
             cores.dedup();
             is_private &= cores.len() <= 1;
             for c in cores {
