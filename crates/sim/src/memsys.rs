@@ -160,12 +160,11 @@ impl MemSys {
         let me = 1u64 << core;
         let others = e.cores & !me;
         let llc_hit = !self.llc.is_empty() && self.llc[dom].lookup(line).is_some();
-        if !self.llc.is_empty() {
-            if llc_hit {
-                self.stats.llc_hits += 1;
-            } else {
-                self.stats.llc_misses += 1;
-            }
+        // Without a shared level, the outermost private level is the last level.
+        if llc_hit {
+            self.stats.llc_hits += 1;
+        } else {
+            self.stats.llc_misses += 1;
         }
         let mut lat = if let Some(o) = self.sole_owner(others, line) {
             let l = self.transfer(self.pkg_of_core[o], pkg);

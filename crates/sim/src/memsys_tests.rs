@@ -180,3 +180,15 @@ fn directory_and_caches_stay_consistent_under_random_traffic() {
     let s = ms.stats;
     assert!(s.c2c_intra > 0 && s.c2c_inter > 0 && s.invalidations > 0 && s.writebacks > 0);
 }
+
+#[test]
+fn without_a_shared_cache_the_private_l2_is_the_last_level() {
+    let t = tdmap_topo::preset("opteron-8n").unwrap();
+    let mut m = MemSys::new(&Machine::new(&t, &SimConfig::default()).unwrap(), 8);
+    m.access(0, 1, R, 0, 0);
+    m.access(0, 1, R, 0, 0);
+    // Core 2 sits on the next node: the copy in core 0 is forwarded between packages.
+    m.access(2, 1, R, 0, 1);
+    assert_eq!((m.stats.llc_misses, m.stats.llc_hits), (2, 0));
+    assert_eq!((m.stats.mem_local, m.stats.c2c_inter), (1, 1));
+}

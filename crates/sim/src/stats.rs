@@ -16,8 +16,8 @@ pub struct MemStats {
     pub l2_misses: u64,
     /// Hits in the shared last-level cache.
     pub llc_hits: u64,
-    /// Misses in the shared last-level cache: the "L3 misses" of the papers (the L2
-    /// on machines whose last shared level is the L2).
+    /// Misses in the last-level cache: the "L3 misses" of the papers (the shared L2 on
+    /// `simics-4x2`, the private L2 on machines without a shared cache).
     pub llc_misses: u64,
     /// Cache-to-cache transfers within a package.
     pub c2c_intra: u64,
