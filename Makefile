@@ -40,3 +40,9 @@ bench: setup
 
 clean:
 	$(CARGO) clean
+
+## Simulator throughput (simulated accesses per second, one core, release build).
+.PHONY: bench-sim
+bench-sim: setup
+	$(CARGO) bench -p tdmap-sim --bench throughput
+	$(CARGO) bench -p tdmap-sim --bench policies
