@@ -125,6 +125,8 @@ pub struct AffinityTable {
     sbv: Vec<u16>,
     last_key: u64,
     last_group: usize,
+    last_page: u64,
+    last_p: usize,
 }
 
 impl AffinityTable {
@@ -149,6 +151,8 @@ impl AffinityTable {
             sbv: Vec::new(),
             last_key: u64::MAX,
             last_group: 0,
+            last_page: u64::MAX,
+            last_p: 0,
         })
     }
 
@@ -162,14 +166,10 @@ impl AffinityTable {
     #[inline]
     pub fn touch(&mut self, thread: u16, node: usize, addr: u64) -> Touch {
         let page = addr >> self.page_shift;
-        let key = page / GROUP_PAGES;
-        if key != self.last_key {
-            self.last_group = self.group(key);
-            self.last_key = key;
+        if page != self.last_page {
+            self.enter(page);
         }
-        let slot = (page % GROUP_PAGES) as usize;
-        self.touched[self.last_group] |= 1 << slot;
-        let p = self.last_group * GROUP_PAGES as usize + slot;
+        let p = self.last_p;
         self.bump(p, node);
         let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
         let at = p * self.sbv_words + sb * self.cfg.sharers;
@@ -178,6 +178,21 @@ impl AffinityTable {
             sbv_at: at,
             was_sharer,
         }
+    }
+
+    /// Moves the one-page cache to `page`, creating its group if needed: kept out of line
+    /// so the per-event path stays small.
+    #[inline(never)]
+    fn enter(&mut self, page: u64) {
+        let key = page / GROUP_PAGES;
+        if key != self.last_key {
+            self.last_group = self.group(key);
+            self.last_key = key;
+        }
+        let slot = (page % GROUP_PAGES) as usize;
+        self.touched[self.last_group] |= 1 << slot;
+        self.last_page = page;
+        self.last_p = self.last_group * GROUP_PAGES as usize + slot;
     }
 
     /// The sharer list (MRU first, [`EMPTY`] for unused slots) at a [`Touch::sbv_at`].
