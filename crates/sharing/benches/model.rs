@@ -197,7 +197,15 @@ fn main() {
     let rounds = events / 4 / (T * 4096);
     for p in [Pattern::Neighbours, Pattern::AllToAll] {
         let g = generate(p, T, rounds, 4096, 1);
-        model_alone(&format!("random in 64 KiB, {p:?}"), &g);
+        let name = format!("random in 64 KiB, {p:?}");
+        let alone = model_alone(&name, &g);
+        write_trace(&path, &g);
+        let both = read_and_model(&name, &path);
+        println!(
+            "read + model (1 thread) / model alone, per CPU-second: {:.2}",
+            both / alone
+        );
+        std::fs::remove_file(&path).unwrap();
     }
     bytes_per_page();
 }
