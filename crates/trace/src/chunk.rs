@@ -86,14 +86,22 @@ impl Chunk {
     }
 }
 
-/// Writes a column as differences from the previous value (the first from 0): strides
-/// and clock ticks become long runs of equal bytes, which zstd compresses and, above all,
-/// decompresses much faster than literal addresses.
-fn put_deltas(out: &mut Vec<u8>, it: impl Iterator<Item = u64>) {
+/// Writes a u64 column in the V2 layout: differences from the previous value (the first
+/// from 0), zigzag-coded so small negative steps stay small, then byte-shuffled (all the
+/// lowest bytes, then all the next ones...). Strides and clock ticks become runs of equal
+/// bytes, and the high bytes of addresses runs of zeros, which zstd compresses and, above
+/// all, decompresses much faster than literal addresses.
+fn put_column(out: &mut Vec<u8>, vals: impl Iterator<Item = u64>) {
     let mut prev = 0u64;
-    for v in it {
-        out.extend_from_slice(&v.wrapping_sub(prev).to_le_bytes());
-        prev = v;
+    let zz: Vec<u64> = vals
+        .map(|v| {
+            let d = v.wrapping_sub(prev) as i64;
+            prev = v;
+            ((d << 1) ^ (d >> 63)) as u64
+        })
+        .collect();
+    for b in 0..8 {
+        out.extend(zz.iter().map(|v| (v >> (8 * b)) as u8));
     }
 }
 
@@ -106,8 +114,8 @@ fn put_u32s(out: &mut Vec<u8>, it: impl Iterator<Item = u32>) {
 /// Encodes accesses as columns: addresses, times, sizes, write flags.
 pub fn encode_accesses(a: &[Access]) -> Vec<u8> {
     let mut out = Vec::with_capacity(a.len() * crate::codec::ACCESS_BYTES);
-    put_deltas(&mut out, a.iter().map(|x| x.addr));
-    put_deltas(&mut out, a.iter().map(|x| x.time));
+    put_column(&mut out, a.iter().map(|x| x.addr));
+    put_column(&mut out, a.iter().map(|x| x.time));
     out.extend(a.iter().map(|x| x.size));
     out.extend(a.iter().map(|x| x.write as u8));
     out
@@ -116,21 +124,36 @@ pub fn encode_accesses(a: &[Access]) -> Vec<u8> {
 /// Encodes faults as columns: addresses, times, cpus, nodes.
 pub fn encode_faults(f: &[Fault]) -> Vec<u8> {
     let mut out = Vec::with_capacity(f.len() * crate::codec::FAULT_BYTES);
-    put_deltas(&mut out, f.iter().map(|x| x.addr));
-    put_deltas(&mut out, f.iter().map(|x| x.time));
+    put_column(&mut out, f.iter().map(|x| x.addr));
+    put_column(&mut out, f.iter().map(|x| x.time));
     put_u32s(&mut out, f.iter().map(|x| x.cpu));
     put_u32s(&mut out, f.iter().map(|x| x.node));
     out
 }
 
-/// Reads a column written by `put_deltas`.
-fn get_deltas(dst: &mut Vec<u64>, raw: &[u8]) {
+/// Reads a u64 column: V2's shuffled zigzag deltas, or V1's plain little-endian deltas.
+fn get_column(dst: &mut Vec<u64>, raw: &[u8], shuffled: bool) {
     dst.clear();
     let mut acc = 0u64;
-    dst.extend(raw.chunks_exact(8).map(|b| {
-        acc = acc.wrapping_add(u64::from_le_bytes(b.try_into().expect("8-byte chunk")));
-        acc
-    }));
+    if !shuffled {
+        dst.extend(raw.chunks_exact(8).map(|b| {
+            acc = acc.wrapping_add(u64::from_le_bytes(b.try_into().expect("8-byte chunk")));
+            acc
+        }));
+        return;
+    }
+    let n = raw.len() / 8;
+    dst.resize(n, 0);
+    for (b, plane) in raw.chunks_exact(n.max(1)).enumerate().take(8) {
+        for (d, &x) in dst.iter_mut().zip(plane) {
+            *d |= (x as u64) << (8 * b);
+        }
+    }
+    for d in dst.iter_mut() {
+        let delta = (*d >> 1) ^ (*d & 1).wrapping_neg();
+        acc = acc.wrapping_add(delta);
+        *d = acc;
+    }
 }
 
 fn get_u32s(dst: &mut Vec<u32>, raw: &[u8]) {
@@ -141,7 +164,7 @@ fn get_u32s(dst: &mut Vec<u32>, raw: &[u8]) {
     );
 }
 
-/// Decodes `n` accesses into `c`, reusing its buffers: `addrs` holds the address column
+/// Decodes accesses into `c`, reusing its buffers: `addrs` holds the address column
 /// (8n bytes) and `rest`, unless skipped, the times, sizes and write flags (10n bytes).
 /// Returns false when a write flag is neither 0 nor 1.
 pub fn decode_accesses(
@@ -149,28 +172,29 @@ pub fn decode_accesses(
     thread: u32,
     addrs: &[u8],
     rest: Option<&[u8]>,
+    shuffled: bool,
 ) -> bool {
     c.thread = thread;
-    get_deltas(&mut c.addrs, addrs);
+    get_column(&mut c.addrs, addrs, shuffled);
     let n = c.addrs.len();
     c.times.clear();
     c.sizes.clear();
     c.writes.clear();
     let Some(rest) = rest else { return true };
-    get_deltas(&mut c.times, &rest[..8 * n]);
+    get_column(&mut c.times, &rest[..8 * n], shuffled);
     c.sizes.extend_from_slice(&rest[8 * n..9 * n]);
     let flags = &rest[9 * n..10 * n];
     c.writes.extend(flags.iter().map(|&b| b == 1));
     flags.iter().all(|&b| b <= 1)
 }
 
-/// Decodes `n` faults into `c`, reusing its buffers: `addrs` holds the address column
+/// Decodes faults into `c`, reusing its buffers: `addrs` holds the address column
 /// and `rest` the times, cpus and nodes (16n bytes).
-pub fn decode_faults(c: &mut FaultChunk, thread: u32, addrs: &[u8], rest: &[u8]) {
+pub fn decode_faults(c: &mut FaultChunk, thread: u32, addrs: &[u8], rest: &[u8], shuffled: bool) {
     c.thread = thread;
-    get_deltas(&mut c.addrs, addrs);
+    get_column(&mut c.addrs, addrs, shuffled);
     let n = c.addrs.len();
-    get_deltas(&mut c.times, &rest[..8 * n]);
+    get_column(&mut c.times, &rest[..8 * n], shuffled);
     get_u32s(&mut c.cpus, &rest[8 * n..12 * n]);
     get_u32s(&mut c.nodes, &rest[12 * n..16 * n]);
 }

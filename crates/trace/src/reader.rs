@@ -283,7 +283,7 @@ impl<R: Read + Seek> Reader<R> {
             self.seen.accesses += n as u64;
             if let Chunk::Accesses(c) = &mut self.slots[0] {
                 let rest = (!self.addrs_only).then_some(&self.rest[..]);
-                if !decode_accesses(c, head.thread, &self.raw, rest) {
+                if !decode_accesses(c, head.thread, &self.raw, rest, self.header.version >= 2) {
                     return Err(corrupt(at, "write flag is neither 0 nor 1".into()));
                 }
             }
@@ -291,7 +291,13 @@ impl<R: Read + Seek> Reader<R> {
             self.cur = 1;
             self.seen.faults += n as u64;
             if let Chunk::Faults(c) = &mut self.slots[1] {
-                decode_faults(c, head.thread, &self.raw, &self.rest);
+                decode_faults(
+                    c,
+                    head.thread,
+                    &self.raw,
+                    &self.rest,
+                    self.header.version >= 2,
+                );
             }
         }
         Ok(())
