@@ -12,9 +12,10 @@ pub enum TraceVersion {
     /// a CRC-32), a threads frame, an end frame with totals, and a trailer locating the
     /// threads frame. Address and time columns hold plain deltas.
     V1 = 1,
-    /// Address and time columns hold zigzag deltas byte-shuffled (byte k of every value
-    /// stored together), so the constant high bytes compress to nothing: a random-access
-    /// trace decompresses about 4× faster than in V1. Nothing else changed.
+    /// Address and time columns hold zigzag deltas, byte-shuffled (byte k of every value
+    /// stored together) when the frame head's flags byte (byte 1, padding in V1) says so:
+    /// the writer shuffles irregular columns, whose zero high bytes then compress to
+    /// nothing, so a random-access trace decompresses about 4× faster than in V1.
     V2 = 2,
 }
 
