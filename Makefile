@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit bench fuzz-trace clean
+.PHONY: setup build demo test lint unit vm-test bench fuzz-trace clean
 
 setup:
 	bash scripts/setup.sh
@@ -25,8 +25,15 @@ lint: setup
 unit: setup
 	$(CARGO) test --workspace
 
+## Boots 2-node and 4-node QEMU (TCG) guests and tests tdmap and the sys layer inside
+## (tests/vm); about a minute on 2 cores.
+vm-test: setup
+	$(CARGO) build -p tdmap --bin tdmap
+	$(CARGO) build -p tdmap-sys --example numa_check
+	bash tests/vm/test.sh
+
 ## Everything CI checks.
-test: lint unit
+test: lint unit vm-test
 
 bench: setup
 	$(CARGO) build --release --workspace --benches
@@ -38,3 +45,9 @@ fuzz-trace: setup
 
 clean:
 	$(CARGO) clean
+
+## Simulator throughput (simulated accesses per second, one core, release build).
+.PHONY: bench-sim
+bench-sim: setup
+	$(CARGO) bench -p tdmap-sim --bench throughput
+	$(CARGO) bench -p tdmap-sim --bench policies

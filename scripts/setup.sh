@@ -9,7 +9,7 @@ PKGS=(
   zstd
 )
 # The VM harness (tests/vm) boots a multi-node guest with these.
-VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
+VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio procps)
 
 missing=()
 for p in "${PKGS[@]}" "${VM_PKGS[@]}"; do

@@ -7,10 +7,12 @@
 mod error;
 mod fsroot;
 mod linux;
+mod mem;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
+pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 
 /// A set of CPUs (OS indexes), kept sorted and without duplicates.
 pub type CpuList = Vec<usize>;
@@ -23,4 +25,47 @@ pub trait Sys {
     fn get_affinity(&self, tid: i32) -> Result<CpuList, SysError>;
     /// Returns the CPU the calling thread runs on right now.
     fn current_cpu(&self) -> Result<usize, SysError>;
+
+    // The NUMA memory calls have defaults so that fakes which only need affinity stay
+    // small; a fake that is asked for memory placement it does not model says so.
+
+    /// Moves pages of process `pid` (0 for the caller) to `nodes`, one per page, or only
+    /// queries them when `nodes` is None; returns each page's node or a negative errno.
+    fn move_pages(
+        &self,
+        pid: i32,
+        pages: &[usize],
+        nodes: Option<&[i32]>,
+    ) -> Result<Vec<i32>, SysError> {
+        let _ = (pid, pages, nodes);
+        Err(not_modelled("move_pages"))
+    }
+    /// Sets the memory policy of the page-aligned range `[addr, addr + len)`.
+    fn mbind(
+        &self,
+        addr: usize,
+        len: usize,
+        policy: &MemPolicy,
+        flags: MbindFlags,
+    ) -> Result<(), SysError> {
+        let _ = (addr, len, policy, flags);
+        Err(not_modelled("mbind"))
+    }
+    /// Sets the calling thread's memory policy.
+    fn set_mempolicy(&self, policy: &MemPolicy) -> Result<(), SysError> {
+        let _ = policy;
+        Err(not_modelled("set_mempolicy"))
+    }
+    /// Returns the policy that applies at `addr`, or the calling thread's when None.
+    fn get_mempolicy(&self, addr: Option<usize>) -> Result<MemPolicy, SysError> {
+        let _ = addr;
+        Err(not_modelled("get_mempolicy"))
+    }
+}
+
+fn not_modelled(call: &'static str) -> SysError {
+    SysError::Invalid {
+        call,
+        what: "this Sys implementation does not model it".into(),
+    }
 }

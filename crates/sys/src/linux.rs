@@ -1,6 +1,6 @@
 //! The real kernel behind the [`Sys`] trait.
 
-use crate::{CpuList, Sys, SysError};
+use crate::{mem, CpuList, MbindFlags, MemPolicy, Sys, SysError};
 
 /// The live Linux kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -56,5 +56,32 @@ impl Sys for LinuxSys {
             return Err(SysError::last_os("sched_getcpu"));
         }
         Ok(cpu as usize)
+    }
+
+    fn move_pages(
+        &self,
+        pid: i32,
+        pages: &[usize],
+        nodes: Option<&[i32]>,
+    ) -> Result<Vec<i32>, SysError> {
+        mem::move_pages(pid, pages, nodes)
+    }
+
+    fn mbind(
+        &self,
+        addr: usize,
+        len: usize,
+        policy: &MemPolicy,
+        flags: MbindFlags,
+    ) -> Result<(), SysError> {
+        mem::mbind(addr, len, policy, flags)
+    }
+
+    fn set_mempolicy(&self, policy: &MemPolicy) -> Result<(), SysError> {
+        mem::set_mempolicy(policy)
+    }
+
+    fn get_mempolicy(&self, addr: Option<usize>) -> Result<MemPolicy, SysError> {
+        mem::get_mempolicy(addr)
     }
 }

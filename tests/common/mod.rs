@@ -1,0 +1,47 @@
+//! Helpers shared by the CLI tests: running the binary and golden files.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Runs the built `tdmap` with `args`.
+pub fn tdmap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .args(args)
+        .output()
+        .expect("the tdmap binary runs")
+}
+
+/// The path of a file below `tests/`.
+pub fn test_path(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(rel)
+}
+
+/// Compares `actual` with the golden file `tests/golden/<rel>`; `BLESS=1` rewrites it.
+pub fn golden(rel: &str, actual: &str) {
+    let path = test_path("golden").join(rel);
+    if std::env::var_os("BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden file {}; run with BLESS=1", path.display()));
+    assert!(
+        expected == actual,
+        "output differs from {} (rerun with BLESS=1 if the change is intended)\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+/// Asserts that `out` failed with exit code 2 and one line on stderr containing `needle`.
+pub fn assert_bad_input(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err}");
+    assert!(err.starts_with("tdmap: "), "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+}

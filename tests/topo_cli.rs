@@ -1,0 +1,137 @@
+//! `tdmap topo`: golden outputs of every preset and of a real machine capture, and the
+//! one-line errors for bad machine specs.
+
+mod common;
+
+use common::{assert_bad_input, golden, tdmap, test_path};
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = tdmap(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn every_preset_matches_its_golden_text_and_json() {
+    let list = stdout_of(&["topo", "--list-presets"]);
+    let names: Vec<&str> = list
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names.len(), 5, "{list}");
+    for name in names {
+        golden(
+            &format!("topo/{name}.txt"),
+            &stdout_of(&["topo", "--machine", name]),
+        );
+        golden(
+            &format!("topo/{name}.json"),
+            &stdout_of(&["topo", "--machine", name, "--json"]),
+        );
+    }
+}
+
+#[test]
+fn real_machine_capture_matches_golden() {
+    // An `lstopo --of xml` export of the 2-core, 1-node development VM.
+    let xml = test_path("fixtures/machines/vm-1n2c.xml");
+    let text = stdout_of(&["topo", "--machine", xml.to_str().unwrap()]);
+    // The name line holds the absolute path; compare the rest.
+    let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    golden("topo/vm-1n2c.txt", &body);
+}
+
+#[test]
+fn x7550_json_reports_the_papers_machine() {
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(&[
+        "topo",
+        "--machine",
+        "xeon-x7550-4s",
+        "--json",
+    ]))
+    .unwrap();
+    let s = &v["summary"];
+    assert_eq!(s["numa_nodes"], 4);
+    assert_eq!(s["cores"], 32);
+    assert_eq!(s["pus"], 64);
+    assert_eq!(s["l3"], 4);
+    assert!(v["numa_factor"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn synthetic_json_reports_pus_and_nodes() {
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(&[
+        "topo",
+        "--machine",
+        "package:2 numa:2 core:2 pu:2",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["summary"]["pus"], 16);
+    assert_eq!(v["summary"]["numa_nodes"], 4);
+    assert_eq!(v["nodes"][3]["pus"], serde_json::json!([12, 13, 14, 15]));
+}
+
+#[test]
+fn given_distances_replace_the_assumed_ones() {
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(&[
+        "topo",
+        "--machine",
+        "package:2 numa:1 core:2",
+        "--distances",
+        "10:21",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        v["distances"]["matrix"],
+        serde_json::json!([[10, 21], [21, 10]])
+    );
+    assert_eq!(v["distances"]["source"], "given");
+    assert!((v["numa_factor"].as_f64().unwrap() - 2.1).abs() < 1e-9);
+}
+
+#[test]
+fn the_live_machine_has_at_least_one_pu_and_node() {
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(&["topo", "--json"])).unwrap();
+    assert!(v["summary"]["pus"].as_u64().unwrap() >= 1);
+    assert!(v["summary"]["numa_nodes"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn bad_specs_exit_2_with_one_line() {
+    assert_bad_input(&tdmap(&["topo", "--machine", "package:x"]), "synthetic");
+    assert_bad_input(
+        &tdmap(&["topo", "--machine", "no-such-preset"]),
+        "xeon-x7550-4s",
+    );
+    assert_bad_input(
+        &tdmap(&["topo", "--machine", "/nonexistent/m.xml"]),
+        "no such file",
+    );
+    let bad = std::env::temp_dir().join(format!("tdmap-corrupt-{}.xml", std::process::id()));
+    std::fs::write(&bad, "<?xml version=\"1.0\"?><topology><object type=").unwrap();
+    assert_bad_input(&tdmap(&["topo", "--machine", bad.to_str().unwrap()]), "XML");
+    std::fs::remove_file(&bad).unwrap();
+}
+
+#[test]
+fn inconsistent_distances_exit_2_with_one_line() {
+    let m = "package:2 numa:1 core:2";
+    assert_bad_input(
+        &tdmap(&["topo", "-m", m, "--distances", "10,20;20"]),
+        "not square",
+    );
+    assert_bad_input(
+        &tdmap(&["topo", "-m", m, "--distances", "10,-20;-20,10"]),
+        "positive",
+    );
+    assert_bad_input(
+        &tdmap(&["topo", "-m", m, "--distances", "10,5;5,10"]),
+        "minimum",
+    );
+}

@@ -1,0 +1,22 @@
+# The test script run inside the guest by /init (tests/vm). Its exit status is the
+# guest's result. The shape comes from the kernel command line that tests/vm/vm.sh
+# builds from the same table as QEMU's -numa options: vmtest.cpn (CPUs per node),
+# vmtest.dist (the distance matrix) and vmtest.flags (extra checker flags, ':'-separated).
+set -u
+cpn= dist= flags=
+for w in $(cat /proc/cmdline); do
+  case $w in
+    vmtest.cpn=*) cpn=${w#vmtest.cpn=} ;;
+    vmtest.dist=*) dist=${w#vmtest.dist=} ;;
+    vmtest.flags=*) flags=$(echo "${w#vmtest.flags=}" | tr ':' ' ') ;;
+  esac
+done
+if [ -z "$cpn" ] || [ -z "$dist" ]; then
+  echo "guest: vmtest.cpn or vmtest.dist missing from the kernel command line"
+  exit 3
+fi
+echo "guest: kernel $(uname -r), nodes online $(cat /sys/devices/system/node/online), CPUs $(cat /sys/devices/system/cpu/online), numa_balancing $(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo n/a)"
+echo "guest: tdmap topo"
+/bin/tdmap topo || exit 1
+# shellcheck disable=SC2086 # flags are words on purpose
+/bin/numa_check --tdmap /bin/tdmap --cpus-per-node "$cpn" --distances "$dist" $flags

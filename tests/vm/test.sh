@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The VM test set (`make vm-test`): boots the 2-node and the 4-node guests, which must
+# pass every check; then proves the harness reports failures (a guest with a deliberately
+# wrong expectation must fail, with that mismatch named) and times out cleanly (qemu
+# killed, nothing left running, work dir removed). Prints the time from qemu start to
+# result for each guest. Expects tdmap and numa_check built (see vm.sh).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+failed=0
+summary=()
+
+# Runs vm.sh with the given arguments, keeping its output in $out and status in $rc.
+run_vm() {
+  out=$(bash "$here/vm.sh" "$@" 2>&1)
+  rc=$?
+  echo "$out"
+  summary+=("$(echo "$out" | grep '^vm-result' | sed "s/\$/ args=$*/")")
+}
+
+pass() { echo "vm-test: PASS $1"; }
+fail() { echo "vm-test: FAIL $1"; failed=$((failed + 1)); }
+
+for shape in 2x2 4x1; do
+  run_vm "$shape"
+  if [ "$rc" -eq 0 ] && echo "$out" | grep -q '^guest| numa_check: 0 of'; then
+    pass "$shape guest: all checks passed"
+  else
+    fail "$shape guest: status $rc"
+  fi
+done
+
+# A wrong expectation in the guest must come back as a failure, and the right one.
+run_vm 2x2 --wrong-expectation
+want='FAIL move_pages: query after move to node 1: page 0 of 256 is on node 1, expected node 0'
+if [ "$rc" -eq 1 ] && echo "$out" | grep -qF "$want"; then
+  pass "wrong expectation in the guest is reported (status 1, mismatch named)"
+else
+  fail "wrong expectation: expected status 1 and '$want', got status $rc"
+fi
+
+# A guest that cannot finish in time: timeout reported, qemu gone, work dir removed.
+out=$(VM_TIMEOUT=3 bash "$here/vm.sh" 2x2 2>&1)
+rc=$?
+echo "$out"
+work=$(echo "$out" | sed -n 's/^vm: work dir //p')
+if [ "$rc" -eq 124 ] && echo "$out" | grep -q 'TIMEOUT' && [ -n "$work" ] &&
+  [ ! -e "$work" ] && ! pgrep -f "$work" >/dev/null; then
+  pass "timeout is reported (status 124), qemu killed, $work removed"
+else
+  fail "timeout: status $rc, work dir '$work' $([ -e "$work" ] && echo left) $(pgrep -af "$work")"
+fi
+
+# Bad input and a guest that never reports: named errors, never a pass.
+out=$(bash "$here/vm.sh" 3x3 2>&1); rc=$?
+if [ "$rc" -eq 2 ] && echo "$out" | grep -q "unknown shape '3x3'"; then
+  pass "unknown shape is refused (status 2)"
+else
+  fail "unknown shape: status $rc: $out"
+fi
+out=$(VM_KERNEL=/bin/true bash "$here/vm.sh" 2x2 2>&1); rc=$?
+if [ "$rc" -eq 3 ] && echo "$out" | grep -q 'without a result marker'; then
+  pass "a guest that never reports a result fails (status 3)"
+else
+  fail "no-result guest: status $rc: $out"
+fi
+
+echo "vm-test: time from qemu start to result, per guest:"
+printf '  %s\n' "${summary[@]}"
+if [ "$failed" -ne 0 ]; then
+  echo "vm-test: $failed failed"
+  exit 1
+fi
+echo "vm-test: all passed"
