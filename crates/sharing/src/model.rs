@@ -24,6 +24,10 @@ pub struct SharingModel {
     node_of: Vec<u16>,
     sub_block: u64,
     events: u64,
+    /// Sharing of the thread of the current batch with each thread, not yet in the
+    /// matrices: one increment per event instead of two symmetric ones (see `flush_row`).
+    row_acc: Vec<u64>,
+    row_amt: Vec<u64>,
 }
 
 impl SharingModel {
@@ -53,6 +57,8 @@ impl SharingModel {
             node_of: nodes,
             sub_block: cfg.sub_block,
             events: 0,
+            row_acc: vec![0; threads],
+            row_amt: vec![0; threads],
         })
     }
 
@@ -111,8 +117,21 @@ impl SharingModel {
             self.page_run(t, node, page, now);
             rest = later;
         }
+        self.flush_row(t as usize);
         self.events += addrs.len() as u64;
         Ok(())
+    }
+
+    /// Moves the batch's pending row of sharing into both symmetric halves of the matrices.
+    fn flush_row(&mut self, t: usize) {
+        for (u, (a, m)) in self.row_acc.iter_mut().zip(&mut self.row_amt).enumerate() {
+            if *a != 0 {
+                self.accesses.add(t, u, std::mem::take(a));
+            }
+            if *m != 0 {
+                self.amount.add(t, u, std::mem::take(m));
+            }
+        }
     }
 
     /// The accesses of one thread to one page: the same updates as `event`, with the page
@@ -122,18 +141,17 @@ impl SharingModel {
         let k = self.table.config().sharers;
         let sbs = self.sub_block;
         let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
+        let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
         for &a in addrs {
             let sb = ((a >> sb_shift) & sb_mask) as usize;
             let slots = &mut sbv[sb * k..sb * k + k];
             let was_sharer = promote(slots, t);
-            record(
-                &mut self.accesses,
-                &mut self.amount,
-                t,
-                &slots[1..],
-                was_sharer,
-                sbs,
-            );
+            record(t, &slots[1..], |u| {
+                row_acc[u] += 1;
+                if !was_sharer {
+                    row_amt[u] += sbs;
+                }
+            });
         }
     }
 
@@ -185,47 +203,35 @@ impl SharingModel {
     fn event(&mut self, t: u16, node: usize, addr: u64) {
         let Touch { sbv_at, was_sharer } = self.table.touch(t, node, addr);
         let others = &self.table.sharer_slots(sbv_at)[1..];
-        record(
-            &mut self.accesses,
-            &mut self.amount,
-            t,
-            others,
-            was_sharer,
-            self.sub_block,
-        );
+        let (acc, amount, sbs) = (&mut self.accesses, &mut self.amount, self.sub_block);
+        record(t, others, |u| {
+            acc.add(t as usize, u, 1);
+            if !was_sharer {
+                amount.add(t as usize, u, sbs);
+            }
+        });
     }
 }
 
 /// Records one event of thread `t` whose sub-block's other sharers are `others`: a
-/// sharing event with each (kMAF §3.2), counted in the access matrix every time and in
-/// the amount matrix only when `t` newly joined; with no other sharer, private data on
-/// the diagonal (trace paper §III-B).
+/// sharing event with each (kMAF §3.2), or, with no other sharer, private data on the
+/// diagonal (trace paper §III-B); `add(u)` counts one with thread u. Callers count the
+/// access matrix every time and the amount matrix only when `t` newly joined the sharers.
+/// kMAF's text counts "all pairs of threads in the SBV entry"; with its K = 2 that is this
+/// one pair, and for K > 2 pairs without `t` are left out: this event says nothing new
+/// about them.
 #[inline(always)]
-fn record(
-    acc: &mut SharingMatrix,
-    amount: &mut SharingMatrix,
-    t: u16,
-    others: &[u16],
-    was_sharer: bool,
-    sub_block: u64,
-) {
-    let t = t as usize;
+fn record(t: u16, others: &[u16], mut add: impl FnMut(usize)) {
     let mut shared = false;
     for &u in others {
         if u == EMPTY {
             break;
         }
         shared = true;
-        acc.add(t, u as usize, 1);
-        if !was_sharer {
-            amount.add(t, u as usize, sub_block);
-        }
+        add(u as usize);
     }
     if !shared {
-        acc.add(t, t, 1);
-        if !was_sharer {
-            amount.add(t, t, sub_block);
-        }
+        add(t as usize);
     }
 }
 
