@@ -227,3 +227,85 @@ fn trace_check_prints_counts_as_text_and_json() {
     assert_eq!(v["per_thread"].as_array().unwrap().len(), 8);
     assert!(v["problems"].as_array().unwrap().is_empty());
 }
+
+fn analyze_json(p: &Path) -> serde_json::Value {
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "xeon-x7550-4s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn verdicts_follow_kmaf_section_2_3() {
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::AllToAll, &p);
+    let v = analyze_json(&p);
+    assert!(
+        v["verdict_threads"]
+            .as_str()
+            .unwrap()
+            .contains("all threads share alike"),
+        "{v}"
+    );
+    assert!(v["variation"].as_f64().unwrap() < 0.5);
+    trace(Pattern::AllPrivate, &p);
+    let v = analyze_json(&p);
+    assert!(
+        v["verdict_threads"]
+            .as_str()
+            .unwrap()
+            .starts_with("no potential"),
+        "{v}"
+    );
+    assert!(
+        v["verdict_data"]
+            .as_str()
+            .unwrap()
+            .contains("fits mostly in the caches"),
+        "{v}"
+    );
+}
+
+#[test]
+fn page_fault_traces_use_kmaf_sub_blocks_and_their_own_nodes() {
+    use tdmap_trace::Fault;
+    let d = dir();
+    let p = d.join("f.trace");
+    let mut h = Header::new(vec!["faults".into()], "xeon-x7550-4s");
+    h.threads = 2;
+    let w = Writer::create(&p, h).unwrap();
+    // Both threads fault on the same 1 KiB sub-block, from nodes 1 and 3.
+    for (t, node) in [(0u32, 1u32), (1, 3), (0, 1), (1, 3)] {
+        let f = Fault {
+            thread: t,
+            addr: 0x5000 + 8 * t as u64,
+            cpu: node * 16,
+            node,
+            time: 1,
+        };
+        w.append_faults(t, &[f]).unwrap();
+    }
+    w.finish(TraceStatus::Complete).unwrap();
+    let v = analyze_json(&p);
+    assert_eq!(v["table"]["sub_block"], 1024);
+    assert_eq!(v["top_pairs"][0], serde_json::json!([0, 1, 3]), "{v}");
+    assert_eq!(v["data"][0]["avg_exclusivity"], 0.5, "NV = [0, 2, 0, 2]");
+    // On a 2-node machine node 3 does not exist: bad input, exit 2.
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "package:2 numa:1 core:2",
+    ]);
+    assert_one_line_exit_2(&out, "NUMA node 3");
+}

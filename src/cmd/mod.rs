@@ -27,6 +27,10 @@ enum Command {
     /// Check a trace file's invariants and print its counts.
     TraceCheck(trace_check::Args),
     /// Analyse a trace: sharing metrics, top pairs, heatmap and a mapping verdict.
+    ///
+    /// Without --machine, the machine recorded in the trace is used if tdmap knows it,
+    /// else this machine. Threads sit on the node of the CPU recorded for them, or else
+    /// in blocks (thread t of T on node t*N/T).
     Analyze(analyze::Args),
 }
 

@@ -84,6 +84,8 @@ impl Kind {
 pub struct FrameHead {
     /// What the frame holds.
     pub kind: Kind,
+    /// Column codings (`chunk::SHUFFLED_*`); always 0 in V1.
+    pub flags: u8,
     /// The thread of an accesses or faults frame.
     pub thread: u32,
     /// Records in the frame.
@@ -182,9 +184,16 @@ pub fn decode_header(fixed: &[u8; HEADER_FIXED], rest: &[u8]) -> Result<Header> 
 }
 
 /// Encodes a frame header whose CRC covers `payload`.
-pub fn encode_frame_head(kind: Kind, thread: u32, count: u32, payload: &[u8]) -> [u8; 24] {
+pub fn encode_frame_head(
+    kind: Kind,
+    thread: u32,
+    count: u32,
+    flags: u8,
+    payload: &[u8],
+) -> [u8; 24] {
     let mut out = [0u8; FRAME_HEADER];
     out[0] = kind as u8;
+    out[1] = flags;
     out[4..8].copy_from_slice(&thread.to_le_bytes());
     out[8..12].copy_from_slice(&count.to_le_bytes());
     out[12..16].copy_from_slice(&((count as usize * kind.record_bytes()) as u32).to_le_bytes());
@@ -213,8 +222,12 @@ pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64) -> Result<FrameHea
             format!("frame lengths do not match ({count} records, {raw} bytes)"),
         ));
     }
+    if b[1] & !3 != 0 {
+        return Err(corrupt(offset, format!("unknown frame flags {:#x}", b[1])));
+    }
     Ok(FrameHead {
         kind,
+        flags: b[1],
         thread: u32_at(b, 4),
         count,
         comp_len: u32_at(b, 16),

@@ -1,7 +1,7 @@
 //! The streaming reader: one pass over the frames with memory bounded by one frame,
 //! either chunk by chunk (fast path for the model) or event by event.
 
-use crate::chunk::{decode_accesses, decode_faults, Chunk};
+use crate::chunk::{decode_accesses, decode_faults, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES};
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::error::{Result, TraceError};
 use crate::types::{Event, Header, ThreadInfo};
@@ -278,12 +278,17 @@ impl<R: Read + Seek> Reader<R> {
 
     fn decode_events(&mut self, head: &FrameHead, at: u64) -> Result<()> {
         let n = head.count as usize;
+        let v = self.header.version;
+        let coding = [
+            Coding::of(v, head.flags, SHUFFLED_ADDRS),
+            Coding::of(v, head.flags, SHUFFLED_TIMES),
+        ];
         if head.kind == Kind::Accesses {
             self.cur = 0;
             self.seen.accesses += n as u64;
             if let Chunk::Accesses(c) = &mut self.slots[0] {
                 let rest = (!self.addrs_only).then_some(&self.rest[..]);
-                if !decode_accesses(c, head.thread, &self.raw, rest) {
+                if !decode_accesses(c, head.thread, &self.raw, rest, coding) {
                     return Err(corrupt(at, "write flag is neither 0 nor 1".into()));
                 }
             }
@@ -291,7 +296,7 @@ impl<R: Read + Seek> Reader<R> {
             self.cur = 1;
             self.seen.faults += n as u64;
             if let Chunk::Faults(c) = &mut self.slots[1] {
-                decode_faults(c, head.thread, &self.raw, &self.rest);
+                decode_faults(c, head.thread, &self.raw, &self.rest, coding);
             }
         }
         Ok(())

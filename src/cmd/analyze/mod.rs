@@ -142,7 +142,9 @@ pub(super) fn build_model(
     let threads = reader.header().threads as usize;
     let line = (reader.header().line_size as u64).clamp(1, page);
     let mut model: Option<SharingModel> = None;
+    let mut progress = Progress::new();
     while let Some(chunk) = reader.next_chunk()? {
+        progress.add(chunk.len() as u64);
         let m = match &mut model {
             Some(m) => m,
             None => {
@@ -168,6 +170,47 @@ pub(super) fn build_model(
             threads,
             nodes,
         )?),
+    }
+}
+
+/// A spinner counting events on stderr, shown only once reading has taken 2 s (indicatif
+/// draws nothing when stderr is not a terminal).
+struct Progress {
+    start: std::time::Instant,
+    events: u64,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            start: std::time::Instant::now(),
+            events: 0,
+            bar: None,
+        }
+    }
+
+    fn add(&mut self, n: u64) {
+        self.events += n;
+        if self.bar.is_none() && self.start.elapsed().as_secs() >= 2 {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"),
+            );
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{} M events read", self.events / 1_000_000));
+            bar.tick();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
     }
 }
 
