@@ -1,6 +1,8 @@
 //! The subcommands, one file each; this module only dispatches.
 
+mod cc;
 mod topo;
+mod trace;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +21,13 @@ pub struct Cli {
 enum Command {
     /// Show a machine's topology: the tree, node distances and NUMA factor.
     Topo(topo::Args),
+    /// Compile C for exact tracing: clang with load/store callbacks and the tdmap runtime.
+    Cc(cc::Args),
+    /// Compile C++ for exact tracing, like `tdmap cc`.
+    #[command(name = "c++")]
+    Cxx(cc::Args),
+    /// Run a program built with `tdmap cc` and write the exact trace of its accesses.
+    Trace(trace::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -47,5 +56,8 @@ impl MachineArgs {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Topo(args) => topo::run(args),
+        Command::Cc(args) => cc::run(args, cc::Lang::C),
+        Command::Cxx(args) => cc::run(args, cc::Lang::Cxx),
+        Command::Trace(args) => trace::run(args),
     }
 }

@@ -5,7 +5,7 @@
 //! exit and crash handlers can flush every thread's last partial chunk.
 
 use crate::io;
-use crate::wire::{self, ChunkHeader, CHUNK_RECORDS, HEADER_BYTES};
+use crate::wire::{self, ChunkHeader, CHUNK_RECORDS, HEADER_BYTES, TICKS, TICK_EVERY};
 use std::cell::Cell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -19,11 +19,12 @@ pub const MODE_OFF: u8 = 2;
 
 const LINE_SHIFT: u32 = 6;
 
-/// One thread's buffer: the chunk header sits right before the records so that a chunk
-/// leaves in a single `write`.
+/// One thread's buffer: the chunk header and clock ticks sit right before the records so
+/// that a chunk leaves in a single `write`.
 #[repr(C)]
 pub struct ThreadState {
     hdr: ChunkHeader,
+    ticks: [u64; TICKS],
     recs: [u64; CHUNK_RECORDS],
     len: usize,
     mode: AtomicU8,
@@ -39,7 +40,8 @@ pub struct ThreadState {
 
 // The records must follow the header without padding for the single-write flush.
 const _: () = assert!(std::mem::size_of::<ChunkHeader>() == HEADER_BYTES);
-const _: () = assert!(std::mem::offset_of!(ThreadState, recs) == HEADER_BYTES);
+const _: () = assert!(std::mem::offset_of!(ThreadState, ticks) == HEADER_BYTES);
+const _: () = assert!(std::mem::offset_of!(ThreadState, recs) == HEADER_BYTES + TICKS * 8);
 
 thread_local! {
     static CURRENT: Cell<*mut ThreadState> = const { Cell::new(null_mut()) };
@@ -97,8 +99,8 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
     if s.len >= CHUNK_RECORDS {
         flush(s);
     }
-    if s.len == 0 {
-        s.hdr.t0 = now_ns();
+    if s.len % TICK_EVERY == 0 {
+        s.ticks[s.len / TICK_EVERY] = now_ns();
     }
     s.recs[s.len] = wire::pack(addr, size_log2, write, first);
     s.len += 1;
@@ -138,12 +140,12 @@ fn flush(s: &mut ThreadState) {
         kind: wire::KIND_ACCESS,
         thread: s.id,
         count: s.len as u32,
-        t0: s.hdr.t0,
+        t0: s.ticks[0],
         t1: now_ns(),
         extra: 0,
     };
-    let bytes = HEADER_BYTES + s.len * 8;
-    // SAFETY: `hdr` and `recs` are contiguous (checked above) and `len` <= CHUNK_RECORDS.
+    let bytes = HEADER_BYTES + TICKS * 8 + s.len * 8;
+    // SAFETY: `hdr`, `ticks` and `recs` are contiguous (checked above), `len` <= CHUNK_RECORDS.
     let raw = unsafe { std::slice::from_raw_parts((&s.hdr as *const ChunkHeader).cast(), bytes) };
     io::write_data(raw);
     s.len = 0;

@@ -5,16 +5,22 @@
 //! with `#[path]` and both sides share one definition.
 //!
 //! The data file is a sequence of chunks, each a [`ChunkHeader`] (40 bytes, native
-//! endianness) followed by `count` packed `u64` records. Chunks from different threads
+//! endianness); an access chunk then holds [`TICKS`] clock readings, one per
+//! [`TICK_EVERY`] records, and `count` packed `u64` records. Chunks from different threads
 //! interleave: each is appended with one `write` on an `O_APPEND` file, so none is split.
 //! The control file is a sequence of 16-byte [`Msg`] records.
 
 /// Marks a chunk header ("TDRT").
 pub const MAGIC: u32 = 0x5444_5254;
-/// Version of this wire format. 1: first version.
-pub const VERSION: u32 = 1;
+/// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
+pub const VERSION: u32 = 2;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
+/// An access chunk reads the clock once per this many records (cheap, and it gives
+/// accesses a time to within a few hundred accesses).
+pub const TICK_EVERY: usize = 512;
+/// Clock readings per access chunk.
+pub const TICKS: usize = CHUNK_RECORDS / TICK_EVERY;
 /// Size of a chunk header in bytes.
 pub const HEADER_BYTES: usize = 40;
 
