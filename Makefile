@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit bench clean
+.PHONY: setup build demo test lint unit bench clean workloads bench-trace
 
 setup:
 	bash scripts/setup.sh
@@ -30,6 +30,15 @@ test: lint unit
 
 bench: setup
 	$(CARGO) build --release --workspace --benches
+
+## Workloads with known sharing: gcc, clang and `tdmap cc` builds under workloads/build.
+workloads: setup
+	$(CARGO) build --release -p tdmap -p tdmap-rt
+	$(MAKE) -C workloads all tdmap TDMAP=$(CURDIR)/target/release/tdmap
+
+## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
+bench-trace: setup
+	bash bench/trace.sh
 
 clean:
 	$(CARGO) clean
