@@ -113,7 +113,9 @@ pub fn time_of(ticks: &[u64], t1: u64, i: usize, n: usize) -> u64 {
 /// Spreads `n` records evenly over `t0..t1`.
 fn interpolate(t0: u64, t1: u64, i: usize, n: usize) -> u64 {
     // Spans are nanoseconds within one tick and i < TICK_EVERY, so u64 cannot overflow.
-    let span = t1.saturating_sub(t0).min(u64::MAX / wire::TICK_EVERY as u64);
+    let span = t1
+        .saturating_sub(t0)
+        .min(u64::MAX / wire::TICK_EVERY as u64);
     t0 + span * i as u64 / n.max(1) as u64
 }
 
