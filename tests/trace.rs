@@ -93,6 +93,12 @@ fn traced(name: &str, size: &str, t: usize) -> Traced {
     let (trace, out) = trace_to(&format!("{name}-{t}.trace"), &[], &prog, &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "tdmap trace {name} {t}: {err}");
+    let report = tdmap_trace::check(&trace);
+    assert!(
+        report.ok(),
+        "{name} {t}: invariant checker: {:?}",
+        report.problems
+    );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     cache.insert(key.clone(), Traced { trace, stdout });
     cache[&key].clone()
@@ -334,6 +340,47 @@ fn compile(name: &str, source: &str) -> PathBuf {
 }
 
 #[test]
+fn cxx_programs_build_with_tdmap_cxx_and_trace() {
+    built();
+    let dir = scratch().join("c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("vec.cpp");
+    std::fs::write(
+        &src,
+        "#include <vector>\n#include <cstdio>\nint main(){ std::vector<long> v(1000);\n\
+        for (size_t i = 0; i < v.size(); i++) v[i] = i; long s = 0; for (long x : v) s += x;\n\
+        std::printf(\"%ld\\n\", s); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("vec");
+    let out = Command::new(TDMAP)
+        .args(["c++", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tdmap c++: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (trace, out) = trace_to("vec.trace", &[], &exe, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "499500\n");
+    assert!(Reader::open(&trace).unwrap().events().count() >= 2000);
+}
+
+#[test]
+fn tdmap_cc_without_arguments_exits_2() {
+    let out = Command::new(TDMAP).arg("cc").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn a_crash_flushes_the_trace_and_marks_it_crashed() {
     let exe = compile(
         "crash",
@@ -345,6 +392,10 @@ fn a_crash_flushes_the_trace_and_marks_it_crashed() {
         Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        tdmap_trace::check(&trace).ok(),
+        "a crashed trace is still well formed"
     );
     let rd = Reader::open(&trace).unwrap();
     assert_eq!(rd.header().status, TraceStatus::Crashed);

@@ -298,10 +298,10 @@ fn convert(
                     &mut acc,
                     &mut faults,
                 );
-                writer.append_accesses(thread, &acc)?;
                 if !faults.is_empty() {
                     writer.append_faults(thread, &faults)?;
                 }
+                writer.append_accesses(thread, &acc)?;
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
                 stats.threads = stats.threads.max(thread + 1);
@@ -314,7 +314,10 @@ fn convert(
     Ok((rd.torn, stats))
 }
 
-/// Unpacks one chunk into accesses and first-touch faults (cpu and node not measured).
+/// Unpacks one chunk into accesses and first-touch faults (cpu and node not measured,
+/// u32::MAX). A fault takes the chunk's start time and goes before the chunk's accesses,
+/// so each thread's timeline stays ordered; this is still before any other thread's
+/// access to the page, since an earlier one would have made that thread the first.
 fn decode(
     thread: u32,
     ticks: &[u64],
@@ -342,7 +345,7 @@ fn decode(
                 addr: r.addr & page_mask,
                 cpu: u32::MAX,
                 node: u32::MAX,
-                time,
+                time: ticks[0],
             });
         }
     }
