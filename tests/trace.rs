@@ -317,52 +317,33 @@ fn an_existing_output_is_kept_without_force() {
     assert_eq!(std::fs::read(&keep).unwrap(), b"precious");
 }
 
-/// Compiles a small C program with `tdmap cc` into the scratch directory.
-fn compile(name: &str, source: &str) -> PathBuf {
+/// Compiles a small program (`file` names its language) with `tdmap cc` or `tdmap c++`.
+fn compile(file: &str, source: &str) -> PathBuf {
     built();
     let dir = scratch().join("c");
     std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join(format!("{name}.c"));
+    let src = dir.join(file);
     std::fs::write(&src, source).unwrap();
-    let exe = dir.join(name);
+    let exe = src.with_extension("");
+    let driver = if file.ends_with(".cpp") { "c++" } else { "cc" };
     let out = Command::new(TDMAP)
-        .args(["cc", "-O1", "-o"])
+        .args([driver, "-O1", "-o"])
         .arg(&exe)
         .arg(&src)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "tdmap cc: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tdmap {driver}: {err}");
     exe
 }
 
 #[test]
 fn cxx_programs_build_with_tdmap_cxx_and_trace() {
-    built();
-    let dir = scratch().join("c");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("vec.cpp");
-    std::fs::write(
-        &src,
+    let exe = compile(
+        "vec.cpp",
         "#include <vector>\n#include <cstdio>\nint main(){ std::vector<long> v(1000);\n\
         for (size_t i = 0; i < v.size(); i++) v[i] = i; long s = 0; for (long x : v) s += x;\n\
         std::printf(\"%ld\\n\", s); return 0; }\n",
-    )
-    .unwrap();
-    let exe = dir.join("vec");
-    let out = Command::new(TDMAP)
-        .args(["c++", "-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "tdmap c++: {}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let (trace, out) = trace_to("vec.trace", &[], &exe, &[]);
     assert!(
@@ -383,7 +364,7 @@ fn tdmap_cc_without_arguments_exits_2() {
 #[test]
 fn a_crash_flushes_the_trace_and_marks_it_crashed() {
     let exe = compile(
-        "crash",
+        "crash.c",
         "#include <stdlib.h>\nvolatile long a[4096];\nint main(void){ for (int i = 0; i < 4096; i++) a[i] = i; abort(); }\n",
     );
     let (trace, out) = trace_to("crash.trace", &[], &exe, &[]);
@@ -410,7 +391,7 @@ fn a_failed_write_marks_the_trace_incomplete() {
     // The program caps its own file size once the runtime is up: the next chunk fails
     // with EFBIG, as it would with a full disk.
     let exe = compile(
-        "fsize",
+        "fsize.c",
         "#include <sys/resource.h>\nvolatile long a[1 << 16];\nint main(void){\n\
          struct rlimit r = {200000, 200000}; setrlimit(RLIMIT_FSIZE, &r);\n\
          for (int k = 0; k < 8; k++) for (int i = 0; i < (1 << 16); i++) a[i] += i;\nreturn 0; }\n",
