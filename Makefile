@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit bench clean workloads bench-trace
+.PHONY: setup build demo test lint unit bench fuzz-trace clean workloads bench-trace
 
 setup:
 	bash scripts/setup.sh
@@ -30,6 +30,11 @@ test: lint unit
 
 bench: setup
 	$(CARGO) build --release --workspace --benches
+	$(CARGO) bench -p tdmap-sharing --bench model
+
+## Long fuzzing of the trace reader (TDMAP_FUZZ_CASES cases per property).
+fuzz-trace: setup
+	TDMAP_FUZZ_CASES=$${TDMAP_FUZZ_CASES:-100000} $(CARGO) test --release -p tdmap-trace --test fuzz
 
 ## Workloads with known sharing: gcc, clang and `tdmap cc` builds under workloads/build.
 workloads: setup

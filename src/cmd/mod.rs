@@ -1,8 +1,10 @@
 //! The subcommands, one file each; this module only dispatches.
 
+mod analyze;
 mod cc;
 mod topo;
 mod trace;
+mod trace_check;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +30,10 @@ enum Command {
     Cxx(cc::Args),
     /// Run a program built with `tdmap cc` and write the exact trace of its accesses.
     Trace(trace::Args),
+    /// Check a trace file's invariants and print its counts.
+    TraceCheck(trace_check::Args),
+    /// Analyse a trace: sharing metrics, top pairs, heatmap and a mapping verdict.
+    Analyze(analyze::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -59,5 +65,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Cc(args) => cc::run(args, cc::Lang::C),
         Command::Cxx(args) => cc::run(args, cc::Lang::Cxx),
         Command::Trace(args) => trace::run(args),
+        Command::TraceCheck(args) => trace_check::run(args),
+        Command::Analyze(args) => analyze::run(args),
     }
 }

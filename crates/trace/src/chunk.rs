@@ -10,11 +10,11 @@ pub struct AccessChunk {
     pub thread: u32,
     /// Virtual addresses.
     pub addrs: Vec<u64>,
-    /// Times.
+    /// Times (empty when the reader reads addresses only).
     pub times: Vec<u64>,
-    /// Sizes in bytes.
+    /// Sizes in bytes (empty when the reader reads addresses only).
     pub sizes: Vec<u8>,
-    /// True for stores.
+    /// True for stores (empty when the reader reads addresses only).
     pub writes: Vec<bool>,
 }
 
@@ -67,12 +67,13 @@ impl Chunk {
     /// The `i`-th event as an [`Event`].
     pub fn event(&self, i: usize) -> Event {
         match self {
+            // Columns other than addresses are empty when the reader skipped them.
             Chunk::Accesses(c) => Event::Access(Access {
                 thread: c.thread,
                 addr: c.addrs[i],
-                size: c.sizes[i],
-                write: c.writes[i],
-                time: c.times[i],
+                size: c.sizes.get(i).copied().unwrap_or(0),
+                write: c.writes.get(i).copied().unwrap_or(false),
+                time: c.times.get(i).copied().unwrap_or(0),
             }),
             Chunk::Faults(c) => Event::Fault(Fault {
                 thread: c.thread,
@@ -85,9 +86,14 @@ impl Chunk {
     }
 }
 
-fn put_u64s(out: &mut Vec<u8>, it: impl Iterator<Item = u64>) {
+/// Writes a column as differences from the previous value (the first from 0): strides
+/// and clock ticks become long runs of equal bytes, which zstd compresses and, above all,
+/// decompresses much faster than literal addresses.
+fn put_deltas(out: &mut Vec<u8>, it: impl Iterator<Item = u64>) {
+    let mut prev = 0u64;
     for v in it {
-        out.extend_from_slice(&v.to_le_bytes());
+        out.extend_from_slice(&v.wrapping_sub(prev).to_le_bytes());
+        prev = v;
     }
 }
 
@@ -100,8 +106,8 @@ fn put_u32s(out: &mut Vec<u8>, it: impl Iterator<Item = u32>) {
 /// Encodes accesses as columns: addresses, times, sizes, write flags.
 pub fn encode_accesses(a: &[Access]) -> Vec<u8> {
     let mut out = Vec::with_capacity(a.len() * crate::codec::ACCESS_BYTES);
-    put_u64s(&mut out, a.iter().map(|x| x.addr));
-    put_u64s(&mut out, a.iter().map(|x| x.time));
+    put_deltas(&mut out, a.iter().map(|x| x.addr));
+    put_deltas(&mut out, a.iter().map(|x| x.time));
     out.extend(a.iter().map(|x| x.size));
     out.extend(a.iter().map(|x| x.write as u8));
     out
@@ -110,19 +116,21 @@ pub fn encode_accesses(a: &[Access]) -> Vec<u8> {
 /// Encodes faults as columns: addresses, times, cpus, nodes.
 pub fn encode_faults(f: &[Fault]) -> Vec<u8> {
     let mut out = Vec::with_capacity(f.len() * crate::codec::FAULT_BYTES);
-    put_u64s(&mut out, f.iter().map(|x| x.addr));
-    put_u64s(&mut out, f.iter().map(|x| x.time));
+    put_deltas(&mut out, f.iter().map(|x| x.addr));
+    put_deltas(&mut out, f.iter().map(|x| x.time));
     put_u32s(&mut out, f.iter().map(|x| x.cpu));
     put_u32s(&mut out, f.iter().map(|x| x.node));
     out
 }
 
-fn get_u64s(dst: &mut Vec<u64>, raw: &[u8]) {
+/// Reads a column written by `put_deltas`.
+fn get_deltas(dst: &mut Vec<u64>, raw: &[u8]) {
     dst.clear();
-    dst.extend(
-        raw.chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8-byte chunk"))),
-    );
+    let mut acc = 0u64;
+    dst.extend(raw.chunks_exact(8).map(|b| {
+        acc = acc.wrapping_add(u64::from_le_bytes(b.try_into().expect("8-byte chunk")));
+        acc
+    }));
 }
 
 fn get_u32s(dst: &mut Vec<u32>, raw: &[u8]) {
@@ -133,25 +141,36 @@ fn get_u32s(dst: &mut Vec<u32>, raw: &[u8]) {
     );
 }
 
-/// Decodes `n` accesses from `raw` (exactly `n * 18` bytes) into `c`, reusing its buffers.
+/// Decodes `n` accesses into `c`, reusing its buffers: `addrs` holds the address column
+/// (8n bytes) and `rest`, unless skipped, the times, sizes and write flags (10n bytes).
 /// Returns false when a write flag is neither 0 nor 1.
-pub fn decode_accesses(c: &mut AccessChunk, thread: u32, n: usize, raw: &[u8]) -> bool {
+pub fn decode_accesses(
+    c: &mut AccessChunk,
+    thread: u32,
+    addrs: &[u8],
+    rest: Option<&[u8]>,
+) -> bool {
     c.thread = thread;
-    get_u64s(&mut c.addrs, &raw[..8 * n]);
-    get_u64s(&mut c.times, &raw[8 * n..16 * n]);
+    get_deltas(&mut c.addrs, addrs);
+    let n = c.addrs.len();
+    c.times.clear();
     c.sizes.clear();
-    c.sizes.extend_from_slice(&raw[16 * n..17 * n]);
     c.writes.clear();
-    let flags = &raw[17 * n..18 * n];
+    let Some(rest) = rest else { return true };
+    get_deltas(&mut c.times, &rest[..8 * n]);
+    c.sizes.extend_from_slice(&rest[8 * n..9 * n]);
+    let flags = &rest[9 * n..10 * n];
     c.writes.extend(flags.iter().map(|&b| b == 1));
     flags.iter().all(|&b| b <= 1)
 }
 
-/// Decodes `n` faults from `raw` (exactly `n * 24` bytes) into `c`, reusing its buffers.
-pub fn decode_faults(c: &mut FaultChunk, thread: u32, n: usize, raw: &[u8]) {
+/// Decodes `n` faults into `c`, reusing its buffers: `addrs` holds the address column
+/// and `rest` the times, cpus and nodes (16n bytes).
+pub fn decode_faults(c: &mut FaultChunk, thread: u32, addrs: &[u8], rest: &[u8]) {
     c.thread = thread;
-    get_u64s(&mut c.addrs, &raw[..8 * n]);
-    get_u64s(&mut c.times, &raw[8 * n..16 * n]);
-    get_u32s(&mut c.cpus, &raw[16 * n..20 * n]);
-    get_u32s(&mut c.nodes, &raw[20 * n..24 * n]);
+    get_deltas(&mut c.addrs, addrs);
+    let n = c.addrs.len();
+    get_deltas(&mut c.times, &rest[..8 * n]);
+    get_u32s(&mut c.cpus, &rest[8 * n..12 * n]);
+    get_u32s(&mut c.nodes, &rest[12 * n..16 * n]);
 }

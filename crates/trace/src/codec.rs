@@ -59,6 +59,15 @@ impl Kind {
         }
     }
 
+    /// Raw bytes of the first of a frame's two compressed streams: the address column of
+    /// event frames (which a reader that wants addresses only decompresses alone), else all.
+    pub fn first_stream(self, count: u32) -> usize {
+        match self {
+            Kind::Accesses | Kind::Faults => 8 * count as usize,
+            _ => count as usize * self.record_bytes(),
+        }
+    }
+
     /// Raw bytes per record of this kind (the end frame has one record).
     pub fn record_bytes(self) -> usize {
         match self {

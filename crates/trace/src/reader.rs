@@ -28,6 +28,8 @@ pub struct Reader<R = BufReader<File>> {
     data_end: u64,
     comp: Vec<u8>,
     raw: Vec<u8>,
+    rest: Vec<u8>,
+    addrs_only: bool,
     dec: zstd::bulk::Decompressor<'static>,
     slots: [Chunk; 2],
     cur: usize,
@@ -74,6 +76,8 @@ impl<R: Read + Seek> Reader<R> {
             data_end: len,
             comp: Vec::new(),
             raw: Vec::new(),
+            rest: Vec::new(),
+            addrs_only: false,
             dec,
             slots: [
                 Chunk::Accesses(Default::default()),
@@ -101,6 +105,12 @@ impl<R: Read + Seek> Reader<R> {
     /// Totals from the end frame, once it has been read.
     pub fn totals(&self) -> Option<Totals> {
         self.end
+    }
+
+    /// Reads only the addresses of accesses (times, sizes and write flags come back
+    /// empty), which is all the sharing model needs and saves half the decompression.
+    pub fn set_addresses_only(&mut self, on: bool) {
+        self.addrs_only = on;
     }
 
     /// True when the file ends with the trailer a finished writer leaves.
@@ -217,20 +227,30 @@ impl<R: Read + Seek> Reader<R> {
         if !codec::frame_crc_ok(&hb, &self.comp, head.crc) {
             return Err(corrupt(at, "frame checksum mismatch".into()));
         }
-        let want = head.count as usize * head.kind.record_bytes();
-        self.raw.clear();
-        self.raw.reserve(want);
-        match self.dec.decompress_to_buffer(&self.comp[..], &mut self.raw) {
-            Ok(n) if n == want => {}
-            _ => {
-                return Err(corrupt(
-                    at,
-                    "frame payload does not decompress to its length".into(),
-                ))
-            }
-        }
+        self.unpack(&head)
+            .ok_or_else(|| corrupt(at, "frame payload does not decompress to its length".into()))?;
         self.pos = end;
         Ok(head)
+    }
+
+    /// Decompresses the frame's two streams into `raw` and `rest` (the second one skipped
+    /// for accesses in addresses-only mode); `None` if either is malformed.
+    fn unpack(&mut self, head: &FrameHead) -> Option<()> {
+        let split = head.kind.first_stream(head.count);
+        let want = head.count as usize * head.kind.record_bytes();
+        let len1 = u32::from_le_bytes(self.comp.get(..4)?.try_into().ok()?) as usize;
+        let first = self.comp.get(4..4usize.checked_add(len1)?)?;
+        unzstd(&mut self.dec, first, &mut self.raw, split)?;
+        self.rest.clear();
+        if self.addrs_only && head.kind == Kind::Accesses {
+            return Some(());
+        }
+        unzstd(
+            &mut self.dec,
+            &self.comp[4 + len1..],
+            &mut self.rest,
+            want - split,
+        )
     }
 
     fn check_thread(&self, thread: u32, at: u64) -> Result<()> {
@@ -244,13 +264,26 @@ impl<R: Read + Seek> Reader<R> {
         Ok(())
     }
 
+    /// Takes the chunk last returned by `next_chunk`, leaving `spare` (or a new buffer if
+    /// it is of the other kind) in its place; for the prefetching reader.
+    pub(crate) fn take_current(&mut self, spare: Option<Chunk>) -> Chunk {
+        let fresh = match (&self.slots[self.cur], spare) {
+            (Chunk::Accesses(_), Some(s @ Chunk::Accesses(_))) => s,
+            (Chunk::Faults(_), Some(s @ Chunk::Faults(_))) => s,
+            (Chunk::Accesses(_), _) => Chunk::Accesses(Default::default()),
+            (Chunk::Faults(_), _) => Chunk::Faults(Default::default()),
+        };
+        std::mem::replace(&mut self.slots[self.cur], fresh)
+    }
+
     fn decode_events(&mut self, head: &FrameHead, at: u64) -> Result<()> {
         let n = head.count as usize;
         if head.kind == Kind::Accesses {
             self.cur = 0;
             self.seen.accesses += n as u64;
             if let Chunk::Accesses(c) = &mut self.slots[0] {
-                if !decode_accesses(c, head.thread, n, &self.raw) {
+                let rest = (!self.addrs_only).then_some(&self.rest[..]);
+                if !decode_accesses(c, head.thread, &self.raw, rest) {
                     return Err(corrupt(at, "write flag is neither 0 nor 1".into()));
                 }
             }
@@ -258,7 +291,7 @@ impl<R: Read + Seek> Reader<R> {
             self.cur = 1;
             self.seen.faults += n as u64;
             if let Chunk::Faults(c) = &mut self.slots[1] {
-                decode_faults(c, head.thread, n, &self.raw);
+                decode_faults(c, head.thread, &self.raw, &self.rest);
             }
         }
         Ok(())
@@ -294,6 +327,17 @@ impl<R: Read + Seek> Reader<R> {
         self.end = Some(totals);
         Ok(())
     }
+}
+
+fn unzstd(
+    dec: &mut zstd::bulk::Decompressor<'static>,
+    src: &[u8],
+    dst: &mut Vec<u8>,
+    want: usize,
+) -> Option<()> {
+    dst.clear();
+    dst.reserve(want);
+    (dec.decompress_to_buffer(src, dst).ok()? == want).then_some(())
 }
 
 fn read_exact(

@@ -202,7 +202,13 @@ impl Background {
     }
 
     fn frame(&mut self, kind: Kind, thread: u32, count: u32, raw: &[u8]) -> std::io::Result<()> {
-        let payload = self.comp.compress(raw)?;
+        // Two zstd streams, the first one's length in front: see `Kind::first_stream`.
+        let split = kind.first_stream(count);
+        let first = self.comp.compress(&raw[..split])?;
+        let mut payload = Vec::with_capacity(4 + first.len() + 64);
+        payload.extend_from_slice(&(first.len() as u32).to_le_bytes());
+        payload.extend_from_slice(&first);
+        payload.extend_from_slice(&self.comp.compress(&raw[split..])?);
         let head = codec::encode_frame_head(kind, thread, count, &payload);
         self.out.write_all(&head)?;
         self.out.write_all(&payload)?;

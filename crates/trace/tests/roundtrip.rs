@@ -247,3 +247,68 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+#[test]
+fn addresses_only_mode_keeps_addresses_and_drops_the_rest() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut r = Reader::open(&p).unwrap();
+    r.set_addresses_only(true);
+    let mut addrs = Vec::new();
+    let mut faults = 0;
+    while let Some(c) = r.next_chunk().unwrap() {
+        match c {
+            Chunk::Accesses(a) if a.thread == 1 => {
+                assert!(a.times.is_empty() && a.sizes.is_empty() && a.writes.is_empty());
+                addrs.extend_from_slice(&a.addrs);
+            }
+            Chunk::Faults(f) => faults += f.nodes.len(),
+            _ => {}
+        }
+    }
+    let want: Vec<u64> = (0..400).map(|i| access(1, i).addr).collect();
+    assert_eq!(addrs, want);
+    assert_eq!(faults, 10, "faults keep every column");
+}
+
+#[test]
+fn prefetching_reader_yields_the_same_chunks_and_errors() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut plain = Reader::open(&p).unwrap();
+    let mut want = Vec::new();
+    while let Some(c) = plain.next_chunk().unwrap() {
+        want.push(c.clone());
+    }
+    let mut pre = Reader::open(&p).unwrap().prefetch();
+    assert_eq!(pre.header().threads, 4);
+    let mut got = Vec::new();
+    while let Some(c) = pre.next_chunk().unwrap() {
+        got.push(c.clone());
+    }
+    assert_eq!(got, want);
+    assert_eq!(
+        pre.totals(),
+        Some(Totals {
+            accesses: 1200,
+            faults: 10
+        })
+    );
+    assert!(pre.next_chunk().unwrap().is_none());
+
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - 60);
+    std::fs::write(&p, bytes).unwrap();
+    let mut pre = Reader::open(&p).unwrap().prefetch();
+    let err = loop {
+        match pre.next_chunk() {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("a cut trace must fail"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, TraceError::Truncated { .. }), "{err}");
+}
