@@ -156,6 +156,48 @@ fn traced_sharing_matches_each_workloads_expected_blocks_at_8_and_16_threads() {
     eprintln!("{}", report.join("\n"));
 }
 
+/// The sharing matrix `tdmap analyze` finds (amount of shared memory, kMAF's table with
+/// its limited sharers per block), from all its top pairs, and the lines touched.
+fn analyze_matrix(trace: &Path, t: usize) -> (Vec<Vec<f64>>, f64) {
+    let out = Command::new(TDMAP)
+        .args(["analyze", "--json", "--metric", "amount", "--top", "100000"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "analyze: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut m = vec![vec![0.0; t]; t];
+    for p in json["top_pairs"].as_array().unwrap() {
+        let (i, j) = (
+            p[0].as_u64().unwrap() as usize,
+            p[1].as_u64().unwrap() as usize,
+        );
+        m[i][j] = p[2].as_f64().unwrap() / 64.0; // bytes to lines
+        m[j][i] = m[i][j];
+    }
+    (m, json["footprint_bytes"].as_f64().unwrap() / 64.0)
+}
+
+#[test]
+fn tdmap_analyze_of_each_trace_matches_the_expected_blocks() {
+    let mut report = Vec::new();
+    for w in workloads::ALL {
+        for t in [8, 16] {
+            let (m, touched) = analyze_matrix(&traced(w.name, w.size, t).trace, t);
+            let score = workloads::similarity(&m, &workloads::expected(w.name, t), touched);
+            report.push(format!(
+                "{:<10} T={t:<2} analyze similarity {score:.3}",
+                w.name
+            ));
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
 #[test]
 fn checksums_are_the_same_with_and_without_tracing() {
     for w in workloads::ALL {

@@ -10,7 +10,7 @@ mod raw;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
-use raw::{wire, RawEvent, RawReader};
+use raw::{wire, RawChunk, RawEvent, RawReader};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{BufReader, Write};
@@ -265,7 +265,7 @@ fn convert(
         Writer::create(output, header).with_context(|| format!("creating {}", output.display()))?;
     let mut stats = Stats::default();
     let mut threads: Vec<ThreadInfo> = Vec::new();
-    let page_mask = !(ctl.page_size.max(1) - 1);
+    let dec = Decoder::new(ctl.page_size);
     let mut base = None;
     let (mut acc, mut faults) = (Vec::new(), Vec::new());
     while let Some(ev) = rd.next_event().context("reading the raw trace")? {
@@ -280,28 +280,15 @@ fn convert(
                 stats.threads = stats.threads.max(id + 1);
             }
             RawEvent::End { filtered, .. } => stats.filtered += filtered,
-            RawEvent::Accesses {
-                thread,
-                mut ticks,
-                t1,
-                records,
-            } => {
-                let b = *base.get_or_insert(ticks[0]);
-                ticks.iter_mut().for_each(|t| *t = t.saturating_sub(b));
-                let t1 = t1.saturating_sub(b);
-                decode(
-                    thread,
-                    &ticks,
-                    t1,
-                    &records,
-                    page_mask,
-                    &mut acc,
-                    &mut faults,
-                );
+            RawEvent::Accesses(mut c) => {
+                c.rebase(*base.get_or_insert(c.ticks[0]));
+                let split = dec.chunk(&c, &mut acc, &mut faults);
+                let thread = c.thread;
+                writer.append_accesses(thread, &acc[..split])?;
                 if !faults.is_empty() {
                     writer.append_faults(thread, &faults)?;
+                    writer.append_accesses(thread, &acc[split..])?;
                 }
-                writer.append_accesses(thread, &acc)?;
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
                 stats.threads = stats.threads.max(thread + 1);
@@ -314,40 +301,78 @@ fn convert(
     Ok((rd.torn, stats))
 }
 
-/// Unpacks one chunk into accesses and first-touch faults (cpu and node not measured,
-/// u32::MAX). A fault takes the chunk's start time and goes before the chunk's accesses,
-/// so each thread's timeline stays ordered; this is still before any other thread's
-/// access to the page, since an earlier one would have made that thread the first.
-fn decode(
-    thread: u32,
-    ticks: &[u64],
-    t1: u64,
-    records: &[u64],
+/// Turns raw chunks into trace events.
+struct Decoder {
     page_mask: u64,
-    acc: &mut Vec<Access>,
-    faults: &mut Vec<Fault>,
-) {
-    acc.clear();
-    faults.clear();
-    for (i, &w) in records.iter().enumerate() {
-        let r = wire::unpack(w);
-        let time = raw::time_of(ticks, t1, i, records.len());
-        acc.push(Access {
-            thread,
-            addr: r.addr,
-            size: r.size,
-            write: r.write,
-            time,
-        });
-        if r.first_touch {
-            faults.push(Fault {
-                thread,
-                addr: r.addr & page_mask,
-                cpu: u32::MAX,
-                node: u32::MAX,
-                time: ticks[0],
-            });
+    /// NUMA node (logical index) of each OS CPU number, from this machine's topology.
+    cpu_node: Vec<u32>,
+}
+
+impl Decoder {
+    fn new(page_size: u64) -> Decoder {
+        let cpu_node = match tdmap_topo::MachineSpec::parse("").load(None) {
+            Ok(topo) => {
+                let n = topo.pus.iter().map(|p| p.os + 1).max().unwrap_or(0);
+                let mut map = vec![0; n];
+                topo.pus.iter().for_each(|p| map[p.os] = p.node as u32);
+                map
+            }
+            Err(e) => {
+                eprintln!("tdmap: cannot read this machine's topology ({e}); first touches are put on node 0");
+                Vec::new()
+            }
+        };
+        Decoder {
+            page_mask: !(page_size.max(1) - 1),
+            cpu_node,
         }
+    }
+
+    /// Unpacks one chunk into accesses and first-touch faults; returns how many accesses
+    /// go before the faults. Every fault takes the time of the chunk's first first-touch
+    /// access and is written right after it, so each thread's timeline stays ordered and
+    /// a trace starts with accesses. That time is still before any other thread's access
+    /// to the page, since an earlier one would have made that thread the first. A fault's
+    /// CPU is where the thread ran at the first touch, its node that CPU's: where
+    /// first-touch placement puts the page.
+    fn chunk(&self, c: &RawChunk, acc: &mut Vec<Access>, faults: &mut Vec<Fault>) -> usize {
+        acc.clear();
+        faults.clear();
+        let mut split = None;
+        let thread = c.thread;
+        for (i, &w) in c.records.iter().enumerate() {
+            if wire::unpack_cpu(w).is_some() {
+                continue;
+            }
+            let r = wire::unpack(w);
+            let time = raw::time_of(&c.ticks, c.t1, i, c.records.len());
+            acc.push(Access {
+                thread,
+                addr: r.addr,
+                size: r.size,
+                write: r.write,
+                time,
+            });
+            if r.first_touch {
+                // A crash can cut the CPU word off: then the CPU is unknown (u32::MAX).
+                let cpu = c
+                    .records
+                    .get(i + 1)
+                    .and_then(|&n| wire::unpack_cpu(n))
+                    .unwrap_or(u32::MAX);
+                let node = self.cpu_node.get(cpu as usize).copied().unwrap_or(0);
+                let addr = r.addr & self.page_mask;
+                let time = acc[*split.get_or_insert(acc.len() - 1)].time;
+                faults.push(Fault {
+                    thread,
+                    addr,
+                    cpu,
+                    node,
+                    time,
+                });
+            }
+        }
+        split.map_or(acc.len(), |i| i + 1)
     }
 }
 

@@ -96,13 +96,25 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
         s.last_page = page;
         first_touch(page)
     };
-    if s.len >= CHUNK_RECORDS {
+    // Room for the record and, after a first touch, the CPU word that follows it.
+    if s.len + 2 > CHUNK_RECORDS {
         flush(s);
     }
-    if s.len % TICK_EVERY == 0 {
+    push(s, wire::pack(addr, size_log2, write, first));
+    if first {
+        // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
+        let cpu = unsafe { libc::sched_getcpu() };
+        push(s, wire::pack_cpu(cpu.max(0) as u32));
+    }
+}
+
+/// Appends one word, reading the clock at every TICK_EVERY-th position.
+#[inline(always)]
+fn push(s: &mut ThreadState, word: u64) {
+    if s.len.is_multiple_of(TICK_EVERY) {
         s.ticks[s.len / TICK_EVERY] = now_ns();
     }
-    s.recs[s.len] = wire::pack(addr, size_log2, write, first);
+    s.recs[s.len] = word;
     s.len += 1;
 }
 

@@ -13,7 +13,8 @@
 /// Marks a chunk header ("TDRT").
 pub const MAGIC: u32 = 0x5444_5254;
 /// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
-pub const VERSION: u32 = 2;
+/// 3: a CPU word after each first-touch record.
+pub const VERSION: u32 = 3;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -58,6 +59,18 @@ const ADDR_MASK: u64 = (1 << 56) - 1;
 const SIZE_SHIFT: u32 = 56;
 const WRITE_BIT: u64 = 1 << 59;
 const FIRST_TOUCH_BIT: u64 = 1 << 60;
+const CPU_BIT: u64 = 1 << 61;
+
+/// Packs the CPU a thread ran on; this word directly follows each first-touch record.
+#[inline(always)]
+pub const fn pack_cpu(cpu: u32) -> u64 {
+    CPU_BIT | cpu as u64
+}
+
+/// The CPU in a word written by [`pack_cpu`], None for an access record.
+pub fn unpack_cpu(word: u64) -> Option<u32> {
+    (word & CPU_BIT != 0).then_some(word as u32)
+}
 
 /// One access record: address, size, read or write, and whether it first touched its page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +192,12 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn cpu_words_are_told_apart_from_accesses() {
+        assert_eq!(unpack_cpu(pack_cpu(37)), Some(37));
+        assert_eq!(unpack_cpu(pack(0x7fff_0000_1000, 4, true, true)), None);
     }
 
     #[test]

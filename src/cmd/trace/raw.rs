@@ -13,16 +13,33 @@ use wire::{ChunkHeader, HEADER_BYTES};
 pub enum RawEvent {
     /// A thread registered: its id, OS tid and time.
     Thread { id: u32, os_tid: u64, time: u64 },
-    /// A batch of packed records of one thread: clock ticks (one per
-    /// [`wire::TICK_EVERY`] records) and the flush time `t1`.
-    Accesses {
-        thread: u32,
-        ticks: Vec<u64>,
-        t1: u64,
-        records: Vec<u64>,
-    },
+    /// A batch of packed records of one thread.
+    Accesses(RawChunk),
     /// A thread finished; `filtered` accesses were dropped by the line filter.
     End { thread: u32, filtered: u64 },
+}
+
+/// One thread's access chunk as the runtime flushed it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RawChunk {
+    /// The thread's id.
+    pub thread: u32,
+    /// Clock readings, one per [`wire::TICK_EVERY`] records.
+    pub ticks: Vec<u64>,
+    /// The flush time.
+    pub t1: u64,
+    /// Packed access records, each first-touch one followed by a CPU word.
+    pub records: Vec<u64>,
+}
+
+impl RawChunk {
+    /// Shifts every time so that `base` becomes 0.
+    pub fn rebase(&mut self, base: u64) {
+        self.ticks
+            .iter_mut()
+            .for_each(|t| *t = t.saturating_sub(base));
+        self.t1 = self.t1.saturating_sub(base);
+    }
 }
 
 /// Streams [`RawEvent`]s; stops at the first torn or foreign chunk and remembers it.
@@ -68,12 +85,12 @@ impl<R: Read> RawReader<R> {
                     .chunks_exact(8)
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
                 let ticks = words.by_ref().take(wire::TICKS).collect();
-                RawEvent::Accesses {
+                RawEvent::Accesses(RawChunk {
                     thread: h.thread,
                     ticks,
                     t1: h.t1,
                     records: words.collect(),
-                }
+                })
             }
             _ => return self.tear(),
         };
@@ -151,7 +168,7 @@ mod tests {
                 time: 10
             })
         );
-        let Some(RawEvent::Accesses { records, .. }) = r.next_event().unwrap() else {
+        let Some(RawEvent::Accesses(RawChunk { records, .. })) = r.next_event().unwrap() else {
             panic!("no accesses")
         };
         assert_eq!(wire::unpack(records[1]).addr, 0x1008);
