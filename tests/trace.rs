@@ -342,6 +342,20 @@ fn a_missing_program_exits_2_with_one_line() {
 }
 
 #[test]
+fn an_unwritable_output_directory_exits_2_before_running() {
+    let prog = built().join("tdmap").join("ep");
+    let out = Command::new(TDMAP)
+        .args(["trace", "-o", "/nonexistent-dir-tdmap/x.trace", "--"])
+        .arg(&prog)
+        .arg("2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "the program must not have run");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write in /nonexistent-dir-tdmap"));
+}
+
+#[test]
 fn an_existing_output_is_kept_without_force() {
     std::fs::create_dir_all(scratch()).unwrap();
     let keep = scratch().join("keep.trace");

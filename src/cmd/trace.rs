@@ -83,7 +83,7 @@ pub fn run(args: Args) -> Result<i32> {
             prog.to_string_lossy()
         ))
     })?;
-    check_instrumented(&exe)?;
+    let has_runtime = check_instrumented(&exe)?;
     let output = args.output.clone().unwrap_or_else(|| default_output(&exe));
     if output.exists() && !args.force && !args.count_only {
         return Err(input(format!(
@@ -91,7 +91,7 @@ pub fn run(args: Args) -> Result<i32> {
             output.display()
         )));
     }
-    let scratch = scratch_files(&output);
+    let scratch = scratch_files(&output)?;
     let started = Instant::now();
     let status = spawn(&args, &scratch)?;
     let mut sum = Summary {
@@ -101,6 +101,13 @@ pub fn run(args: Args) -> Result<i32> {
     sum.exit_code = status.code();
     sum.signal = status.signal();
     let ctl = Control::read(&scratch.ctl);
+    if !ctl.hello && has_runtime {
+        anyhow::bail!(
+            "the tdmap runtime inside '{}' did not start (it must create {}); check that directory is writable",
+            prog.to_string_lossy(),
+            scratch.ctl.display()
+        );
+    }
     if !ctl.hello {
         return Err(input(format!(
             "'{}' was not built with `tdmap cc` (no tdmap runtime answered); rebuild it with `tdmap cc` or `tdmap c++` and trace again",
@@ -139,8 +146,9 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(if failed { FAILED } else { child_code(&status) })
 }
 
-/// Refuses an ELF file without the runtime's marker before running it.
-fn check_instrumented(exe: &Path) -> Result<()> {
+/// Refuses an ELF file without the runtime's marker before running it; true when the
+/// marker is there (false for scripts, which only the runtime's handshake can tell).
+fn check_instrumented(exe: &Path) -> Result<bool> {
     let bytes =
         std::fs::read(exe).map_err(|e| input(format!("cannot read {}: {e}", exe.display())))?;
     let is_elf = bytes.starts_with(b"\x7fELF");
@@ -150,7 +158,7 @@ fn check_instrumented(exe: &Path) -> Result<()> {
             exe.display()
         )));
     }
-    Ok(())
+    Ok(is_elf)
 }
 
 fn default_output(exe: &Path) -> PathBuf {
@@ -161,7 +169,8 @@ fn default_output(exe: &Path) -> PathBuf {
     PathBuf::from(format!("{name}.trace"))
 }
 
-fn scratch_files(output: &Path) -> Scratch {
+/// Names the runtime's scratch files beside the output, after checking it can write there.
+fn scratch_files(output: &Path) -> Result<Scratch> {
     let base = output
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -175,9 +184,15 @@ fn scratch_files(output: &Path) -> Scratch {
         data: dir.join(format!(".{base}.raw-{pid}")),
         ctl: dir.join(format!(".{base}.ctl-{pid}")),
     };
-    let _ = std::fs::remove_file(&s.data);
     let _ = std::fs::remove_file(&s.ctl);
-    s
+    std::fs::File::create(&s.data).map_err(|e| {
+        input(format!(
+            "cannot write in {} ({e}); choose another -o",
+            dir.display()
+        ))
+    })?;
+    let _ = std::fs::remove_file(&s.data);
+    Ok(s)
 }
 
 fn spawn(args: &Args, scratch: &Scratch) -> Result<ExitStatus> {
