@@ -125,6 +125,8 @@ pub struct AffinityTable {
     sbv: Vec<u16>,
     last_key: u64,
     last_group: usize,
+    last_page: u64,
+    last_p: usize,
 }
 
 impl AffinityTable {
@@ -149,6 +151,8 @@ impl AffinityTable {
             sbv: Vec::new(),
             last_key: u64::MAX,
             last_group: 0,
+            last_page: u64::MAX,
+            last_p: 0,
         })
     }
 
@@ -159,17 +163,13 @@ impl AffinityTable {
 
     /// Records that `thread`, running on `node`, accessed `addr`: NV[node] += 1 and the
     /// thread becomes the MRU sharer of the sub-block (kMAF §3.2, Figure 5).
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, thread: u16, node: usize, addr: u64) -> Touch {
         let page = addr >> self.page_shift;
-        let key = page / GROUP_PAGES;
-        if key != self.last_key {
-            self.last_group = self.group(key);
-            self.last_key = key;
+        if page != self.last_page {
+            self.enter(page);
         }
-        let slot = (page % GROUP_PAGES) as usize;
-        self.touched[self.last_group] |= 1 << slot;
-        let p = self.last_group * GROUP_PAGES as usize + slot;
+        let p = self.last_p;
         self.bump(p, node);
         let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
         let at = p * self.sbv_words + sb * self.cfg.sharers;
@@ -180,13 +180,58 @@ impl AffinityTable {
         }
     }
 
+    /// Starts a run of `n` accesses from `node` to `page`: NV[node] += n, as `n` single
+    /// increments would (halving on overflow included). Returns the page's sharer lists
+    /// (`sharers` slots per sub-block) and the sub-block shift and mask, so the caller can
+    /// walk the run without looking the page up again.
+    #[inline(always)]
+    pub(crate) fn enter_run(&mut self, page: u64, node: usize, n: usize) -> (&mut [u16], u32, u64) {
+        if page != self.last_page {
+            self.enter(page);
+        }
+        let p = self.last_p;
+        let base = p * self.cfg.nodes + node;
+        let fast = match &mut self.nv {
+            Nv::Narrow(v) => {
+                (v[base] as usize + n <= u16::MAX as usize).then(|| v[base] += n as u16)
+            }
+            Nv::Wide(v) => {
+                (v[base] as u64 + n as u64 <= u32::MAX as u64).then(|| v[base] += n as u32)
+            }
+        };
+        if fast.is_none() {
+            (0..n).for_each(|_| self.bump(p, node));
+        }
+        let w = self.sbv_words;
+        (
+            &mut self.sbv[p * w..(p + 1) * w],
+            self.sb_shift,
+            self.sb_mask,
+        )
+    }
+
+    /// Moves the one-page cache to `page`, creating its group if needed: kept out of line
+    /// so the per-event path stays small.
+    #[inline(never)]
+    fn enter(&mut self, page: u64) {
+        let key = page / GROUP_PAGES;
+        if key != self.last_key {
+            self.last_group = self.group(key);
+            self.last_key = key;
+        }
+        let slot = (page % GROUP_PAGES) as usize;
+        self.touched[self.last_group] |= 1 << slot;
+        self.last_page = page;
+        self.last_p = self.last_group * GROUP_PAGES as usize + slot;
+    }
+
     /// The sharer list (MRU first, [`EMPTY`] for unused slots) at a [`Touch::sbv_at`].
     #[inline]
     pub fn sharer_slots(&self, at: usize) -> &[u16] {
         &self.sbv[at..at + self.cfg.sharers]
     }
 
-    #[inline]
+    #[inline(always)]
     fn bump(&mut self, p: usize, node: usize) {
         let n = self.cfg.nodes;
         let base = p * n;
@@ -303,16 +348,21 @@ impl AffinityTable {
 
 /// Moves `thread` to the MRU slot, shifting the others towards LRU and dropping the LRU
 /// one if `thread` was not present (kMAF §3.2). Returns whether it was present.
-#[inline]
-fn promote(slots: &mut [u16], thread: u16) -> bool {
+#[inline(always)]
+pub(crate) fn promote(slots: &mut [u16], thread: u16) -> bool {
+    // Carry each sharer one slot towards LRU until the thread's old slot (or the end).
     if slots[0] == thread {
         return true;
     }
-    let pos = slots.iter().position(|&t| t == thread);
-    let end = pos.unwrap_or(slots.len() - 1);
-    slots.copy_within(0..end, 1);
-    slots[0] = thread;
-    pos.is_some()
+    let mut carry = thread;
+    for s in slots.iter_mut() {
+        let old = std::mem::replace(s, carry);
+        if old == thread {
+            return true;
+        }
+        carry = old;
+    }
+    false
 }
 
 #[cfg(test)]

