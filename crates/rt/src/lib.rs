@@ -9,6 +9,12 @@
 //! [`wire::CHUNK_RECORDS`] accesses. Threads get ids in creation order (main = 0) by
 //! wrapping `pthread_create`. Without the `tdmap trace` environment the runtime stays off
 //! and the program runs normally.
+//!
+//! Limits: first touches are judged among instrumented accesses only (memory that libc
+//! or the kernel wrote first, e.g. by `memset` in an uninstrumented library, is credited
+//! to the first instrumented toucher); threads still running when the process exits are
+//! flushed best-effort; an instrumented signal handler that interrupts the hot path can
+//! lose or repeat one record; a forked child stops recording.
 
 mod callbacks;
 mod init;
