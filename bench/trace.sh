@@ -21,7 +21,8 @@ mkdir -p "$OUT"
 SIZES="ep:2000000 stencil1d:2048 stencil3d:36 pairs:393216 alltoall:1280 pipeline:65536 cginit:100000 phase:196608"
 
 now() { date +%s%N; }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# Median; the mean of the two middle values for an even count.
+median() { sort -g | awk '{v[NR]=$1} END {m=int((NR+1)/2); print (NR%2 ? v[m] : (v[m]+v[m+1])/2)}'; }
 # Runs "$@" REPS times and prints the median wall time in seconds.
 timed() {
   for _ in $(seq "$REPS"); do
