@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench fuzz-trace clean
+.PHONY: setup build demo test lint unit vm-test bench fuzz-trace clean workloads bench-trace
 
 setup:
 	bash scripts/setup.sh
@@ -43,6 +43,15 @@ bench: setup
 ## Long fuzzing of the trace reader (TDMAP_FUZZ_CASES cases per property).
 fuzz-trace: setup
 	TDMAP_FUZZ_CASES=$${TDMAP_FUZZ_CASES:-100000} $(CARGO) test --release -p tdmap-trace --test fuzz
+
+## Workloads with known sharing: gcc, clang and `tdmap cc` builds under workloads/build.
+workloads: setup
+	$(CARGO) build --release -p tdmap -p tdmap-rt
+	$(MAKE) -C workloads all tdmap TDMAP=$(CURDIR)/target/release/tdmap
+
+## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
+bench-trace: setup
+	bash bench/trace.sh
 
 clean:
 	$(CARGO) clean

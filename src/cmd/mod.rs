@@ -1,8 +1,10 @@
 //! The subcommands, one file each; this module only dispatches.
 
 mod analyze;
+mod cc;
 mod map;
 mod topo;
+mod trace;
 mod trace_check;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +26,13 @@ enum Command {
     Topo(topo::Args),
     /// Map threads onto PUs from a sharing matrix and print the mapping ready to paste.
     Map(map::Args),
+    /// Compile C for exact tracing: clang with load/store callbacks and the tdmap runtime.
+    Cc(cc::Args),
+    /// Compile C++ for exact tracing, like `tdmap cc`.
+    #[command(name = "c++")]
+    Cxx(cc::Args),
+    /// Run a program built with `tdmap cc` and write the exact trace of its accesses.
+    Trace(trace::Args),
     /// Check a trace file's invariants and print its counts.
     TraceCheck(trace_check::Args),
     /// Analyse a trace: sharing metrics, top pairs, heatmap and a mapping verdict.
@@ -61,6 +70,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Topo(args) => topo::run(args),
         Command::Map(args) => map::run(args),
+        Command::Cc(args) => cc::run(args, cc::Lang::C),
+        Command::Cxx(args) => cc::run(args, cc::Lang::Cxx),
+        Command::Trace(args) => trace::run(args),
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),
     }
