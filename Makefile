@@ -10,13 +10,26 @@ setup:
 build: setup
 	$(CARGO) build --release
 
-## The main job on a bundled default.
-demo: build
+## The main job on a bundled default: the machine, then an exact trace of a workload whose
+## sharing is known (thread i shares with thread 7-i), its analysis, and its mapping onto
+## the kMAF paper's 4-socket machine. Outputs go to target/demo/.
+DEMO := target/demo
+demo: build workloads
+	@mkdir -p $(DEMO)
 	@echo "== tdmap topo (this machine)"
 	./target/release/tdmap topo
 	@echo
 	@echo "== tdmap topo --machine xeon-x7550-4s (a preset of the kMAF paper's machine)"
-	./target/release/tdmap topo --machine xeon-x7550-4s
+	./target/release/tdmap topo --machine xeon-x7550-4s | tail -12
+	@echo
+	@echo "== tdmap trace: exact trace of workloads/pairs.c at 8 threads"
+	./target/release/tdmap trace --force -o $(DEMO)/pairs.trace -- workloads/build/tdmap/pairs 8
+	@echo
+	@echo "== tdmap analyze: metrics, top pairs, heatmap at $(DEMO)/pairs.png"
+	./target/release/tdmap analyze $(DEMO)/pairs.trace --machine xeon-x7550-4s --heatmap $(DEMO)/pairs.png
+	@echo
+	@echo "== tdmap map: where each thread should run on xeon-x7550-4s"
+	./target/release/tdmap map --trace $(DEMO)/pairs.trace --machine xeon-x7550-4s --algorithm matching --format omp-places
 
 lint: setup
 	$(CARGO) fmt --all -- --check
