@@ -29,7 +29,7 @@ unit: setup
 ## (tests/vm); about a minute on 2 cores.
 vm-test: setup
 	$(CARGO) build -p tdmap --bin tdmap
-	$(CARGO) build -p tdmap-sys --example numa_check
+	$(CARGO) build -p tdmap-sys --example numa_check --example fault_check
 	bash tests/vm/test.sh
 
 ## Everything CI checks.

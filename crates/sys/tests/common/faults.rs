@@ -34,6 +34,22 @@ fn say(what: std::fmt::Arguments) {
     out.flush().expect("stdout");
 }
 
+/// A fresh region of `pages` pages without transparent huge pages, so that each 4 KiB
+/// page faults on its own (guest kernels default THP to "always").
+fn region(pages: usize) -> Region {
+    let r = Region::new(pages);
+    // SAFETY: madvise on exactly the live mapping of `r` only changes its THP policy.
+    let rc = unsafe {
+        libc::madvise(
+            r.addr() as *mut libc::c_void,
+            r.len(),
+            libc::MADV_NOHUGEPAGE,
+        )
+    };
+    assert_eq!(rc, 0, "madvise(MADV_NOHUGEPAGE) failed");
+    r
+}
+
 fn arg(args: &[String], i: usize) -> usize {
     args.get(i)
         .and_then(|a| a.parse().ok())
@@ -64,7 +80,7 @@ pub fn child_main(args: &[String]) {
     match mode {
         "first-touch" => {
             let (threads, pages) = (arg(args, 1), arg(args, 2));
-            let r = Region::new(threads * pages);
+            let r = region(threads * pages);
             say(format_args!("region {} {}", r.addr(), r.len()));
             let all = r.pages();
             let handles: Vec<_> = all
@@ -79,7 +95,7 @@ pub fn child_main(args: &[String]) {
             }
         }
         "rewrite" => {
-            let r = Region::new(arg(args, 1));
+            let r = region(arg(args, 1));
             say(format_args!("region {} {}", r.addr(), r.len()));
             r.touch();
             say(format_args!("touched"));
@@ -96,7 +112,7 @@ pub fn child_main(args: &[String]) {
 
 fn remote(args: &[String]) {
     let (pages, init, use_cpu, ms) = (arg(args, 1), arg(args, 2), arg(args, 3), arg(args, 4));
-    let r = Region::new(pages);
+    let r = region(pages);
     say(format_args!("region {} {}", r.addr(), r.len()));
     let pages_of_r = r.pages();
     let t0 = std::thread::spawn(move || touch_pages(pages_of_r, Some(init)))
@@ -122,12 +138,22 @@ fn remote(args: &[String]) {
     .expect("remote thread");
     say(format_args!("tid {tid}"));
     say(format_args!("passes {passes}"));
+    // Where the pages ended up: NUMA balancing may have moved them to USE_CPU's node.
+    let status = LinuxSys
+        .move_pages(0, &r.pages(), None)
+        .expect("move_pages query");
+    let mut per_node = vec![0usize; 1 + status.iter().copied().max().unwrap_or(0).max(0) as usize];
+    for n in status.into_iter().filter(|&n| n >= 0) {
+        per_node[n as usize] += 1;
+    }
+    let counts: Vec<String> = per_node.iter().map(usize::to_string).collect();
+    say(format_args!("pages_per_node {}", counts.join(" ")));
 }
 
 fn bench(pages: usize, rounds: usize) {
     let mut ns: Vec<u64> = Vec::with_capacity(pages * rounds);
     for _ in 0..rounds {
-        let r = Region::new(pages);
+        let r = region(pages);
         for a in r.pages() {
             let t = Instant::now();
             // SAFETY: `a` is a page of the live Region `r`.

@@ -1,0 +1,135 @@
+//! Checks of the perf page-fault sampler on a live kernel, each returning a detail line
+//! or what went wrong: run on this machine by `tests/perf_faults.rs` and in the VM guest
+//! by `examples/fault_check.rs`. The includer also includes `faults.rs` and `region.rs`.
+
+use crate::faults::{Run, Session};
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+use tdmap_sys::perf::{PerfSampler, SamplerConfig};
+use tdmap_sys::{inject_soft_dirty_faults, soft_dirty_available, FsRoot};
+
+/// The result of one check: a detail line, or what mismatched.
+pub type Outcome = Result<String, String>;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn start(exe: &Path, args: &[&str]) -> Result<Session, String> {
+    Session::start(exe, args, Some(&SamplerConfig::default()))
+        .map_err(|e| format!("the perf sampler could not attach to a child: {e}"))
+}
+
+fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why())
+    }
+}
+
+/// Every sample is the child's, from one of its threads, on a sampled CPU; none lost.
+fn all_samples_are_the_childs(run: &Run, tids: &HashSet<u32>) -> Result<(), String> {
+    ensure(run.drained.lost == 0, || {
+        format!("samples were lost: {:?}", run.drained)
+    })?;
+    for s in &run.samples {
+        ensure(s.pid == run.pid, || {
+            format!("sample of another process: {s:?}")
+        })?;
+        ensure(tids.contains(&s.tid), || {
+            format!("sample of tid {} not in {tids:?}", s.tid)
+        })?;
+        ensure(run.cpus.contains(&(s.cpu as usize)), || {
+            format!("CPU {} not sampled", s.cpu)
+        })?;
+    }
+    Ok(())
+}
+
+/// Two threads touch `pages` fresh pages each: every page's first touch is sampled, by
+/// the thread that touched it.
+pub fn first_touch(exe: &Path, pages: usize) -> Outcome {
+    let mut s = start(exe, &["first-touch", "2", &pages.to_string()])?;
+    s.go();
+    let run = s.finish(LIMIT)?;
+    let tids: HashSet<u32> = run.values("tid").into_iter().map(|t| t as u32).collect();
+    let workers: HashSet<u32> = tids.iter().copied().filter(|&t| t != run.pid).collect();
+    ensure(workers.len() == 2, || {
+        format!("child reported {:?}", run.lines)
+    })?;
+    all_samples_are_the_childs(&run, &tids)?;
+    let mine = run.in_region();
+    let distinct = Run::distinct_pages(&mine);
+    ensure(distinct == 2 * pages, || {
+        format!(
+            "{distinct} of {} touched pages sampled ({} samples)",
+            2 * pages,
+            mine.len()
+        )
+    })?;
+    let by: HashSet<u32> = mine.iter().map(|s| s.tid).collect();
+    ensure(by == workers, || {
+        format!("region faults from {by:?}, workers {workers:?}")
+    })?;
+    let ordered = mine
+        .windows(2)
+        .filter(|w| w[0].cpu == w[1].cpu)
+        .all(|w| w[0].time <= w[1].time);
+    ensure(ordered, || {
+        "samples of one CPU ring out of time order".into()
+    })?;
+    Ok(format!(
+        "{} samples, {} in the region ({} pages by 2 threads), CPUs {:?}",
+        run.samples.len(),
+        mine.len(),
+        2 * pages,
+        run.cpus
+    ))
+}
+
+/// A child touches `pages` pages, its soft-dirty bits are cleared from outside, and it
+/// writes them again: each rewrite faults exactly when the kernel has soft-dirty tracking.
+/// With `require`, a kernel without it is a failure.
+pub fn soft_dirty(exe: &Path, pages: usize, require: bool) -> Outcome {
+    let available = soft_dirty_available(&FsRoot::default()).map_err(|e| e.to_string())?;
+    ensure(available || !require, || {
+        "soft-dirty injection unavailable (kernel without CONFIG_MEM_SOFT_DIRTY)".into()
+    })?;
+    let mut s = start(exe, &["rewrite", &pages.to_string()])?;
+    s.go();
+    s.until("touched", LIMIT)?;
+    let before = s.run.in_region().len();
+    inject_soft_dirty_faults(&FsRoot::default(), s.pid() as i32).map_err(|e| e.to_string())?;
+    s.go();
+    let run = s.finish(LIMIT)?;
+    let extra = run.in_region().len() - before;
+    ensure(before >= pages, || {
+        format!("{before} first-touch samples for {pages} pages")
+    })?;
+    if available {
+        ensure(extra >= pages, || {
+            format!("soft-dirty on, but {extra} extra faults for {pages} rewritten pages")
+        })?;
+    } else {
+        ensure(extra == 0, || {
+            format!("soft-dirty off, yet {extra} extra faults on present pages")
+        })?;
+    }
+    Ok(format!(
+        "available={available}: {extra} extra write faults after clear_refs 4 on {pages} pages"
+    ))
+}
+
+/// Attaching to a pid that cannot exist fails with the syscall, the errno and the fix.
+pub fn missing_pid() -> Outcome {
+    // pid_max is at most 2^22.
+    let err = PerfSampler::open(&FsRoot::default(), (1 << 22) + 1, &SamplerConfig::default())
+        .err()
+        .ok_or("attached to a pid that cannot exist")?;
+    let msg = err.to_string();
+    ensure(
+        msg.contains("perf_event_open") && msg.contains("exited"),
+        || msg.clone(),
+    )?;
+    Ok(msg)
+}
