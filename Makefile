@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench clean
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler clean
 
 setup:
 	bash scripts/setup.sh
@@ -35,8 +35,12 @@ vm-test: setup
 ## Everything CI checks.
 test: lint unit vm-test
 
-bench: setup
+bench: setup bench-sampler
 	$(CARGO) build --release --workspace --benches
+
+## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
+bench-sampler: setup
+	$(CARGO) bench -p tdmap-sys --bench sampler
 
 clean:
 	$(CARGO) clean

@@ -184,6 +184,8 @@ pub struct Run {
     pub drained: Drained,
     /// The CPUs sampled.
     pub cpus: Vec<usize>,
+    /// Time spent draining the rings (copy and parse), in nanoseconds.
+    pub drain_ns: u128,
 }
 
 impl Run {
@@ -304,7 +306,9 @@ impl Session {
             Some(s) => {
                 s.wait(Duration::from_millis(5))
                     .map_err(|e| e.to_string())?;
+                let t = Instant::now();
                 let d = s.drain(&mut self.run.samples).map_err(|e| e.to_string())?;
+                self.run.drain_ns += t.elapsed().as_nanos();
                 self.run.drained.add(d);
             }
             None => std::thread::sleep(Duration::from_millis(5)),
