@@ -1,8 +1,9 @@
 //! The VM guest checker of the `kernel` sampler (tests/vm): inside a multi-node guest it
 //! attaches the perf page-fault sampler to child processes and checks that it sees
-//! (1) every first touch, (2) the extra write faults that clearing soft-dirty bits
-//! injects, and (3) NUMA-balancing hinting faults: a thread on node 1 writing pages
-//! first touched on node 0 faults again on pages already present. It prints one `ok` or
+//! (1) every first touch, also of a program started by fork, attach, exec, (2) the extra
+//! write faults that clearing soft-dirty bits injects, and (3) NUMA-balancing hinting
+//! faults: a thread on node 1 writing pages first touched on node 0 faults again on
+//! pages already present. It prints one `ok` or
 //! `FAIL` line per check, then `fault_check: N of M checks failed`; exit 1 if any failed,
 //! 2 on bad arguments. The children are this executable re-run with `--toucher`.
 
@@ -152,9 +153,12 @@ fn main() -> ExitCode {
         }
     };
     let exe = std::env::current_exe().expect("own path");
-    let checks: [Check; 4] = [
+    let checks: [Check; 5] = [
         ("sampler-first-touch", |e, o| {
             sampler_checks::first_touch(e, o.pages / 2)
+        }),
+        ("sampler-gated-exec", |e, o| {
+            sampler_checks::gated_exec(e, o.pages / 2)
         }),
         ("sampler-soft-dirty", |e, o| {
             sampler_checks::soft_dirty(e, o.pages, o.require_soft_dirty)

@@ -10,12 +10,14 @@ mod linux;
 mod mem;
 pub mod perf;
 mod softdirty;
+mod spawn;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
+pub use spawn::{spawn_gated, GatedChild};
 
 /// A set of CPUs (OS indexes), kept sorted and without duplicates.
 pub type CpuList = Vec<usize>;

@@ -1,7 +1,8 @@
 //! The perf page-fault sampler against the live kernel: a child process, held at a gate
 //! until the sampler is attached, touches fresh pages in two threads; every page's first
 //! touch must come back as a sample from one of the child's threads, on an online CPU.
-//! A second child rewrites its pages after soft-dirty bits are cleared: the extra write
+//! The same child started the way `tdmap run` starts a program (fork, attach, then
+//! exec, through `sh`) is sampled from its first instruction. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
 //! faults appear exactly when this kernel has soft-dirty tracking (this machine's kernel
 //! has none; the VM guest checks the other case).
 //!
@@ -30,13 +31,14 @@ fn main() {
         faults::child_main(&args[1..]);
         return;
     }
-    // `cargo test -- --list` asks what is here; the three checks always run together.
+    // `cargo test -- --list` asks what is here; the checks always run together.
     if args.iter().any(|a| a == "--list") {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    let checks: [(&str, Outcome); 3] = [
+    let checks: [(&str, Outcome); 4] = [
         ("first-touch", sampler_checks::first_touch(&exe, PAGES)),
+        ("gated-exec", sampler_checks::gated_exec(&exe, PAGES)),
         ("soft-dirty", sampler_checks::soft_dirty(&exe, PAGES, false)),
         ("missing-pid", sampler_checks::missing_pid()),
     ];
@@ -51,5 +53,5 @@ fn main() {
         }
     }
     assert!(failed.is_empty(), "perf_faults: failed: {failed:?}");
-    println!("perf_faults: 3 checks passed");
+    println!("perf_faults: 4 checks passed");
 }

@@ -4,10 +4,12 @@
 
 use crate::faults::{Run, Session};
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
+use tdmap_sys::perf::FaultSource;
 use tdmap_sys::perf::{PerfSampler, SamplerConfig};
-use tdmap_sys::{inject_soft_dirty_faults, soft_dirty_available, FsRoot};
+use tdmap_sys::{inject_soft_dirty_faults, soft_dirty_available, spawn_gated, FsRoot};
 
 /// The result of one check: a detail line, or what mismatched.
 pub type Outcome = Result<String, String>;
@@ -52,12 +54,17 @@ pub fn first_touch(exe: &Path, pages: usize) -> Outcome {
     let mut s = start(exe, &["first-touch", "2", &pages.to_string()])?;
     s.go();
     let run = s.finish(LIMIT)?;
+    verify_first_touch(&run, pages)
+}
+
+/// The samples of a `first-touch 2 PAGES` child: see [`first_touch`].
+fn verify_first_touch(run: &Run, pages: usize) -> Outcome {
     let tids: HashSet<u32> = run.values("tid").into_iter().map(|t| t as u32).collect();
     let workers: HashSet<u32> = tids.iter().copied().filter(|&t| t != run.pid).collect();
     ensure(workers.len() == 2, || {
         format!("child reported {:?}", run.lines)
     })?;
-    all_samples_are_the_childs(&run, &tids)?;
+    all_samples_are_the_childs(run, &tids)?;
     let mine = run.in_region();
     let distinct = Run::distinct_pages(&mine);
     ensure(distinct == 2 * pages, || {
@@ -132,4 +139,64 @@ pub fn missing_pid() -> Outcome {
         || msg.clone(),
     )?;
     Ok(msg)
+}
+
+/// The way `tdmap run` starts a program that knows nothing of tdmap: fork, attach the
+/// sampler to the child's pid, then let it exec. Here the program is `sh`, which execs
+/// the toucher without a gate (stdin is /dev/null) and its report goes to a file: every
+/// fault from the first instruction on is seen, both processes' images sharing the pid.
+pub fn gated_exec(exe: &Path, pages: usize) -> Outcome {
+    let report = std::env::temp_dir().join(format!("tdmap-gated-{}", std::process::id()));
+    let script = r#"exec "$0" --toucher first-touch 2 "$1" </dev/null >"$2""#;
+    let args: Vec<OsString> = [
+        exe.as_os_str(),
+        pages.to_string().as_ref(),
+        report.as_os_str(),
+    ]
+    .iter()
+    .map(|a| a.to_os_string())
+    .collect();
+    let argv = [vec![OsString::from("-c"), script.into()], args].concat();
+    let mut child = spawn_gated("sh".as_ref(), &argv).map_err(|e| e.to_string())?;
+    let pid = child.pid();
+    let mut sampler = PerfSampler::open(&FsRoot::default(), pid, &SamplerConfig::default())
+        .map_err(|e| format!("the perf sampler could not attach to a child: {e}"))?;
+    child.release().map_err(|e| e.to_string())?;
+    let mut run = Run {
+        pid: pid as u32,
+        cpus: sampler.cpus(),
+        ..Run::default()
+    };
+    let status = loop {
+        sampler
+            .wait(Duration::from_millis(5))
+            .map_err(|e| e.to_string())?;
+        run.drained
+            .add(sampler.drain(&mut run.samples).map_err(|e| e.to_string())?);
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+    };
+    run.drained
+        .add(sampler.drain(&mut run.samples).map_err(|e| e.to_string())?);
+    let text = std::fs::read_to_string(&report).map_err(|e| e.to_string());
+    let _ = std::fs::remove_file(&report);
+    ensure(status.success(), || {
+        format!("sh + toucher ended with {status}")
+    })?;
+    run.lines = text?
+        .lines()
+        .filter_map(|l| l.strip_prefix(crate::faults::PREFIX))
+        .map(String::from)
+        .collect();
+    let detail = verify_first_touch(&run, pages)?;
+    // sh's own start-up faults prove the sampler was there before the program ran.
+    let first_touch = run.in_region().iter().map(|s| s.time).min().unwrap_or(0);
+    let startup = run.samples.iter().filter(|s| s.time < first_touch).count();
+    ensure(startup > 0, || {
+        "no fault of sh's start-up was sampled".into()
+    })?;
+    Ok(format!(
+        "sh then the toucher: {startup} start-up faults before the first touch; {detail}"
+    ))
 }
