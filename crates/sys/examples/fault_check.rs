@@ -153,12 +153,15 @@ fn main() -> ExitCode {
         }
     };
     let exe = std::env::current_exe().expect("own path");
-    let checks: [Check; 5] = [
+    let checks: [Check; 6] = [
         ("sampler-first-touch", |e, o| {
             sampler_checks::first_touch(e, o.pages / 2)
         }),
         ("sampler-gated-exec", |e, o| {
             sampler_checks::gated_exec(e, o.pages / 2)
+        }),
+        ("sampler-overflow", |e, o| {
+            sampler_checks::overflow(e, o.pages / 2)
         }),
         ("sampler-soft-dirty", |e, o| {
             sampler_checks::soft_dirty(e, o.pages, o.require_soft_dirty)

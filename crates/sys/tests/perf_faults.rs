@@ -2,7 +2,8 @@
 //! until the sampler is attached, touches fresh pages in two threads; every page's first
 //! touch must come back as a sample from one of the child's threads, on an online CPU.
 //! The same child started the way `tdmap run` starts a program (fork, attach, then
-//! exec, through `sh`) is sampled from its first instruction. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
+//! exec, through `sh`) is sampled from its first instruction. With rings too small and
+//! not drained, the kernel's lost-sample count comes through. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
 //! faults appear exactly when this kernel has soft-dirty tracking (this machine's kernel
 //! has none; the VM guest checks the other case).
 //!
@@ -36,9 +37,10 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    let checks: [(&str, Outcome); 4] = [
+    let checks: [(&str, Outcome); 5] = [
         ("first-touch", sampler_checks::first_touch(&exe, PAGES)),
         ("gated-exec", sampler_checks::gated_exec(&exe, PAGES)),
+        ("overflow", sampler_checks::overflow(&exe, PAGES)),
         ("soft-dirty", sampler_checks::soft_dirty(&exe, PAGES, false)),
         ("missing-pid", sampler_checks::missing_pid()),
     ];
@@ -53,5 +55,5 @@ fn main() {
         }
     }
     assert!(failed.is_empty(), "perf_faults: failed: {failed:?}");
-    println!("perf_faults: 4 checks passed");
+    println!("perf_faults: 5 checks passed");
 }

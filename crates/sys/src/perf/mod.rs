@@ -7,6 +7,13 @@
 //! per-task event with cpu = -1 cannot be mmapped). Each CPU's ring buffer is drained by
 //! the pure parser in `record`. The monitor sees only the [`FaultSource`] trait, so its
 //! tests can replay samples with [`ReplaySource`].
+//!
+//! Faults the kernel takes on user addresses inside syscalls (e.g. `read` into a fresh
+//! buffer) are not sampled: `exclude_kernel` filters them, as it must at
+//! perf_event_paranoid 2. When a ring is full the kernel drops samples and reports how
+//! many (`PERF_RECORD_LOST`) only with its next record, once the ring has room again;
+//! a loss in the last moments of a program may therefore go unreported. Size the rings
+//! (`SamplerConfig::ring_pages`) for the drain period.
 
 mod attr;
 mod record;

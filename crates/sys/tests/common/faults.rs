@@ -71,6 +71,8 @@ fn touch_pages(pages: Vec<usize>, cpu: Option<usize>) -> u32 {
 /// The child's body; `args` follow `--toucher`. Modes:
 /// - `first-touch THREADS PAGES`: THREADS threads each touch PAGES fresh pages, at once.
 /// - `rewrite PAGES`: touch PAGES pages; report `touched`; on the next gate write them again.
+/// - `two-regions PAGES`: touch PAGES pages; report `touched`; on the next gate touch
+///   PAGES other fresh pages.
 /// - `remote PAGES INIT_CPU USE_CPU MILLIS`: a thread on INIT_CPU touches the pages, then
 ///   a thread on USE_CPU writes them over and over for MILLIS ms.
 /// - `bench PAGES ROUNDS`: time each first touch of ROUNDS x PAGES fresh pages.
@@ -101,6 +103,14 @@ pub fn child_main(args: &[String]) {
             say(format_args!("touched"));
             gate();
             r.touch();
+        }
+        "two-regions" => {
+            let a = region(arg(args, 1));
+            say(format_args!("region {} {}", a.addr(), a.len()));
+            a.touch();
+            say(format_args!("touched"));
+            gate();
+            region(arg(args, 1)).touch();
         }
         "remote" => remote(args),
         "bench" => bench(arg(args, 1), arg(args, 2)),
@@ -235,6 +245,7 @@ pub struct Session {
     stdin: ChildStdin,
     rx: Receiver<String>,
     sampler: Option<PerfSampler>,
+    draining: bool,
     /// What was collected so far.
     pub run: Run,
 }
@@ -287,6 +298,7 @@ impl Session {
             stdin,
             rx,
             sampler,
+            draining: true,
             run,
         })
     }
@@ -301,9 +313,14 @@ impl Session {
         self.run.pid
     }
 
+    /// Stops or restarts draining the rings while waiting (stopped, a small ring fills).
+    pub fn set_draining(&mut self, on: bool) {
+        self.draining = on;
+    }
+
     fn pump(&mut self) -> Result<(), String> {
         match &mut self.sampler {
-            Some(s) => {
+            Some(s) if self.draining => {
                 s.wait(Duration::from_millis(5))
                     .map_err(|e| e.to_string())?;
                 let t = Instant::now();
@@ -311,7 +328,7 @@ impl Session {
                 self.run.drain_ns += t.elapsed().as_nanos();
                 self.run.drained.add(d);
             }
-            None => std::thread::sleep(Duration::from_millis(5)),
+            _ => std::thread::sleep(Duration::from_millis(5)),
         }
         self.run.lines.extend(self.rx.try_iter());
         Ok(())

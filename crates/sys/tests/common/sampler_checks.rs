@@ -94,6 +94,47 @@ fn verify_first_touch(run: &Run, pages: usize) -> Outcome {
     ))
 }
 
+/// A one-page ring, not drained while a child first-touches `pages` pages, overflows.
+/// The kernel reports the loss (`PERF_RECORD_LOST`) with its next record, once the ring
+/// has room: here when the child faults again after a drain. The samples kept still
+/// parse and belong to the child.
+pub fn overflow(exe: &Path, pages: usize) -> Outcome {
+    let cfg = SamplerConfig {
+        period: 1,
+        ring_pages: 1,
+    };
+    let mut s = Session::start(exe, &["two-regions", &pages.to_string()], Some(&cfg))?;
+    s.set_draining(false);
+    s.go();
+    s.until("touched", LIMIT)?;
+    s.set_draining(true);
+    s.go();
+    let run = s.finish(LIMIT)?;
+    let d = run.drained;
+    ensure(d.lost > 0, || {
+        format!("a one-page ring lost nothing: {d:?}")
+    })?;
+    ensure(d.samples + d.lost >= pages as u64, || {
+        format!(
+            "kept + lost = {} < {pages} first-phase faults",
+            d.samples + d.lost
+        )
+    })?;
+    let tids: HashSet<u32> = run.values("tid").into_iter().map(|t| t as u32).collect();
+    ensure(
+        run.samples
+            .iter()
+            .all(|s| s.pid == run.pid && tids.contains(&s.tid)),
+        || "a kept sample is not the child's".into(),
+    )?;
+    Ok(format!(
+        "1-page rings: {} samples kept, {} reported lost, for {} first touches",
+        d.samples,
+        d.lost,
+        2 * pages
+    ))
+}
+
 /// A child touches `pages` pages, its soft-dirty bits are cleared from outside, and it
 /// writes them again: each rewrite faults exactly when the kernel has soft-dirty tracking.
 /// With `require`, a kernel without it is a failure.
