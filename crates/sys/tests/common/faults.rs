@@ -71,8 +71,8 @@ fn touch_pages(pages: Vec<usize>, cpu: Option<usize>) -> u32 {
 /// The child's body; `args` follow `--toucher`. Modes:
 /// - `first-touch THREADS PAGES`: THREADS threads each touch PAGES fresh pages, at once.
 /// - `rewrite PAGES`: touch PAGES pages; report `touched`; on the next gate write them again.
-/// - `two-regions PAGES`: touch PAGES pages; report `touched`; on the next gate touch
-///   PAGES other fresh pages.
+/// - `two-regions PAGES`: pinned to its CPU, touch PAGES pages; report `touched`; on the
+///   next gate touch PAGES other fresh pages.
 /// - `remote PAGES INIT_CPU USE_CPU MILLIS`: a thread on INIT_CPU touches the pages, then
 ///   a thread on USE_CPU writes them over and over for MILLIS ms.
 /// - `bench PAGES ROUNDS`: time each first touch of ROUNDS x PAGES fresh pages.
@@ -105,6 +105,9 @@ pub fn child_main(args: &[String]) {
             r.touch();
         }
         "two-regions" => {
+            // One CPU, so one ring: the loss of phase 1 is reported by phase 2's records.
+            let cpu = LinuxSys.current_cpu().expect("sched_getcpu");
+            LinuxSys.set_affinity(0, &[cpu]).expect("pin");
             let a = region(arg(args, 1));
             say(format_args!("region {} {}", a.addr(), a.len()));
             a.touch();
