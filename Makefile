@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench bench-sampler clean
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace
 
 setup:
 	bash scripts/setup.sh
@@ -37,6 +37,21 @@ test: lint unit vm-test
 
 bench: setup bench-sampler
 	$(CARGO) build --release --workspace --benches
+	$(CARGO) bench -p tdmap-sharing --bench model
+	$(CARGO) bench -p tdmap-map --bench mapping
+
+## Long fuzzing of the trace reader (TDMAP_FUZZ_CASES cases per property).
+fuzz-trace: setup
+	TDMAP_FUZZ_CASES=$${TDMAP_FUZZ_CASES:-100000} $(CARGO) test --release -p tdmap-trace --test fuzz
+
+## Workloads with known sharing: gcc, clang and `tdmap cc` builds under workloads/build.
+workloads: setup
+	$(CARGO) build --release -p tdmap -p tdmap-rt
+	$(MAKE) -C workloads all tdmap TDMAP=$(CURDIR)/target/release/tdmap
+
+## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
+bench-trace: setup
+	bash bench/trace.sh
 
 ## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
 bench-sampler: setup
@@ -44,3 +59,9 @@ bench-sampler: setup
 
 clean:
 	$(CARGO) clean
+
+## Simulator throughput (simulated accesses per second, one core, release build).
+.PHONY: bench-sim
+bench-sim: setup
+	$(CARGO) bench -p tdmap-sim --bench throughput
+	$(CARGO) bench -p tdmap-sim --bench policies

@@ -1,6 +1,11 @@
 //! The subcommands, one file each; this module only dispatches.
 
+mod analyze;
+mod cc;
+mod map;
 mod topo;
+mod trace;
+mod trace_check;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +24,23 @@ pub struct Cli {
 enum Command {
     /// Show a machine's topology: the tree, node distances and NUMA factor.
     Topo(topo::Args),
+    /// Map threads onto PUs from a sharing matrix and print the mapping ready to paste.
+    Map(map::Args),
+    /// Compile C for exact tracing: clang with load/store callbacks and the tdmap runtime.
+    Cc(cc::Args),
+    /// Compile C++ for exact tracing, like `tdmap cc`.
+    #[command(name = "c++")]
+    Cxx(cc::Args),
+    /// Run a program built with `tdmap cc` and write the exact trace of its accesses.
+    Trace(trace::Args),
+    /// Check a trace file's invariants and print its counts.
+    TraceCheck(trace_check::Args),
+    /// Analyse a trace: sharing metrics, top pairs, heatmap and a mapping verdict.
+    ///
+    /// Without --machine, the machine recorded in the trace is used if tdmap knows it,
+    /// else this machine. Threads sit on the node of the CPU recorded for them, or else
+    /// in blocks (thread t of T on node t*N/T).
+    Analyze(analyze::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -47,5 +69,11 @@ impl MachineArgs {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Topo(args) => topo::run(args),
+        Command::Map(args) => map::run(args),
+        Command::Cc(args) => cc::run(args, cc::Lang::C),
+        Command::Cxx(args) => cc::run(args, cc::Lang::Cxx),
+        Command::Trace(args) => trace::run(args),
+        Command::TraceCheck(args) => trace_check::run(args),
+        Command::Analyze(args) => analyze::run(args),
     }
 }

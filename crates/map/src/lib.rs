@@ -1,1 +1,147 @@
 //! Thread-mapping algorithms, data-mapping rules and the cost of a mapping. Pure: no I/O.
+//!
+//! This is the decision step of the pipeline: given a sharing matrix (from tdmap-sharing)
+//! and a machine (tdmap-topo), [`map_threads`] says on which PU each thread should run,
+//! [`cost()`] scores any mapping, [`data`] decides where a page should live from its NUMA
+//! vector (kMAF Eq. 6, majority) and [`policy`] gives the static page → node policies
+//! (first-touch, interleave, bind and the MAi policies of Minas). The `tdmap map` command
+//! and the runtime apply the results.
+
+#![warn(missing_docs)]
+
+pub mod baseline;
+pub mod blossom;
+pub mod cost;
+pub mod data;
+pub mod drb;
+mod error;
+pub mod exhaustive;
+pub mod format;
+pub mod greedy;
+pub mod hier;
+pub mod matching;
+pub mod matrix;
+pub mod policy;
+pub mod rng;
+pub mod slots;
+
+pub use cost::{cost, remote_access_ratio, Distance, PuDistance};
+pub use error::MapError;
+pub use matrix::{parse_csv, validate};
+pub use slots::Slots;
+
+use tdmap_topo::Topology;
+
+/// A thread mapping: `mapping[i]` is the logical PU of thread i.
+pub type Mapping = Vec<usize>;
+
+/// A thread-mapping algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Dual recursive bipartitioning with libscotch (kMAF §3.4.1).
+    Drb,
+    /// Hierarchical maximum-weight perfect matching (trace-based paper §III-C).
+    Matching,
+    /// Hierarchical greedy grouping (EagerMap-like); the default for online use.
+    Greedy,
+    /// Fill SMT siblings, then cores, then packages (KMP_AFFINITY=compact).
+    Compact,
+    /// Round-robin over packages first (KMP_AFFINITY=scatter).
+    Scatter,
+    /// Uniformly random, seeded.
+    Random,
+    /// Thread i on OS CPU i.
+    Identity,
+    /// Optimal by exhaustive search, at most 10 threads.
+    Exhaustive,
+}
+
+impl Algorithm {
+    /// All algorithms, sharing-aware ones first.
+    pub const ALL: [Algorithm; 8] = [
+        Algorithm::Drb,
+        Algorithm::Matching,
+        Algorithm::Greedy,
+        Algorithm::Compact,
+        Algorithm::Scatter,
+        Algorithm::Random,
+        Algorithm::Identity,
+        Algorithm::Exhaustive,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Drb => "drb",
+            Algorithm::Matching => "matching",
+            Algorithm::Greedy => "greedy",
+            Algorithm::Compact => "compact",
+            Algorithm::Scatter => "scatter",
+            Algorithm::Random => "random",
+            Algorithm::Identity => "identity",
+            Algorithm::Exhaustive => "exhaustive",
+        }
+    }
+
+    /// True for the algorithms that read the sharing matrix.
+    pub fn sharing_aware(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Drb | Algorithm::Matching | Algorithm::Greedy | Algorithm::Exhaustive
+        )
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = MapError;
+    fn from_str(s: &str) -> Result<Algorithm, MapError> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| MapError::UnknownAlgorithm(s.to_string()))
+    }
+}
+
+/// Knobs of [`map_threads`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Seed of `random`.
+    pub seed: u64,
+    /// Allow more threads than PUs (several threads per PU).
+    pub oversubscribe: bool,
+}
+
+/// Maps `n` threads sharing `matrix` (row-major n × n, finite, ≥ 0) onto `topo` with
+/// `algo`. Each PU gets at most one thread unless there are more threads than PUs, which
+/// needs `opts.oversubscribe`; then each PU gets at most ⌈n / PUs⌉.
+pub fn map_threads(
+    algo: Algorithm,
+    topo: &Topology,
+    matrix: &[f64],
+    n: usize,
+    opts: &Options,
+) -> Result<Mapping, MapError> {
+    validate(matrix, n)?;
+    let pus = topo.num_pus();
+    if n > pus && !opts.oversubscribe {
+        return Err(MapError::TooManyThreads { threads: n, pus });
+    }
+    let slots = Slots::new(topo, n.div_ceil(pus));
+    let m = matrix::symmetric(matrix, n);
+    let on_slots = |slot_of: Vec<usize>| -> Mapping {
+        slot_of
+            .into_iter()
+            .map(|s| slots.pu[s].expect("slot repaired onto a PU"))
+            .collect()
+    };
+    Ok(match algo {
+        Algorithm::Drb => on_slots(drb::map(&slots, &m, n)?),
+        Algorithm::Matching => on_slots(hier::map(&slots, &m, n, matching::group, true)),
+        Algorithm::Greedy => on_slots(hier::map(&slots, &m, n, greedy::group, false)),
+        Algorithm::Compact => baseline::compact(&slots, n),
+        Algorithm::Scatter => baseline::scatter(&slots, n),
+        Algorithm::Random => baseline::random(&slots, n, opts.seed),
+        Algorithm::Identity => baseline::identity(topo, n),
+        Algorithm::Exhaustive => exhaustive::map(topo, &m, n)?,
+    })
+}

@@ -1,2 +1,24 @@
 //! The sharing model: kMAF's affinity table, the thread sharing matrix with aging,
 //! and the sharing and exclusivity metrics. Pure: no I/O.
+//!
+//! Events come from a trace reader's chunks ([`SharingModel::feed`]) or one at a time
+//! from an online detector; the mapper takes [`SharingMatrix::to_f64_rows`], and
+//! `tdmap analyze` reports [`thread_metrics`] and [`data_metrics`].
+
+mod error;
+mod matrix;
+mod metrics;
+mod migrate;
+mod model;
+pub mod patterns;
+mod table;
+
+pub use error::SharingError;
+pub use matrix::SharingMatrix;
+pub use metrics::{
+    data_metrics, heterogeneity_eq1, page_exclusivity, sharing_amount_eq2, thread_metrics,
+    DataMetrics, ThreadMetrics,
+};
+pub use migrate::{migration_target, should_migrate};
+pub use model::{Metric, SharingModel};
+pub use table::{AffinityTable, TableConfig, Touch, EMPTY};

@@ -1,1 +1,35 @@
 //! The trace-driven NUMA machine simulator and its mapping policies, SAMMU included.
+//!
+//! A [`Simulator`] models a [`tdmap_topo::Topology`]: private L1/L2 per core and a shared
+//! cache per package, set-associative and LRU, kept coherent by a MESI directory; a TLB
+//! per core; pages on NUMA nodes by first touch, with migrations; memory latency by the
+//! node distance matrix; and inter-chip traffic. It replays a stream of [`SimAccess`]
+//! chunk by chunk (bounded memory) and asks a [`Policy`] where threads and pages go.
+//! Adapting `tdmap trace` files to [`SimAccess`], and the `kmaf` and `oracle` policies,
+//! plug in through [`SimAccess`], [`Policy`] and [`policy::Fixed`].
+
+mod access;
+mod cache;
+mod config;
+mod error;
+mod hash;
+mod machine;
+mod memsys;
+pub mod policy;
+mod rng;
+mod sim;
+mod stats;
+pub mod synth;
+mod tlb;
+
+pub use access::SimAccess;
+pub use cache::{Cache, State};
+pub use config::{Costs, SimConfig, DEFAULT_LATENCIES};
+pub use error::SimError;
+pub use machine::{CacheGeom, Machine, SharedGeom};
+pub use memsys::MemSys;
+pub use policy::{Actions, Policy, PolicyCtx};
+pub use rng::SplitMix64;
+pub use sim::{simulate, simulate_many, Simulator, CHUNK};
+pub use stats::{MemStats, SimReport};
+pub use tlb::{Tlb, TlbEntry};

@@ -9,6 +9,8 @@ mod fsroot;
 mod linux;
 mod mem;
 pub mod perf;
+#[cfg(feature = "scotch")]
+pub mod scotch;
 mod softdirty;
 mod spawn;
 

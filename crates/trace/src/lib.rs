@@ -1,3 +1,30 @@
 //! The versioned tdmap trace format: memory-access events and page-fault samples,
 //! with a streaming reader, a multi-threaded writer and an invariant checker.
 //! Every detector writes it; the analyser, the mapper and the simulator read it.
+//!
+//! Layout (version 2, little-endian): a header (magic `TDMAPTRC`, version, status,
+//! thread count, page and line size, program and machine strings, CRC-32), then frames.
+//! Each frame is a 24-byte head (kind, thread, record count, raw and compressed length,
+//! CRC-32) and a zstd payload holding one thread's events as columns. A finished trace
+//! ends with a threads frame, an end frame with totals, and a 16-byte trailer that points
+//! at the threads frame so a reader knows the threads before the first event.
+
+mod check;
+mod chunk;
+mod codec;
+mod error;
+mod prefetch;
+mod reader;
+mod types;
+mod writer;
+
+pub use check::{check, check_bytes, CheckReport, Problem};
+pub use chunk::{AccessChunk, Chunk, FaultChunk};
+pub use error::{Result, TraceError};
+pub use prefetch::Prefetch;
+pub use reader::{Events, Reader, Totals};
+pub use types::{Access, Event, Fault, Header, ThreadInfo, TraceStatus, TraceVersion};
+pub use writer::Writer;
+
+/// The format version this build writes (see [`TraceVersion`]).
+pub const VERSION: u32 = TraceVersion::V2 as u32;

@@ -1,0 +1,185 @@
+//! The cost of a mapping: Σ M[i][j] × distance(pu(i), pu(j)) over ordered thread pairs,
+//! with tree hops or access latencies as the distance; and the remote-access ratio that
+//! a page placement gives, estimated from the pages' NUMA vectors.
+
+use crate::MapError;
+use tdmap_topo::{ObjKind, Topology};
+
+/// How far apart two PUs are for the cost of a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distance {
+    /// Tree hops up to the lowest common level ([`Topology::pu_distance`]).
+    Hops,
+    /// Cycles to reach data the other thread holds: the cache level both share, or local
+    /// or remote memory by the node distances, plus the interchip cost across packages.
+    Latency,
+}
+
+/// The distance between PUs of `topo`, precomputed for fast evaluation.
+pub struct PuDistance<'t> {
+    topo: &'t Topology,
+    kind: Distance,
+    l2: Vec<Option<usize>>,
+    l3: Vec<Option<usize>>,
+}
+
+impl<'t> PuDistance<'t> {
+    /// Prepares `kind` distances on `topo`; latencies must be known for [`Distance::Latency`].
+    pub fn new(topo: &'t Topology, kind: Distance) -> Result<PuDistance<'t>, MapError> {
+        if kind == Distance::Latency && topo.latencies.is_none() {
+            return Err(MapError::NoLatencies(topo.name.clone()));
+        }
+        let owner = |level: u8| -> Vec<Option<usize>> {
+            let mut v = vec![None; topo.num_pus()];
+            for (id, o) in topo.objects.iter().enumerate() {
+                if o.cache.is_some_and(|c| c.level == level) {
+                    for &pu in &o.pus {
+                        v[pu] = Some(id);
+                    }
+                }
+            }
+            v
+        };
+        Ok(PuDistance {
+            topo,
+            kind,
+            l2: owner(2),
+            l3: owner(3),
+        })
+    }
+
+    /// The distance between logical PUs `a` and `b`.
+    pub fn get(&self, a: usize, b: usize) -> f64 {
+        match self.kind {
+            Distance::Hops => self.topo.pu_distance(a, b) as f64,
+            Distance::Latency => self.latency(a, b),
+        }
+    }
+
+    fn latency(&self, a: usize, b: usize) -> f64 {
+        let t = self.topo;
+        let lat = t.latencies.expect("checked in new");
+        let shared = |v: &[Option<usize>]| v[a].is_some() && v[a] == v[b];
+        let (pa, pb) = (&t.pus[a], &t.pus[b]);
+        if pa.core == pb.core {
+            return lat.l1;
+        }
+        if shared(&self.l2) {
+            return lat.l2;
+        }
+        if shared(&self.l3) {
+            return lat.l3;
+        }
+        let (na, nb) = (pa.node, pb.node);
+        let local = f64::from(t.distances.get(na, na).max(1));
+        let mem = lat.mem_local * f64::from(t.distances.get(na, nb)) / local;
+        let packages = t.count(ObjKind::Package) > 1 && pa.package != pb.package;
+        mem + if packages { lat.interchip } else { 0.0 }
+    }
+}
+
+/// Σ over ordered pairs i ≠ j of `matrix[i][j]` × distance(mapping[i], mapping[j]).
+pub fn cost(
+    topo: &Topology,
+    matrix: &[f64],
+    n: usize,
+    mapping: &[usize],
+    kind: Distance,
+) -> Result<f64, MapError> {
+    let d = PuDistance::new(topo, kind)?;
+    Ok(cost_with(&d, matrix, n, mapping))
+}
+
+/// [`cost`] with a prepared distance, for evaluating many mappings.
+pub fn cost_with(d: &PuDistance<'_>, matrix: &[f64], n: usize, mapping: &[usize]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..n {
+        for j in 0..n {
+            let w = matrix[i * n + j];
+            if i != j && w != 0.0 {
+                total += w * d.get(mapping[i], mapping[j]);
+            }
+        }
+    }
+    total
+}
+
+/// The fraction of accesses that are remote when page `p` lives on `home(p)`, with
+/// `vectors[p][node]` the accesses to page p from each node (its NUMA vector).
+pub fn remote_access_ratio(vectors: &[Vec<u32>], home: impl Fn(usize) -> usize) -> f64 {
+    let (mut remote, mut total) = (0u64, 0u64);
+    for (p, nv) in vectors.iter().enumerate() {
+        let h = home(p);
+        for (node, &c) in nv.iter().enumerate() {
+            total += u64::from(c);
+            if node != h {
+                remote += u64::from(c);
+            }
+        }
+    }
+    if total == 0 {
+        0.0
+    } else {
+        remote as f64 / total as f64
+    }
+}
+
+/// NUMA vectors per page from per-thread access counts and a thread → node placement:
+/// `accesses[p][t]` accesses of thread t to page p land on node `thread_node[t]`.
+pub fn node_vectors(accesses: &[Vec<u32>], thread_node: &[usize], nodes: usize) -> Vec<Vec<u32>> {
+    accesses
+        .iter()
+        .map(|per_thread| {
+            let mut nv = vec![0u32; nodes];
+            for (t, &c) in per_thread.iter().enumerate() {
+                nv[thread_node[t]] = nv[thread_node[t]].saturating_add(c);
+            }
+            nv
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_cost_counts_each_ordered_pair() {
+        let topo = tdmap_topo::from_synthetic("package:2 core:2").unwrap();
+        // Threads 0 and 1 share 5 (both directions).
+        let m = [0.0, 5.0, 5.0, 0.0];
+        assert_eq!(cost(&topo, &m, 2, &[0, 1], Distance::Hops).unwrap(), 10.0);
+        assert_eq!(cost(&topo, &m, 2, &[0, 2], Distance::Hops).unwrap(), 20.0);
+    }
+
+    #[test]
+    fn latency_cost_grows_across_packages() {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let d = PuDistance::new(&topo, Distance::Latency).unwrap();
+        let smt = d.get(0, 1);
+        let same_pkg = d.get(0, 2);
+        let other_pkg = d.get(0, 16);
+        assert!(
+            smt < same_pkg && same_pkg < other_pkg,
+            "{smt} {same_pkg} {other_pkg}"
+        );
+    }
+
+    #[test]
+    fn latency_needs_a_latency_table() {
+        let topo = tdmap_topo::from_synthetic("core:2").unwrap();
+        assert!(matches!(
+            cost(&topo, &[0.0; 4], 2, &[0, 1], Distance::Latency),
+            Err(MapError::NoLatencies(_))
+        ));
+    }
+
+    #[test]
+    fn remote_ratio_from_numa_vectors() {
+        let nv = vec![vec![3, 1], vec![0, 4]];
+        assert_eq!(remote_access_ratio(&nv, |_| 0), 5.0 / 8.0);
+        assert_eq!(remote_access_ratio(&nv, |p| p), 1.0 / 8.0);
+        let per_thread = vec![vec![1, 2, 3]];
+        assert_eq!(node_vectors(&per_thread, &[0, 1, 1], 2), vec![vec![1, 5]]);
+    }
+}

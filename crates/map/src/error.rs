@@ -1,0 +1,72 @@
+//! Errors of the mapping library; each names what was wrong and how to fix it.
+
+/// Why a mapping could not be computed or an input was rejected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MapError {
+    /// The matrix does not have n × n entries.
+    #[error("the sharing matrix is not square: {rows} rows, row {row} has {cols} columns")]
+    NotSquare {
+        /// Number of rows.
+        rows: usize,
+        /// The first offending row (0-based).
+        row: usize,
+        /// Its number of columns.
+        cols: usize,
+    },
+    /// A matrix entry is negative, NaN or infinite.
+    #[error("sharing matrix entry ({row},{col}) is {value}; entries must be finite and >= 0")]
+    BadEntry {
+        /// Row (0-based).
+        row: usize,
+        /// Column (0-based).
+        col: usize,
+        /// The value.
+        value: f64,
+    },
+    /// A matrix cell is not a number.
+    #[error("sharing matrix line {line}: cannot parse {cell:?} as a number")]
+    Parse {
+        /// Line number (1-based).
+        line: usize,
+        /// The cell text.
+        cell: String,
+    },
+    /// The matrix is empty.
+    #[error("the sharing matrix is empty; give at least one thread")]
+    Empty,
+    /// More threads than PUs without oversubscription allowed.
+    #[error(
+        "{threads} threads but only {pus} PUs; pass --oversubscribe to put several threads on a PU"
+    )]
+    TooManyThreads {
+        /// Threads.
+        threads: usize,
+        /// PUs.
+        pus: usize,
+    },
+    /// An algorithm name that does not exist.
+    #[error("unknown algorithm {0:?}; choose one of drb, matching, greedy, compact, scatter, random, identity, exhaustive")]
+    UnknownAlgorithm(String),
+    /// Exhaustive search asked for too big an instance.
+    #[error("exhaustive search is limited to {max} threads and 10^8 placements; got {threads} threads on {pus} PUs")]
+    TooBigForExhaustive {
+        /// Threads.
+        threads: usize,
+        /// PUs.
+        pus: usize,
+        /// The thread limit.
+        max: usize,
+    },
+    /// The latency distance needs latencies the topology does not have.
+    #[error("machine {0:?} has no latency table; use hop distances or a preset with latencies")]
+    NoLatencies(String),
+    /// libscotch failed.
+    #[error("Scotch mapping failed: {0}")]
+    Scotch(String),
+    /// An output format that does not exist.
+    #[error("unknown format {0:?}; choose one of json, omp-places, rankfile, slurm, hwloc-bind, taskset")]
+    UnknownFormat(String),
+    /// A data-policy name or parameter that does not exist.
+    #[error("unknown data policy {0:?}")]
+    UnknownPolicy(String),
+}

@@ -1,0 +1,79 @@
+//! Writing to the data and control files: plain `write(2)` calls, safe in signal handlers.
+//! A failed data write (disk full, file size limit) stops recording and tells `tdmap
+//! trace` through the control file, which then marks the trace incomplete.
+
+use crate::wire::{Msg, MSG_WRITE_FAILED};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
+
+/// The data file's descriptor, -1 until set up.
+pub static DATA_FD: AtomicI32 = AtomicI32::new(-1);
+/// The control file's descriptor, -1 until set up.
+pub static CTL_FD: AtomicI32 = AtomicI32::new(-1);
+static FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Creates `path` for appending; fails if it exists, so only one process owns a trace.
+pub fn create_exclusive(path: &std::ffi::CStr) -> i32 {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_APPEND | libc::O_CLOEXEC;
+    // SAFETY: `path` is a valid NUL-terminated string; open has no other preconditions.
+    unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) }
+}
+
+fn errno() -> i32 {
+    // SAFETY: __errno_location always returns this thread's valid errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR; returns the errno on failure.
+fn write_all(fd: i32, mut bytes: &[u8]) -> Result<(), i32> {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length come from a live slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            let e = errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(libc::EIO);
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
+}
+
+/// Sends one control message; losing one is harmless, so errors are ignored.
+pub fn send(msg: Msg) {
+    let fd = CTL_FD.load(Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let mut b = [0u8; 16];
+    b[0..4].copy_from_slice(&msg.tag.to_ne_bytes());
+    b[4..8].copy_from_slice(&msg.b.to_ne_bytes());
+    b[8..16].copy_from_slice(&msg.a.to_ne_bytes());
+    let _ = write_all(fd, &b);
+}
+
+/// Appends a chunk to the data file; on the first failure reports it and returns false.
+pub fn write_data(bytes: &[u8]) -> bool {
+    let fd = DATA_FD.load(Relaxed);
+    if fd < 0 || FAILED.load(Relaxed) {
+        return false;
+    }
+    match write_all(fd, bytes) {
+        Ok(()) => true,
+        Err(e) => {
+            if !FAILED.swap(true, Relaxed) {
+                send(Msg {
+                    tag: MSG_WRITE_FAILED,
+                    b: 0,
+                    a: e as u64,
+                });
+                crate::state::stop_all();
+            }
+            false
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The tdmap runtime, linked into programs built with `tdmap cc`: clang's SanitizerCoverage
+//! calls `__sanitizer_cov_load*`/`__sanitizer_cov_store*` before every load and store,
+//! and this library appends each access to a per-thread buffer, which it writes as a raw
+//! chunk to a file that `tdmap trace` converts to the compressed trace afterwards
+//! (the trace-based method's memory-access monitoring, trace-based mapping §III-A,
+//! with compiler instrumentation in place of Simics).
+//!
+//! Hot path: one thread-local load, no locks, no system calls except one `write` per
+//! [`wire::CHUNK_RECORDS`] accesses. Threads get ids in creation order (main = 0) by
+//! wrapping `pthread_create`. Without the `tdmap trace` environment the runtime stays off
+//! and the program runs normally.
+//!
+//! Limits: first touches are judged among instrumented accesses only (memory that libc
+//! or the kernel wrote first, e.g. by `memset` in an uninstrumented library, is credited
+//! to the first instrumented toucher); threads still running when the process exits are
+//! flushed best-effort; an instrumented signal handler that interrupts the hot path can
+//! lose or repeat one record; a forked child stops recording.
+
+mod callbacks;
+mod init;
+mod io;
+mod state;
+#[cfg(not(test))]
+mod threads;
+pub mod wire;

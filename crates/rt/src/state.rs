@@ -1,0 +1,272 @@
+//! Per-thread recording state and the hot path.
+//!
+//! Each thread owns one [`ThreadState`], reached through a thread-local pointer, so the
+//! hot path takes no lock. States are never freed: they stay on a lock-free list so the
+//! exit and crash handlers can flush every thread's last partial chunk.
+
+use crate::io;
+use crate::wire::{self, ChunkHeader, CHUNK_RECORDS, HEADER_BYTES, TICKS, TICK_EVERY};
+use std::cell::Cell;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// Recording mode of a thread: record every access.
+pub const MODE_RECORD: u8 = 0;
+/// Recording mode: only count accesses (the overhead benchmark's baseline).
+pub const MODE_COUNT: u8 = 1;
+/// Recording mode: ignore accesses (after exit, a crash or a write failure).
+pub const MODE_OFF: u8 = 2;
+
+const LINE_SHIFT: u32 = 6;
+
+/// One thread's buffer: the chunk header and clock ticks sit right before the records so
+/// that a chunk leaves in a single `write`.
+#[repr(C)]
+pub struct ThreadState {
+    hdr: ChunkHeader,
+    ticks: [u64; TICKS],
+    recs: [u64; CHUNK_RECORDS],
+    len: usize,
+    mode: AtomicU8,
+    filter: bool,
+    dead: AtomicBool,
+    id: u32,
+    last_key: u64,
+    last_page: u64,
+    filtered: u64,
+    seen: u64,
+    next: *mut ThreadState,
+}
+
+// The records must follow the header without padding for the single-write flush.
+const _: () = assert!(std::mem::size_of::<ChunkHeader>() == HEADER_BYTES);
+const _: () = assert!(std::mem::offset_of!(ThreadState, ticks) == HEADER_BYTES);
+const _: () = assert!(std::mem::offset_of!(ThreadState, recs) == HEADER_BYTES + TICKS * 8);
+
+thread_local! {
+    static CURRENT: Cell<*mut ThreadState> = const { Cell::new(null_mut()) };
+    /// The id `pthread_create` reserved for this thread, u32::MAX if none.
+    pub static PENDING_ID: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// The next thread id; ids follow thread creation order.
+pub static NEXT_ID: AtomicU32 = AtomicU32::new(0);
+static ALL: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
+/// Mode given to newly registered threads.
+pub static DEFAULT_MODE: AtomicU8 = AtomicU8::new(MODE_RECORD);
+/// Whether new threads drop repeated accesses to the same line.
+pub static FILTER: AtomicBool = AtomicBool::new(false);
+/// log2 of the page size, for first-touch records.
+pub static PAGE_SHIFT: AtomicU32 = AtomicU32::new(12);
+/// One bit per page of the address space: set once some thread touched the page.
+pub static TOUCHED: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
+/// Number of `AtomicU64` words behind [`TOUCHED`].
+pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
+
+/// Records one access by the calling thread: the whole hot path.
+#[inline(always)]
+pub fn record(addr: u64, size_log2: u32, write: bool) {
+    let mut st = CURRENT.with(Cell::get);
+    if st.is_null() {
+        st = register_current();
+        if st.is_null() {
+            return;
+        }
+    }
+    // SAFETY: `st` is this thread's own live state; other threads only touch it in the
+    // exit and crash handlers, when this one is finished or about to die.
+    let s = unsafe { &mut *st };
+    match s.mode.load(Ordering::Relaxed) {
+        MODE_RECORD => {}
+        MODE_COUNT => {
+            s.seen += 1;
+            return;
+        }
+        _ => return,
+    }
+    s.seen += 1;
+    let key = ((addr >> LINE_SHIFT) << 1) | write as u64;
+    if s.filter && key == s.last_key {
+        s.filtered += 1;
+        return;
+    }
+    s.last_key = key;
+    let page = addr >> PAGE_SHIFT.load(Ordering::Relaxed);
+    let first = page != s.last_page && {
+        s.last_page = page;
+        first_touch(page)
+    };
+    // Room for the record and, after a first touch, the CPU word that follows it.
+    if s.len + 2 > CHUNK_RECORDS {
+        flush(s);
+    }
+    push(s, wire::pack(addr, size_log2, write, first));
+    if first {
+        // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
+        let cpu = unsafe { libc::sched_getcpu() };
+        push(s, wire::pack_cpu(cpu.max(0) as u32));
+    }
+}
+
+/// Appends one word, reading the clock at every TICK_EVERY-th position.
+#[inline(always)]
+fn push(s: &mut ThreadState, word: u64) {
+    if s.len.is_multiple_of(TICK_EVERY) {
+        s.ticks[s.len / TICK_EVERY] = now_ns();
+    }
+    s.recs[s.len] = word;
+    s.len += 1;
+}
+
+/// True exactly once per page: for the first access by any thread (first-touch record).
+fn first_touch(page: u64) -> bool {
+    let map = TOUCHED.load(Ordering::Relaxed);
+    let word = page >> 6;
+    if map.is_null() || word >= TOUCHED_WORDS.load(Ordering::Relaxed) {
+        return false;
+    }
+    // SAFETY: `word` is below the number of words the bitmap mapping holds.
+    let w = unsafe { &*map.add(word as usize) };
+    let bit = 1u64 << (page & 63);
+    w.load(Ordering::Relaxed) & bit == 0 && w.fetch_or(bit, Ordering::Relaxed) & bit == 0
+}
+
+/// Monotonic time in nanoseconds (vDSO, no system call, safe in signal handlers).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Writes out the buffered records of `s` as one access chunk.
+fn flush(s: &mut ThreadState) {
+    if s.len == 0 {
+        return;
+    }
+    s.hdr = ChunkHeader {
+        magic: wire::MAGIC,
+        kind: wire::KIND_ACCESS,
+        thread: s.id,
+        count: s.len as u32,
+        t0: s.ticks[0],
+        t1: now_ns(),
+        extra: 0,
+    };
+    let bytes = HEADER_BYTES + TICKS * 8 + s.len * 8;
+    // SAFETY: `hdr`, `ticks` and `recs` are contiguous (checked above), `len` <= CHUNK_RECORDS.
+    let raw = unsafe { std::slice::from_raw_parts((&s.hdr as *const ChunkHeader).cast(), bytes) };
+    io::write_data(raw);
+    s.len = 0;
+}
+
+fn write_marker(kind: u32, thread: u32, extra: u64) {
+    let h = ChunkHeader {
+        magic: wire::MAGIC,
+        kind,
+        thread,
+        count: 0,
+        t0: now_ns(),
+        t1: 0,
+        extra,
+    };
+    // SAFETY: ChunkHeader is repr(C), 40 bytes with no padding, and lives on the stack.
+    let raw =
+        unsafe { std::slice::from_raw_parts((&h as *const ChunkHeader).cast(), HEADER_BYTES) };
+    io::write_data(raw);
+}
+
+/// Gives the calling thread its state; null when the runtime is off.
+pub fn register_current() -> *mut ThreadState {
+    if !crate::init::ensure() {
+        return null_mut();
+    }
+    let existing = CURRENT.with(Cell::get);
+    if !existing.is_null() {
+        return existing;
+    }
+    let size = std::mem::size_of::<ThreadState>();
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    // SAFETY: an anonymous private mapping has no preconditions; zeroed memory is a
+    // valid ThreadState (all integers, atomics, a null pointer).
+    let p = unsafe { libc::mmap(null_mut(), size, prot, flags, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return null_mut();
+    }
+    let st = p.cast::<ThreadState>();
+    let reserved = PENDING_ID.with(|c| c.replace(u32::MAX));
+    let id = if reserved == u32::MAX {
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    } else {
+        reserved
+    };
+    // SAFETY: `st` is fresh, zeroed, exclusively ours until published below.
+    let s = unsafe { &mut *st };
+    s.id = id;
+    s.mode = AtomicU8::new(DEFAULT_MODE.load(Ordering::Relaxed));
+    s.filter = FILTER.load(Ordering::Relaxed);
+    s.last_key = u64::MAX;
+    s.last_page = u64::MAX;
+    let mut head = ALL.load(Ordering::Acquire);
+    loop {
+        s.next = head;
+        match ALL.compare_exchange_weak(head, st, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(h) => head = h,
+        }
+    }
+    CURRENT.with(|c| c.set(st));
+    crate::init::watch_thread_exit(st.cast());
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
+    write_marker(wire::KIND_THREAD, id, tid);
+    st
+}
+
+/// Flushes a thread's last chunk, writes its end marker and stops it; idempotent.
+///
+/// # Safety
+/// `st` must come from [`register_current`].
+pub unsafe fn finish_thread(st: *mut ThreadState) {
+    // SAFETY: states are never unmapped, so `st` is valid; the caller's contract.
+    let s = unsafe { &mut *st };
+    if s.dead.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    s.mode.store(MODE_OFF, Ordering::Relaxed);
+    flush(s);
+    write_marker(wire::KIND_END, s.id, s.filtered);
+}
+
+/// Applies `f` to every registered thread state.
+fn for_each(mut f: impl FnMut(*mut ThreadState)) {
+    let mut p = ALL.load(Ordering::Acquire);
+    while !p.is_null() {
+        f(p);
+        // SAFETY: list nodes are never freed; `next` was set before publication.
+        p = unsafe { (*p).next };
+    }
+}
+
+/// Flushes and stops every thread (process exit, fatal signal); returns accesses seen.
+pub fn finish_all() -> u64 {
+    let mut seen = 0;
+    for_each(|st| {
+        // SAFETY: `st` came from the registry, so from register_current.
+        unsafe { finish_thread(st) };
+        // SAFETY: as above; reading a counter of a finished thread.
+        seen += unsafe { (*st).seen };
+    });
+    seen
+}
+
+/// Stops recording in every thread without writing anything (write failure, fork child).
+pub fn stop_all() {
+    DEFAULT_MODE.store(MODE_OFF, Ordering::Relaxed);
+    // SAFETY: `st` came from the registry; `mode` is atomic.
+    for_each(|st| unsafe { (*st).mode.store(MODE_OFF, Ordering::Relaxed) });
+}

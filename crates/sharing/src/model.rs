@@ -1,0 +1,287 @@
+//! The sharing model: the affinity table plus the two sharing matrices of the trace
+//! paper (§III-B), fed event by event or a whole trace chunk at a time.
+
+use crate::error::SharingError;
+use crate::matrix::SharingMatrix;
+use crate::table::{promote, AffinityTable, TableConfig, Touch, EMPTY};
+use tdmap_trace::Chunk;
+
+/// Which of the trace paper's two metrics a matrix holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Metric {
+    /// Number of accesses to blocks shared with the other thread (kMAF's sharing events).
+    Accesses,
+    /// Bytes of memory shared with the other thread.
+    Amount,
+}
+
+/// The affinity table and both sharing matrices, updated on every event.
+#[derive(Debug, Clone)]
+pub struct SharingModel {
+    table: AffinityTable,
+    accesses: SharingMatrix,
+    amount: SharingMatrix,
+    node_of: Vec<u16>,
+    sub_block: u64,
+    events: u64,
+    /// Sharing of the thread of the current batch with each thread, not yet in the
+    /// matrices: one increment per event instead of two symmetric ones (see `flush_row`).
+    row_acc: Vec<u64>,
+    row_amt: Vec<u64>,
+}
+
+impl SharingModel {
+    /// A model for `threads` threads, where thread t runs on NUMA node `node_of[t]` for
+    /// accesses (faults carry their own node). Threads missing from `node_of` use node 0.
+    pub fn new(cfg: TableConfig, threads: usize, node_of: &[u32]) -> Result<Self, SharingError> {
+        if threads >= EMPTY as usize {
+            return Err(SharingError::Thread {
+                thread: threads as u32,
+                threads: EMPTY as usize - 1,
+            });
+        }
+        let mut nodes = vec![0u16; threads];
+        for (slot, &n) in nodes.iter_mut().zip(node_of) {
+            if n as usize >= cfg.nodes {
+                return Err(SharingError::Node {
+                    node: n,
+                    nodes: cfg.nodes,
+                });
+            }
+            *slot = n as u16;
+        }
+        Ok(SharingModel {
+            table: AffinityTable::new(cfg)?,
+            accesses: SharingMatrix::new(threads),
+            amount: SharingMatrix::new(threads),
+            node_of: nodes,
+            sub_block: cfg.sub_block,
+            events: 0,
+            row_acc: vec![0; threads],
+            row_amt: vec![0; threads],
+        })
+    }
+
+    /// The affinity table.
+    pub fn table(&self) -> &AffinityTable {
+        &self.table
+    }
+
+    /// Mutable access to the table, e.g. to halve a NUMA vector after a migration.
+    pub fn table_mut(&mut self) -> &mut AffinityTable {
+        &mut self.table
+    }
+
+    /// One of the two sharing matrices.
+    pub fn matrix(&self, metric: Metric) -> &SharingMatrix {
+        match metric {
+            Metric::Accesses => &self.accesses,
+            Metric::Amount => &self.amount,
+        }
+    }
+
+    /// Events consumed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// kMAF §3.4.2 aging of both matrices (×0.75), done after each mapping.
+    pub fn age(&mut self) {
+        self.accesses.age();
+        self.amount.age();
+    }
+
+    /// One access by `thread` at `addr`, from the thread's node.
+    pub fn access(&mut self, thread: u32, addr: u64) -> Result<(), SharingError> {
+        self.accesses(thread, &[addr])
+    }
+
+    /// One page-fault sample of `thread` at `addr` on `node`.
+    pub fn fault(&mut self, thread: u32, addr: u64, node: u32) -> Result<(), SharingError> {
+        self.faults(thread, &[addr], &[node])
+    }
+
+    /// Many accesses of one thread, in order: the fast path.
+    pub fn accesses(&mut self, thread: u32, addrs: &[u64]) -> Result<(), SharingError> {
+        let t = self.check_thread(thread)?;
+        let node = self.node_of[t as usize] as usize;
+        let shift = self.table.config().page_size.trailing_zeros();
+        let mut rest = addrs;
+        while let Some(&first) = rest.first() {
+            let page = first >> shift;
+            let run = rest
+                .iter()
+                .position(|&a| a >> shift != page)
+                .unwrap_or(rest.len());
+            let (now, later) = rest.split_at(run);
+            self.page_run(t, node, page, now);
+            rest = later;
+        }
+        self.flush_row(t as usize);
+        self.events += addrs.len() as u64;
+        Ok(())
+    }
+
+    /// Moves the batch's pending row of sharing into both symmetric halves of the matrices.
+    fn flush_row(&mut self, t: usize) {
+        for (u, (a, m)) in self.row_acc.iter_mut().zip(&mut self.row_amt).enumerate() {
+            if *a != 0 {
+                self.accesses.add(t, u, std::mem::take(a));
+            }
+            if *m != 0 {
+                self.amount.add(t, u, std::mem::take(m));
+            }
+        }
+    }
+
+    /// The accesses of one thread to one page: the same updates as `event`, with the page
+    /// looked up once and the NUMA vector bumped once for the run.
+    #[inline(always)]
+    fn page_run(&mut self, t: u16, node: usize, page: u64, addrs: &[u64]) {
+        let k = self.table.config().sharers;
+        let sbs = self.sub_block;
+        let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
+        let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
+        for &a in addrs {
+            let sb = ((a >> sb_shift) & sb_mask) as usize;
+            let slots = &mut sbv[sb * k..sb * k + k];
+            let was_sharer = promote(slots, t);
+            record(t, &slots[1..], |u| {
+                row_acc[u] += 1;
+                if !was_sharer {
+                    row_amt[u] += sbs;
+                }
+            });
+        }
+    }
+
+    /// Many page-fault samples of one thread, with the node of each.
+    pub fn faults(
+        &mut self,
+        thread: u32,
+        addrs: &[u64],
+        nodes: &[u32],
+    ) -> Result<(), SharingError> {
+        let t = self.check_thread(thread)?;
+        let max = self.table.config().nodes;
+        if let Some(&bad) = nodes.iter().find(|&&n| n as usize >= max) {
+            return Err(SharingError::Node {
+                node: bad,
+                nodes: max,
+            });
+        }
+        for (&a, &n) in addrs.iter().zip(nodes) {
+            self.event(t, n as usize, a);
+        }
+        self.events += addrs.len().min(nodes.len()) as u64;
+        Ok(())
+    }
+
+    /// Consumes one chunk straight from [`tdmap_trace::Reader::next_chunk`].
+    pub fn feed(&mut self, chunk: &Chunk) -> Result<(), SharingError> {
+        match chunk {
+            Chunk::Accesses(c) => self.accesses(c.thread, &c.addrs),
+            Chunk::Faults(c) => self.faults(c.thread, &c.addrs, &c.nodes),
+        }
+    }
+
+    fn check_thread(&self, thread: u32) -> Result<u16, SharingError> {
+        if thread as usize >= self.node_of.len() {
+            return Err(SharingError::Thread {
+                thread,
+                threads: self.node_of.len(),
+            });
+        }
+        Ok(thread as u16)
+    }
+
+    /// kMAF §3.2: the thread becomes MRU and a sharing event is recorded with every other
+    /// sharer of the sub-block. The access metric counts it on every event; the amount
+    /// metric only when the thread newly joins the sharers (the block is newly shared with
+    /// them). With no other sharer the event is private and goes on the diagonal.
+    #[inline(always)]
+    fn event(&mut self, t: u16, node: usize, addr: u64) {
+        let Touch { sbv_at, was_sharer } = self.table.touch(t, node, addr);
+        let others = &self.table.sharer_slots(sbv_at)[1..];
+        let (acc, amount, sbs) = (&mut self.accesses, &mut self.amount, self.sub_block);
+        record(t, others, |u| {
+            acc.add(t as usize, u, 1);
+            if !was_sharer {
+                amount.add(t as usize, u, sbs);
+            }
+        });
+    }
+}
+
+/// Records one event of thread `t` whose sub-block's other sharers are `others`: a
+/// sharing event with each (kMAF §3.2), or, with no other sharer, private data on the
+/// diagonal (trace paper §III-B); `add(u)` counts one with thread u. Callers count the
+/// access matrix every time and the amount matrix only when `t` newly joined the sharers.
+/// kMAF's text counts "all pairs of threads in the SBV entry"; with its K = 2 that is this
+/// one pair, and for K > 2 pairs without `t` are left out: this event says nothing new
+/// about them.
+#[inline(always)]
+fn record(t: u16, others: &[u16], mut add: impl FnMut(usize)) {
+    let mut shared = false;
+    for &u in others {
+        if u == EMPTY {
+            break;
+        }
+        shared = true;
+        add(u as usize);
+    }
+    if !shared {
+        add(t as usize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The batched page-run path gives exactly what one event at a time gives.
+        #[test]
+        fn batched_accesses_equal_single_events(
+            batches in prop::collection::vec((0u32..4, prop::collection::vec(0u64..(1 << 16), 1..64)), 1..20),
+            narrow in any::<bool>(),
+        ) {
+            let mut cfg = TableConfig::exact(2);
+            cfg.wide_counters = !narrow;
+            let nodes = [0, 1, 1, 0];
+            let mut fast = SharingModel::new(cfg, 4, &nodes).unwrap();
+            let mut slow = SharingModel::new(cfg, 4, &nodes).unwrap();
+            for (t, addrs) in &batches {
+                fast.accesses(*t, addrs).unwrap();
+                for &a in addrs {
+                    slow.fault(*t, a, nodes[*t as usize]).unwrap();
+                }
+            }
+            prop_assert_eq!(fast.matrix(Metric::Accesses), slow.matrix(Metric::Accesses));
+            prop_assert_eq!(fast.matrix(Metric::Amount), slow.matrix(Metric::Amount));
+            let mut a: Vec<_> = fast.table().pages().collect();
+            let mut b: Vec<_> = slow.table().pages().collect();
+            a.sort();
+            b.sort();
+            prop_assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn unknown_threads_and_nodes_are_errors() {
+        let mut m = SharingModel::new(TableConfig::exact(2), 2, &[0, 1]).unwrap();
+        assert_eq!(
+            m.access(2, 0),
+            Err(SharingError::Thread {
+                thread: 2,
+                threads: 2
+            })
+        );
+        assert_eq!(
+            m.fault(0, 0, 2),
+            Err(SharingError::Node { node: 2, nodes: 2 })
+        );
+        assert!(SharingModel::new(TableConfig::exact(2), 2, &[0, 5]).is_err());
+    }
+}

@@ -1,0 +1,417 @@
+//! kMAF's affinity table (§3.2): per page a NUMA vector of access counters and, per
+//! sub-block, the last K threads that touched it in MRU-to-LRU order.
+//!
+//! Pages are stored in groups of 64 consecutive pages found through one hash lookup, and
+//! the last group is cached, so a thread streaming through memory costs no lookup per
+//! event. Entries live in flat arrays (no per-page allocation) to keep the table near the
+//! size of Eq. 7.
+
+use crate::error::SharingError;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Marks an empty sharer slot.
+pub const EMPTY: u16 = u16::MAX;
+/// Pages per storage group.
+const GROUP_PAGES: u64 = 64;
+
+/// The shape of an affinity table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TableConfig {
+    /// Page size in bytes (a power of two).
+    pub page_size: u64,
+    /// Sub-block size in bytes (a power of two, at most the page size).
+    pub sub_block: u64,
+    /// Sharers kept per sub-block (K, at least 1).
+    pub sharers: usize,
+    /// NUMA nodes (length of the NUMA vector).
+    pub nodes: usize,
+    /// 4-byte NUMA-vector counters instead of kMAF's 2-byte ones.
+    pub wide_counters: bool,
+}
+
+impl TableConfig {
+    /// kMAF's configuration for page-fault samples (§3.5.1): 4 KiB pages, 1 KiB
+    /// sub-blocks, 2 sharers, 2-byte counters.
+    pub fn page_faults(nodes: usize) -> TableConfig {
+        TableConfig {
+            page_size: 4096,
+            sub_block: 1024,
+            sharers: 2,
+            nodes,
+            wide_counters: false,
+        }
+    }
+
+    /// For exact traces: sharing per 64-byte cache line (kMAF §2.2.1), 4-byte counters so
+    /// that busy pages keep their weight in Eq. 4.
+    pub fn exact(nodes: usize) -> TableConfig {
+        TableConfig {
+            page_size: 4096,
+            sub_block: 64,
+            sharers: 2,
+            nodes,
+            wide_counters: true,
+        }
+    }
+
+    /// Bytes of one entry by kMAF Eq. 7 (2-byte thread ids).
+    pub fn entry_bytes(&self) -> usize {
+        let counter = if self.wide_counters { 4 } else { 2 };
+        counter * self.nodes + (self.page_size / self.sub_block) as usize * 2 * self.sharers
+    }
+
+    fn validate(&self) -> Result<(), SharingError> {
+        let bad = |why: &str| Err(SharingError::Config(why.to_string()));
+        if !self.page_size.is_power_of_two() || !self.sub_block.is_power_of_two() {
+            return bad("page and sub-block sizes must be powers of two");
+        }
+        if self.sub_block > self.page_size {
+            return bad("the sub-block must not exceed the page");
+        }
+        if self.sharers == 0 || self.nodes == 0 || self.nodes > 1024 {
+            return bad("need at least 1 sharer and 1..=1024 nodes");
+        }
+        Ok(())
+    }
+}
+
+/// NUMA-vector storage, narrow (kMAF) or wide.
+#[derive(Debug, Clone)]
+enum Nv {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+/// A multiplicative hash for page-group numbers: one multiply instead of SipHash.
+#[derive(Default)]
+struct GroupHasher(u64);
+
+impl Hasher for GroupHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Where one event landed, for the caller to record sharing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touch {
+    /// Index of the sub-block's sharer list (see [`AffinityTable::sharer_slots`]).
+    pub sbv_at: usize,
+    /// True when the thread was already among the sub-block's sharers.
+    pub was_sharer: bool,
+}
+
+/// The affinity table of kMAF §3.2.
+#[derive(Debug, Clone)]
+pub struct AffinityTable {
+    cfg: TableConfig,
+    page_shift: u32,
+    sb_shift: u32,
+    sb_mask: u64,
+    sbv_words: usize,
+    index: HashMap<u64, u32, BuildHasherDefault<GroupHasher>>,
+    keys: Vec<u64>,
+    touched: Vec<u64>,
+    nv: Nv,
+    sbv: Vec<u16>,
+    last_key: u64,
+    last_group: usize,
+    last_page: u64,
+    last_p: usize,
+}
+
+impl AffinityTable {
+    /// An empty table.
+    pub fn new(cfg: TableConfig) -> Result<AffinityTable, SharingError> {
+        cfg.validate()?;
+        let spp = cfg.page_size / cfg.sub_block;
+        Ok(AffinityTable {
+            cfg,
+            page_shift: cfg.page_size.trailing_zeros(),
+            sb_shift: cfg.sub_block.trailing_zeros(),
+            sb_mask: spp - 1,
+            sbv_words: spp as usize * cfg.sharers,
+            index: HashMap::default(),
+            keys: Vec::new(),
+            touched: Vec::new(),
+            nv: if cfg.wide_counters {
+                Nv::Wide(Vec::new())
+            } else {
+                Nv::Narrow(Vec::new())
+            },
+            sbv: Vec::new(),
+            last_key: u64::MAX,
+            last_group: 0,
+            last_page: u64::MAX,
+            last_p: 0,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TableConfig {
+        &self.cfg
+    }
+
+    /// Records that `thread`, running on `node`, accessed `addr`: NV[node] += 1 and the
+    /// thread becomes the MRU sharer of the sub-block (kMAF §3.2, Figure 5).
+    #[inline(always)]
+    pub fn touch(&mut self, thread: u16, node: usize, addr: u64) -> Touch {
+        let page = addr >> self.page_shift;
+        if page != self.last_page {
+            self.enter(page);
+        }
+        let p = self.last_p;
+        self.bump(p, node);
+        let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
+        let at = p * self.sbv_words + sb * self.cfg.sharers;
+        let was_sharer = promote(&mut self.sbv[at..at + self.cfg.sharers], thread);
+        Touch {
+            sbv_at: at,
+            was_sharer,
+        }
+    }
+
+    /// Starts a run of `n` accesses from `node` to `page`: NV[node] += n, as `n` single
+    /// increments would (halving on overflow included). Returns the page's sharer lists
+    /// (`sharers` slots per sub-block) and the sub-block shift and mask, so the caller can
+    /// walk the run without looking the page up again.
+    #[inline(always)]
+    pub(crate) fn enter_run(&mut self, page: u64, node: usize, n: usize) -> (&mut [u16], u32, u64) {
+        if page != self.last_page {
+            self.enter(page);
+        }
+        let p = self.last_p;
+        let base = p * self.cfg.nodes + node;
+        let fast = match &mut self.nv {
+            Nv::Narrow(v) => {
+                (v[base] as usize + n <= u16::MAX as usize).then(|| v[base] += n as u16)
+            }
+            Nv::Wide(v) => {
+                (v[base] as u64 + n as u64 <= u32::MAX as u64).then(|| v[base] += n as u32)
+            }
+        };
+        if fast.is_none() {
+            (0..n).for_each(|_| self.bump(p, node));
+        }
+        let w = self.sbv_words;
+        (
+            &mut self.sbv[p * w..(p + 1) * w],
+            self.sb_shift,
+            self.sb_mask,
+        )
+    }
+
+    /// Moves the one-page cache to `page`, creating its group if needed: kept out of line
+    /// so the per-event path stays small.
+    #[inline(never)]
+    fn enter(&mut self, page: u64) {
+        let key = page / GROUP_PAGES;
+        if key != self.last_key {
+            self.last_group = self.group(key);
+            self.last_key = key;
+        }
+        let slot = (page % GROUP_PAGES) as usize;
+        self.touched[self.last_group] |= 1 << slot;
+        self.last_page = page;
+        self.last_p = self.last_group * GROUP_PAGES as usize + slot;
+    }
+
+    /// The sharer list (MRU first, [`EMPTY`] for unused slots) at a [`Touch::sbv_at`].
+    #[inline]
+    pub fn sharer_slots(&self, at: usize) -> &[u16] {
+        &self.sbv[at..at + self.cfg.sharers]
+    }
+
+    #[inline(always)]
+    fn bump(&mut self, p: usize, node: usize) {
+        let n = self.cfg.nodes;
+        let base = p * n;
+        match &mut self.nv {
+            Nv::Narrow(v) => {
+                if v[base + node] == u16::MAX {
+                    v[base..base + n].iter_mut().for_each(|c| *c >>= 1);
+                }
+                v[base + node] += 1;
+            }
+            Nv::Wide(v) => {
+                if v[base + node] == u32::MAX {
+                    v[base..base + n].iter_mut().for_each(|c| *c >>= 1);
+                }
+                v[base + node] += 1;
+            }
+        }
+    }
+
+    fn group(&mut self, key: u64) -> usize {
+        if let Some(&g) = self.index.get(&key) {
+            return g as usize;
+        }
+        let g = self.keys.len();
+        self.index.insert(key, g as u32);
+        self.keys.push(key);
+        self.touched.push(0);
+        let pages = GROUP_PAGES as usize;
+        let n = pages * self.cfg.nodes;
+        match &mut self.nv {
+            Nv::Narrow(v) => v.resize(v.len() + n, 0),
+            Nv::Wide(v) => v.resize(v.len() + n, 0),
+        }
+        self.sbv
+            .resize(self.sbv.len() + pages * self.sbv_words, EMPTY);
+        g
+    }
+
+    fn locate(&self, addr: u64) -> Option<usize> {
+        let page = addr >> self.page_shift;
+        let g = *self.index.get(&(page / GROUP_PAGES))? as usize;
+        let slot = page % GROUP_PAGES;
+        (self.touched[g] >> slot & 1 == 1).then_some(g * GROUP_PAGES as usize + slot as usize)
+    }
+
+    fn nv_of(&self, p: usize) -> Vec<u32> {
+        let n = self.cfg.nodes;
+        match &self.nv {
+            Nv::Narrow(v) => v[p * n..(p + 1) * n].iter().map(|&c| c as u32).collect(),
+            Nv::Wide(v) => v[p * n..(p + 1) * n].to_vec(),
+        }
+    }
+
+    /// The NUMA vector of the page holding `addr`, if it was touched.
+    pub fn nv(&self, addr: u64) -> Option<Vec<u32>> {
+        self.locate(addr).map(|p| self.nv_of(p))
+    }
+
+    /// The sharers of the sub-block holding `addr`, MRU first, without empty slots.
+    pub fn sharers(&self, addr: u64) -> Option<Vec<u16>> {
+        let p = self.locate(addr)?;
+        let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
+        let at = p * self.sbv_words + sb * self.cfg.sharers;
+        Some(
+            self.sharer_slots(at)
+                .iter()
+                .copied()
+                .filter(|&t| t != EMPTY)
+                .collect(),
+        )
+    }
+
+    /// kMAF §3.3: after migrating the page holding `addr`, halve its NUMA vector.
+    pub fn halve_nv(&mut self, addr: u64) {
+        let Some(p) = self.locate(addr) else { return };
+        let n = self.cfg.nodes;
+        match &mut self.nv {
+            Nv::Narrow(v) => v[p * n..(p + 1) * n].iter_mut().for_each(|c| *c >>= 1),
+            Nv::Wide(v) => v[p * n..(p + 1) * n].iter_mut().for_each(|c| *c >>= 1),
+        }
+    }
+
+    /// Every touched page as (page number, NUMA vector), in no particular order.
+    pub fn pages(&self) -> impl Iterator<Item = (u64, Vec<u32>)> + '_ {
+        self.keys.iter().enumerate().flat_map(move |(g, &key)| {
+            let bits = self.touched[g];
+            (0..GROUP_PAGES)
+                .filter(move |s| bits >> s & 1 == 1)
+                .map(move |s| {
+                    (
+                        key * GROUP_PAGES + s,
+                        self.nv_of(g * GROUP_PAGES as usize + s as usize),
+                    )
+                })
+        })
+    }
+
+    /// Pages touched at least once.
+    pub fn tracked_pages(&self) -> u64 {
+        self.touched.iter().map(|b| b.count_ones() as u64).sum()
+    }
+
+    /// Heap bytes the table holds (capacity, not length, and the hash index).
+    pub fn memory_bytes(&self) -> usize {
+        let nv = match &self.nv {
+            Nv::Narrow(v) => v.capacity() * 2,
+            Nv::Wide(v) => v.capacity() * 4,
+        };
+        // hashbrown: key + value per bucket plus one control byte.
+        let index = self.index.capacity() * (8 + 4 + 1);
+        nv + self.sbv.capacity() * 2 + index + (self.keys.capacity() + self.touched.capacity()) * 8
+    }
+}
+
+/// Moves `thread` to the MRU slot, shifting the others towards LRU and dropping the LRU
+/// one if `thread` was not present (kMAF §3.2). Returns whether it was present.
+#[inline(always)]
+pub(crate) fn promote(slots: &mut [u16], thread: u16) -> bool {
+    // Carry each sharer one slot towards LRU until the thread's old slot (or the end).
+    if slots[0] == thread {
+        return true;
+    }
+    let mut carry = thread;
+    for s in slots.iter_mut() {
+        let old = std::mem::replace(s, carry);
+        if old == thread {
+            return true;
+        }
+        carry = old;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promote_keeps_mru_to_lru_order() {
+        let mut s = [EMPTY; 3];
+        assert!(!promote(&mut s, 4));
+        assert!(!promote(&mut s, 5));
+        assert_eq!(s, [5, 4, EMPTY]);
+        assert!(!promote(&mut s, 6));
+        assert!(promote(&mut s, 4));
+        assert_eq!(s, [4, 6, 5]);
+        assert!(!promote(&mut s, 7));
+        assert_eq!(s, [7, 4, 6], "the LRU thread 5 was dropped");
+    }
+
+    #[test]
+    fn eq7_entry_size_of_the_paper_configuration() {
+        // 2-byte counters × 4 nodes + 4 sub-blocks × 2 bytes × 2 sharers = 24 bytes.
+        assert_eq!(TableConfig::page_faults(4).entry_bytes(), 24);
+    }
+
+    #[test]
+    fn narrow_counters_halve_instead_of_overflowing() {
+        let mut t = AffinityTable::new(TableConfig::page_faults(2)).unwrap();
+        for _ in 0..u16::MAX {
+            t.touch(0, 0, 0x1000);
+        }
+        t.touch(0, 1, 0x1000);
+        t.touch(0, 0, 0x1000);
+        // [65535, 1] halves to [32767, 0] before the increment.
+        assert_eq!(t.nv(0x1000).unwrap(), vec![32768, 0]);
+    }
+
+    #[test]
+    fn pages_in_distant_groups_are_kept_apart() {
+        let mut t = AffinityTable::new(TableConfig::exact(2)).unwrap();
+        t.touch(1, 1, 0x7fff_0000_0040);
+        t.touch(2, 0, 0x40);
+        assert_eq!(t.nv(0x7fff_0000_0000).unwrap(), vec![0, 1]);
+        assert_eq!(t.sharers(0x7fff_0000_0044).unwrap(), vec![1]);
+        assert_eq!(t.sharers(0x44).unwrap(), vec![2]);
+        assert_eq!(t.nv(0x2000), None);
+        assert_eq!(t.tracked_pages(), 2);
+        let mut pages: Vec<u64> = t.pages().map(|p| p.0).collect();
+        pages.sort();
+        assert_eq!(pages, vec![0, 0x7fff_0000_0000 >> 12]);
+    }
+}

@@ -1,0 +1,209 @@
+//! One set-associative cache with true LRU replacement, holding line numbers and a
+//! 2-bit coherence state per line.
+//!
+//! Each set is kept in recency order (most recent first), so a hit on the most recent
+//! line, the common case, costs one compare; tag and state share one word.
+
+/// A line's coherence state in a private cache (MESI; invalid lines are simply absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    /// Clean, maybe held by other caches.
+    Shared = 1,
+    /// Clean and held by no other private cache.
+    Exclusive = 2,
+    /// Dirty and held by no other private cache.
+    Modified = 3,
+}
+
+impl State {
+    fn from_bits(b: u64) -> State {
+        match b & 3 {
+            1 => State::Shared,
+            2 => State::Exclusive,
+            _ => State::Modified,
+        }
+    }
+}
+
+const EMPTY: u64 = u64::MAX;
+
+/// Shifts a set's prefix down by one and puts `v` first. Sets are a few ways long, so a
+/// plain loop beats `rotate_right`, which calls memmove.
+#[inline]
+fn move_to_front(set: &mut [u64], v: u64) {
+    for i in (1..set.len()).rev() {
+        set[i] = set[i - 1];
+    }
+    set[0] = v;
+}
+
+/// A set-associative LRU cache of line numbers.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    sets: usize,
+    ways: usize,
+    mask: Option<usize>,
+    slots: Vec<u64>,
+}
+
+impl Cache {
+    /// A cache of `size` bytes with `line`-byte lines and `ways` ways (capped to the
+    /// line count, so tiny test caches stay valid).
+    pub fn new(size: u64, line: u64, ways: u32) -> Self {
+        let lines = (size / line.max(1)).max(1) as usize;
+        let ways = (ways.max(1) as usize).min(lines);
+        let sets = (lines / ways).max(1);
+        let mask = sets.is_power_of_two().then_some(sets - 1);
+        Cache {
+            sets,
+            ways,
+            mask,
+            slots: vec![EMPTY; sets * ways],
+        }
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+
+    /// Number of ways.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    #[inline(always)]
+    fn base(&self, line: u64) -> usize {
+        let set = match self.mask {
+            Some(m) => line as usize & m,
+            None => (line % self.sets as u64) as usize,
+        };
+        set * self.ways
+    }
+
+    #[inline(always)]
+    fn find(&self, base: usize, line: u64) -> Option<usize> {
+        // EMPTY >> 2 is above any line number (addresses have at most 64 - 6 line
+        // bits), so empty slots never match.
+        self.slots[base..base + self.ways]
+            .iter()
+            .position(|&s| s >> 2 == line)
+    }
+
+    /// Looks a line up; on a hit, makes it the most recent and returns its state.
+    #[inline(always)]
+    pub fn lookup(&mut self, line: u64) -> Option<State> {
+        let base = self.base(line);
+        let first = self.slots[base];
+        if first != EMPTY && first >> 2 == line {
+            return Some(State::from_bits(first));
+        }
+        let k = self.find(base, line)?;
+        let hit = self.slots[base + k];
+        move_to_front(&mut self.slots[base..=base + k], hit);
+        Some(State::from_bits(hit))
+    }
+
+    /// The state of a line without touching recency.
+    pub fn peek(&self, line: u64) -> Option<State> {
+        let base = self.base(line);
+        self.find(base, line)
+            .map(|k| State::from_bits(self.slots[base + k]))
+    }
+
+    /// Changes a present line's state; returns false when the line is absent.
+    pub fn set_state(&mut self, line: u64, state: State) -> bool {
+        let base = self.base(line);
+        match self.find(base, line) {
+            Some(k) => {
+                self.slots[base + k] = line << 2 | state as u64;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Inserts an absent line as the most recent; returns the evicted line and its state.
+    pub fn insert(&mut self, line: u64, state: State) -> Option<(u64, State)> {
+        let base = self.base(line);
+        let last = self.slots[base + self.ways - 1];
+        move_to_front(
+            &mut self.slots[base..base + self.ways],
+            line << 2 | state as u64,
+        );
+        (last != EMPTY).then(|| (last >> 2, State::from_bits(last)))
+    }
+
+    /// Removes a line; returns its state if it was present.
+    pub fn remove(&mut self, line: u64) -> Option<State> {
+        let base = self.base(line);
+        let k = self.find(base, line)?;
+        let state = State::from_bits(self.slots[base + k]);
+        for i in base + k..base + self.ways - 1 {
+            self.slots[i] = self.slots[i + 1];
+        }
+        self.slots[base + self.ways - 1] = EMPTY;
+        Some(state)
+    }
+
+    /// Every line held and its state (for consistency checks).
+    pub fn entries(&self) -> impl Iterator<Item = (u64, State)> + '_ {
+        self.slots
+            .iter()
+            .filter(|&&s| s != EMPTY)
+            .map(|&s| (s >> 2, State::from_bits(s)))
+    }
+
+    /// Removes every line.
+    pub fn clear(&mut self) {
+        self.slots.fill(EMPTY);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_from_size_line_and_ways() {
+        let c = Cache::new(32 * 1024, 64, 8);
+        assert_eq!((c.sets(), c.ways()), (64, 8));
+        // 18 MiB, 16 ways: 18432 sets, not a power of two, indexed by modulo.
+        let c = Cache::new(18 << 20, 64, 16);
+        assert_eq!(c.sets(), 18432);
+        assert_eq!(Cache::new(128, 64, 8).ways(), 2);
+    }
+
+    #[test]
+    fn lru_evicts_the_least_recent_line_of_the_set() {
+        // 2 sets x 2 ways: even lines map to set 0.
+        let mut c = Cache::new(4 * 64, 64, 2);
+        assert_eq!(c.lookup(0), None);
+        assert_eq!(c.insert(0, State::Exclusive), None);
+        assert_eq!(c.insert(2, State::Shared), None);
+        assert_eq!(
+            c.insert(1, State::Shared),
+            None,
+            "line 1 is in the other set"
+        );
+        // Touch 0 so that 2 becomes the least recent.
+        assert_eq!(c.lookup(0), Some(State::Exclusive));
+        assert_eq!(c.insert(4, State::Modified), Some((2, State::Shared)));
+        assert_eq!(c.peek(0), Some(State::Exclusive));
+        assert_eq!(c.peek(2), None);
+        assert_eq!(c.insert(6, State::Shared), Some((0, State::Exclusive)));
+    }
+
+    #[test]
+    fn state_changes_and_removal() {
+        let mut c = Cache::new(4 * 64, 64, 2);
+        c.insert(8, State::Shared);
+        assert!(c.set_state(8, State::Modified));
+        assert_eq!(c.lookup(8), Some(State::Modified));
+        assert!(!c.set_state(10, State::Shared));
+        assert_eq!(c.remove(8), Some(State::Modified));
+        assert_eq!(c.remove(8), None);
+        assert_eq!(c.lookup(8), None);
+    }
+}

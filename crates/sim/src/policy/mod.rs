@@ -1,0 +1,171 @@
+//! The policy seam: what the simulator asks a mapping policy, and what a policy can ask
+//! the simulated OS to do (move threads, move pages, inject extra page faults).
+//!
+//! A policy sees the events its paper's mechanism sees: page faults (kMAF §3.1), TLB
+//! evictions and access-counter saturations (SAMMU §2.2), every access if it asks (the
+//! online oracle of SAMMU §3.1), and a periodic tick (100 ms in both papers). Static policies only answer the initial mapping and page placement.
+
+mod basic;
+pub mod grouping;
+mod numa_balancing;
+pub mod sammu;
+
+pub use basic::{pu_order, ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
+pub use numa_balancing::NumaBalancing;
+pub use sammu::{Sammu, SammuParams};
+
+use crate::machine::Machine;
+use tdmap_topo::Topology;
+
+/// What a policy may look at when it is called.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyCtx<'a> {
+    /// The machine.
+    pub topo: &'a Topology,
+    /// The simulator's view of it (cores, packages, caches).
+    pub machine: &'a Machine,
+    /// Number of threads of the run.
+    pub threads: usize,
+    /// The PU each thread runs on now (empty before the initial mapping).
+    pub thread_pu: &'a [usize],
+    /// Simulated time: the clock of the thread furthest ahead, in cycles.
+    pub now: u64,
+    /// The policy period in cycles (the time between two ticks).
+    pub period: u64,
+}
+
+impl PolicyCtx<'_> {
+    /// The policy period in simulated seconds.
+    pub fn period_secs(&self) -> f64 {
+        self.period as f64 / self.machine.hz
+    }
+}
+
+impl PolicyCtx<'_> {
+    /// The node a thread runs on now.
+    pub fn node_of_thread(&self, thread: u32) -> usize {
+        self.machine.node_of_pu[self.thread_pu[thread as usize]]
+    }
+}
+
+/// Why a page fault happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The page was never touched: the OS places it now.
+    FirstTouch,
+    /// The page was present, but a policy cleared its present bit (kMAF §3.1.2).
+    Injected,
+}
+
+/// A page fault, after the page is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultEvent {
+    /// The faulting thread.
+    pub thread: u32,
+    /// The node it runs on.
+    pub node: usize,
+    /// The faulting address.
+    pub addr: u64,
+    /// Its page.
+    pub page: u64,
+    /// The node the page lives on.
+    pub page_node: usize,
+    /// Why.
+    pub kind: FaultKind,
+}
+
+/// Why a TLB entry's counter is reported (SAMMU §2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlbEventKind {
+    /// The entry left the TLB (eviction or shootdown, SAMMU §2.6.3).
+    Evicted,
+    /// The access counter reached its maximum.
+    Saturated,
+}
+
+/// A TLB entry's access counter, reported to the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlbEvent {
+    /// The thread whose accesses were counted.
+    pub thread: u32,
+    /// The node of the core whose TLB held the entry.
+    pub node: usize,
+    /// The page.
+    pub page: u64,
+    /// The node the page lives on.
+    pub page_node: usize,
+    /// The access counter.
+    pub ac: u32,
+    /// Eviction or saturation.
+    pub kind: TlbEventKind,
+}
+
+/// What a policy asks the simulated OS to do; the simulator applies and charges it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// Move thread to PU.
+    pub thread_moves: Vec<(u32, usize)>,
+    /// Move page to node.
+    pub page_moves: Vec<(u64, usize)>,
+    /// Clear the present bit of every page, so that the next access to each faults.
+    pub inject_faults: bool,
+}
+
+impl Actions {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.thread_moves.is_empty() && self.page_moves.is_empty() && !self.inject_faults
+    }
+
+    /// Forgets everything, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.thread_moves.clear();
+        self.page_moves.clear();
+        self.inject_faults = false;
+    }
+}
+
+/// A thread and data mapping policy, driven by the simulator.
+pub trait Policy {
+    /// The name reports use.
+    fn name(&self) -> String;
+
+    /// The PU of each thread at the start (one entry per thread).
+    fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize>;
+
+    /// The node of a page on its first touch by `thread`, which runs on `node`.
+    /// The default is Linux's first-touch rule.
+    fn place_page(&mut self, _ctx: &PolicyCtx, _thread: u32, _page: u64, node: usize) -> usize {
+        node
+    }
+
+    /// Every page fault, first touch or injected.
+    fn on_fault(&mut self, _ctx: &PolicyCtx, _ev: &FaultEvent, _out: &mut Actions) {}
+
+    /// Whether the simulator should report every access (an online oracle's view, as in
+    /// SAMMU §3.1); off by default, since it costs a call per access.
+    fn wants_accesses(&self) -> bool {
+        false
+    }
+
+    /// One access, after it was served; `page_node` is the node of its page.
+    fn on_access(
+        &mut self,
+        _ctx: &PolicyCtx,
+        _access: &crate::SimAccess,
+        _page_node: usize,
+        _out: &mut Actions,
+    ) {
+    }
+
+    /// Whether the simulator should report TLB evictions and AC saturations.
+    fn wants_tlb_events(&self) -> bool {
+        false
+    }
+
+    /// A TLB eviction or AC saturation.
+    fn on_tlb_event(&mut self, _ctx: &PolicyCtx, _ev: &TlbEvent, _out: &mut Actions) {}
+
+    /// The periodic call (every 100 ms of simulated time by default).
+    fn on_tick(&mut self, _ctx: &PolicyCtx, _out: &mut Actions) {}
+}

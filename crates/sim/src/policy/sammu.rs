@@ -1,0 +1,285 @@
+//! SAMMU (sammu-tompecs21.txt §2.2-2.7): the page history table (access threshold AT,
+//! sharers vector SV, NUMA counters NC), the sharing matrix SM, the OS notification of
+//! page migrations, and the periodic thread mapping with aging.
+//!
+//! The hardware half (the access counter AC of each TLB entry) lives in the simulator's
+//! TLB, which reports evictions and saturations here. The thread mapping algorithm is
+//! [`greedy_map`] behind [`MapFn`] until `crates/map` replaces it (SAMMU used Scotch).
+
+use super::grouping::{greedy_map, mapping_cost, MapFn};
+use super::{Actions, Policy, PolicyCtx, TlbEvent, TlbEventKind};
+use crate::hash::FastMap;
+use crate::policy::basic::{pu_order, ThreadOrder};
+
+/// An empty slot of the sharers vector.
+pub const NO_THREAD: u32 = u32::MAX;
+
+/// SAMMU's parameters; the defaults are Table 1's.
+#[derive(Debug, Clone, Copy)]
+pub struct SammuParams {
+    /// V_add (§2.4): at least 2; Table 1 uses 2.
+    pub v_add: u8,
+    /// The NUMA threshold NT (Table 1: 10).
+    pub nt: u8,
+    /// The largest NUMA counter value (Table 1: 4-bit counters, 15).
+    pub nc_max: u8,
+    /// Entries of the sharers vector (Table 1: 2; at most [`SV_MAX`]).
+    pub sv_len: usize,
+    /// Aging factor of the sharing matrix at each mapping (§2.7.1: 0.75).
+    pub aging: f64,
+    /// Update AT by the hardware's shift form (Eq. 7) instead of Eq. 3.
+    pub shift_form: bool,
+    /// Remap only when the new mapping's cost is lower by this fraction; without it,
+    /// equivalent mappings that only permute labels would migrate threads every period.
+    pub remap_gain: f64,
+    /// Seed of the OS's initial placement, which SAMMU starts from.
+    pub seed: u64,
+    /// The thread mapping algorithm.
+    pub map: MapFn,
+}
+
+impl Default for SammuParams {
+    fn default() -> Self {
+        SammuParams {
+            v_add: 2,
+            nt: 10,
+            nc_max: 15,
+            sv_len: 2,
+            aging: 0.75,
+            shift_form: true,
+            remap_gain: 0.05,
+            seed: 1,
+            map: greedy_map,
+        }
+    }
+}
+
+/// The most sharers-vector entries kept per page.
+pub const SV_MAX: usize = 4;
+/// The most NUMA counters kept per page: pages on nodes beyond it are not tracked
+/// (Table 1 has 4; the presets have at most 8 nodes).
+pub const NC_MAX: usize = 16;
+
+/// A page history table entry as stored: fixed arrays, no allocation per page.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    at: u32,
+    sv: [u32; SV_MAX],
+    nc: [u8; NC_MAX],
+}
+
+/// One page history table entry (§2.2-2.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageHist {
+    /// Access threshold; starts at 0.
+    pub at: u32,
+    /// Sharers vector, most recent first.
+    pub sv: Vec<u32>,
+    /// NUMA counters, one per node.
+    pub nc: Vec<u8>,
+}
+
+/// What one SAMMU event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Case 1 (statistics updated) rather than case 2 (AT lowered only).
+    pub updated: bool,
+    /// The node the OS was told to move the page to.
+    pub migrate_to: Option<usize>,
+}
+
+/// AT after an event (SAMMU Eq. 1, and Eq. 3 or its shift form Eq. 7).
+pub fn next_at(at: u32, ac: u32, saturated: bool, shift_form: bool) -> u32 {
+    if saturated || ac >= at {
+        // SAMMU Eq. 1
+        return ((at as u64 + ac as u64) / 2) as u32;
+    }
+    if ac == 0 {
+        return at; // f(0) = 0 (§2.2, first property of f)
+    }
+    if shift_form {
+        // SAMMU Eq. 7: H is the position of the highest set bit.
+        let h = |x: u32| 31 - x.leading_zeros();
+        at - ((at - ac) >> (h(at) - h(ac)))
+    } else {
+        // SAMMU Eq. 3: AT - (AT - AC) / (AT / AC), i.e. AT - (AT - AC) * AC / AT.
+        at - ((at - ac) as u64 * ac as u64 / at as u64) as u32
+    }
+}
+
+/// SAMMU's state and policy.
+#[derive(Debug, Clone)]
+pub struct Sammu {
+    p: SammuParams,
+    pht: FastMap<u64, Entry>,
+    sm: Vec<f64>,
+    n: usize,
+    nodes: usize,
+}
+
+impl Sammu {
+    /// SAMMU with its parameters; sized by [`Policy::initial_mapping`].
+    pub fn new(p: SammuParams) -> Self {
+        Sammu {
+            p,
+            pht: FastMap::default(),
+            sm: Vec::new(),
+            n: 0,
+            nodes: 0,
+        }
+    }
+
+    /// Sizes the tables for `threads` threads and `nodes` nodes.
+    pub fn resize(&mut self, threads: usize, nodes: usize) {
+        self.n = threads;
+        self.nodes = nodes;
+        self.sm = vec![0.0; threads * threads];
+    }
+
+    /// A sharing matrix cell.
+    pub fn sm(&self, i: usize, j: usize) -> f64 {
+        self.sm[i * self.n + j]
+    }
+
+    /// A page's history entry, if it has one.
+    pub fn page(&self, page: u64) -> Option<PageHist> {
+        self.pht.get(&page).map(|e| PageHist {
+            at: e.at,
+            sv: e.sv[..self.sv_len()].to_vec(),
+            nc: e.nc[..self.nodes.min(NC_MAX)].to_vec(),
+        })
+    }
+
+    fn sv_len(&self) -> usize {
+        self.p.sv_len.clamp(1, SV_MAX)
+    }
+
+    /// Sets a page's history entry (to start from a given state).
+    pub fn set_page(&mut self, page: u64, h: PageHist) {
+        let mut e = Entry {
+            at: h.at,
+            sv: [NO_THREAD; SV_MAX],
+            nc: [0; NC_MAX],
+        };
+        let (k, m) = (h.sv.len().min(SV_MAX), h.nc.len().min(NC_MAX));
+        e.sv[..k].copy_from_slice(&h.sv[..k]);
+        e.nc[..m].copy_from_slice(&h.nc[..m]);
+        self.pht.insert(page, e);
+    }
+
+    /// One TLB eviction or AC saturation of `page` by `thread` on node `node`, the page
+    /// living on `page_node` (Fig. 2-A to 2-G).
+    pub fn event(
+        &mut self,
+        thread: u32,
+        node: usize,
+        page: u64,
+        page_node: usize,
+        ac: u32,
+        saturated: bool,
+    ) -> Outcome {
+        let (p, n, sv_len) = (self.p, self.n, self.sv_len());
+        let nodes = self.nodes.min(NC_MAX);
+        let h = self.pht.entry(page).or_insert(Entry {
+            at: 0,
+            sv: [NO_THREAD; SV_MAX],
+            nc: [0; NC_MAX],
+        });
+        let case1 = saturated || ac >= h.at;
+        h.at = next_at(h.at, ac, saturated, p.shift_form); // Fig. 2-B, C
+        if !case1 {
+            return Outcome {
+                updated: false,
+                migrate_to: None,
+            };
+        }
+        let t = thread as usize;
+        for &s in &h.sv[..sv_len] {
+            if s != NO_THREAD && (s as usize) < n && t < n {
+                self.sm[t * n + s as usize] += 1.0; // SAMMU Eq. 4, Fig. 2-D
+            }
+        }
+        h.sv[..sv_len].rotate_right(1);
+        h.sv[0] = thread;
+        for (x, c) in h.nc[..nodes].iter_mut().enumerate() {
+            // SAMMU Eq. 5 with saturating counters, Fig. 2-E
+            *c = if x == node {
+                c.saturating_add(p.v_add).min(p.nc_max)
+            } else {
+                c.saturating_sub(1)
+            };
+        }
+        // SAMMU Eq. 6, Fig. 2-F, G
+        let notify = page_node != node
+            && node < nodes
+            && page_node < nodes
+            && h.nc[node] as i32 - h.nc[page_node] as i32 >= p.nt as i32;
+        Outcome {
+            updated: true,
+            migrate_to: notify.then_some(node),
+        }
+    }
+
+    /// The symmetric sharing matrix the mapping algorithm sees.
+    fn affinity(&self) -> Vec<f64> {
+        let n = self.n;
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                if i != j {
+                    a[i * n + j] = self.sm[i * n + j] + self.sm[j * n + i];
+                }
+            }
+        }
+        a
+    }
+}
+
+impl Policy for Sammu {
+    fn name(&self) -> String {
+        "sammu".into()
+    }
+
+    fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
+        self.resize(ctx.threads, ctx.machine.nodes());
+        let order = pu_order(ctx.topo, ThreadOrder::Random(self.p.seed));
+        (0..ctx.threads).map(|t| order[t % order.len()]).collect()
+    }
+
+    fn wants_tlb_events(&self) -> bool {
+        true
+    }
+
+    fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, out: &mut Actions) {
+        let sat = ev.kind == TlbEventKind::Saturated;
+        let o = self.event(ev.thread, ev.node, ev.page, ev.page_node, ev.ac, sat);
+        if let Some(node) = o.migrate_to {
+            // §2.6.2: the OS reads the list of pages to migrate; it acts at once here.
+            out.page_moves.push((ev.page, node));
+        }
+    }
+
+    fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
+        // §2.7.1: map every 100 ms, then age the matrix by 0.75.
+        let a = self.affinity();
+        if a.iter().any(|&x| x > 0.0) {
+            let new = (self.p.map)(&a, self.n, ctx.topo);
+            let old_cost = mapping_cost(&a, self.n, ctx.thread_pu, ctx.topo);
+            let new_cost = mapping_cost(&a, self.n, &new, ctx.topo);
+            if new_cost < old_cost * (1.0 - self.p.remap_gain) {
+                for (t, &pu) in new.iter().enumerate() {
+                    if ctx.thread_pu[t] != pu {
+                        out.thread_moves.push((t as u32, pu));
+                    }
+                }
+            }
+        }
+        for x in &mut self.sm {
+            *x *= self.p.aging;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sammu_tests.rs"]
+mod tests;

@@ -1,0 +1,140 @@
+//! SAMMU's worked example (§2.5, Fig. 2) and the AT update rules (Eq. 1, 3, 7).
+
+use super::*;
+use crate::config::SimConfig;
+use crate::machine::Machine;
+
+const M: u32 = 1 << 20;
+const P: u64 = 0x1234;
+
+/// Fig. 2's system: 8 cores, 4 NUMA nodes with 2 cores each, threads 0-7 on cores 0-7,
+/// NT = 4, SV of 2 entries, V_add = 2, AC and AT up to 32M.
+fn figure2() -> (tdmap_topo::Topology, Sammu) {
+    let topo = tdmap_topo::preset("simics-4x2").unwrap();
+    let mut s = Sammu::new(SammuParams {
+        nt: 4,
+        ..SammuParams::default()
+    });
+    s.resize(8, 4);
+    (topo, s)
+}
+
+fn with_ctx<R>(topo: &tdmap_topo::Topology, f: impl FnOnce(&PolicyCtx) -> R) -> R {
+    let m = Machine::new(topo, &SimConfig::default()).unwrap();
+    let pus: Vec<usize> = (0..8).collect();
+    f(&PolicyCtx {
+        topo,
+        machine: &m,
+        threads: 8,
+        thread_pu: &pus,
+        now: 0,
+        period: 1,
+    })
+}
+
+#[test]
+fn figure2_thread3_saturates_the_ac_of_page_p() {
+    let (topo, mut s) = figure2();
+    // Page P lives on node 0; its history before the event: AT 16M, SV = {4, 7}. The
+    // text does not give the NC values before the event (they are in the figure), so
+    // these are chosen to satisfy everything §2.5 says happens to them.
+    s.set_page(
+        P,
+        PageHist {
+            at: 16 * M,
+            sv: vec![4, 7],
+            nc: vec![1, 3, 2, 0],
+        },
+    );
+    let node_of_core3 = with_ctx(&topo, |c| c.node_of_thread(3));
+    assert_eq!(node_of_core3, 1, "core 3 is on NUMA node 1");
+    let ev = TlbEvent {
+        thread: 3,
+        node: 1,
+        page: P,
+        page_node: 0,
+        ac: 32 * M,
+        kind: TlbEventKind::Saturated,
+    };
+    let mut out = Actions::default();
+    with_ctx(&topo, |c| s.on_tlb_event(c, &ev, &mut out));
+    let h = s.page(P).unwrap();
+    assert_eq!(h.at, 24 * M, "Eq. 1: (16M + 32M) / 2");
+    assert_eq!((s.sm(3, 4), s.sm(3, 7)), (1.0, 1.0), "Eq. 4");
+    let others: f64 = (0..8)
+        .flat_map(|i| (0..8).map(move |j| (i, j)))
+        .filter(|&c| c != (3, 4) && c != (3, 7))
+        .map(|(i, j)| s.sm(i, j))
+        .sum();
+    assert_eq!(others, 0.0, "only cells (3,4) and (3,7) change");
+    assert_eq!(h.sv, vec![3, 4], "thread 3 enters SV, thread 7 leaves");
+    // Eq. 5: node 1 +2, the others -1, node 3 stays at 0 (saturated).
+    assert_eq!(h.nc, vec![0, 5, 1, 0]);
+    // Eq. 6: NC[1] - NC[0] = 5 >= NT = 4: the OS is told to move P to node 1.
+    assert_eq!(out.page_moves, vec![(P, 1)]);
+}
+
+#[test]
+fn figure2_variant_an_eviction_below_at_only_lowers_at_to_13m() {
+    for shift_form in [false, true] {
+        let (topo, mut s) = figure2();
+        s.p.shift_form = shift_form;
+        let before = PageHist {
+            at: 16 * M,
+            sv: vec![4, 7],
+            nc: vec![1, 3, 2, 0],
+        };
+        s.set_page(P, before.clone());
+        let ev = TlbEvent {
+            thread: 3,
+            node: 1,
+            page: P,
+            page_node: 0,
+            ac: 4 * M,
+            kind: TlbEventKind::Evicted,
+        };
+        let mut out = Actions::default();
+        with_ctx(&topo, |c| s.on_tlb_event(c, &ev, &mut out));
+        let h = s.page(P).unwrap();
+        assert_eq!(h.at, 13 * M, "Eq. 3 / Eq. 7 (shift form: {shift_form})");
+        assert_eq!((&h.sv, &h.nc), (&before.sv, &before.nc), "no statistics");
+        assert_eq!((s.sm(3, 4), s.sm(3, 7)), (0.0, 0.0));
+        assert!(out.is_empty());
+    }
+}
+
+#[test]
+fn at_update_rules() {
+    // Eq. 1 on AC >= AT, and from the initial AT of 0.
+    assert_eq!(next_at(10, 30, false, true), 20);
+    assert_eq!(next_at(0, 8, false, false), 4);
+    // Eq. 3 never lowers AT by more than 25% (its maximum is at AC = AT/2).
+    assert_eq!(next_at(1000, 500, false, false), 750);
+    assert_eq!(next_at(1000, 0, false, false), 1000, "f(0) = 0");
+    // Eq. 7 approximates Eq. 3 with a shift: 1000 - (500 >> (9 - 8)) = 750.
+    assert_eq!(next_at(1000, 500, false, true), 750);
+    // Saturation is case 1 even if AC were below AT.
+    assert_eq!(next_at(100, 40, true, true), 70);
+}
+
+#[test]
+fn nc_saturates_at_four_bits_and_no_migration_below_nt() {
+    let (_, mut s) = figure2();
+    s.p.nt = 10;
+    for _ in 0..20 {
+        let o = s.event(5, 2, P, 2, 100, true);
+        assert_eq!(o.migrate_to, None, "the page already is on node 2");
+    }
+    assert_eq!(s.page(P).unwrap().nc, vec![0, 0, 15, 0]);
+    // Node 1 needs NC[1] - NC[2] >= 10 before P moves there.
+    let mut moved_after = None;
+    for k in 1..=40 {
+        if s.event(3, 1, P, 2, 100, true).migrate_to == Some(1) {
+            moved_after = Some(k);
+            break;
+        }
+    }
+    // Each event: NC[1] += 2, NC[2] -= 1: after 7 events NC = (14, 8): diff 6; after
+    // 8: (15, 7) = 8; after 9: (15, 6) = 9; after 10: (15, 5) = 10.
+    assert_eq!(moved_after, Some(10));
+}

@@ -1,0 +1,500 @@
+//! The simulator: replays a stream of accesses, each on the core its thread runs on,
+//! through the TLB, the page table and the memory system, and gives the policy its
+//! events. Threads keep their own clocks; simulated time is the clock of the thread
+//! furthest ahead, and the policy ticks every period of it.
+//!
+//! Threads are interleaved in the order of the input stream. More threads than PUs
+//! share PUs without modelling time-sharing: each thread only pays its own accesses.
+
+use crate::access::SimAccess;
+use crate::config::SimConfig;
+use crate::error::SimError;
+use crate::hash::FastMap;
+use crate::machine::Machine;
+use crate::memsys::MemSys;
+use crate::policy::{Actions, FaultEvent, FaultKind, Policy, PolicyCtx, TlbEvent, TlbEventKind};
+use crate::stats::SimReport;
+use crate::tlb::{Tlb, TlbEntry};
+use tdmap_topo::Topology;
+
+/// The policy's view of a simulator, borrowing only the fields it needs so that the
+/// policy itself can be borrowed mutably beside it.
+macro_rules! ctx {
+    ($s:expr) => {
+        PolicyCtx {
+            topo: $s.topo,
+            machine: &$s.machine,
+            threads: $s.clocks.len(),
+            thread_pu: &$s.thread_pu,
+            now: $s.now,
+            period: $s.period,
+        }
+    };
+}
+
+/// A page table entry.
+#[derive(Debug, Clone, Copy)]
+struct Pte {
+    node: u16,
+    present: bool,
+}
+
+/// One simulation run of one policy.
+pub struct Simulator<'t> {
+    topo: &'t Topology,
+    machine: Machine,
+    cfg: SimConfig,
+    policy: Box<dyn Policy>,
+    tlb_events: bool,
+    access_events: bool,
+    mem: MemSys,
+    tlbs: Vec<Tlb>,
+    pages: FastMap<u64, Pte>,
+    node_of_core: Vec<usize>,
+    thread_pu: Vec<usize>,
+    thread_core: Vec<usize>,
+    thread_node: Vec<usize>,
+    clocks: Vec<u64>,
+    now: u64,
+    period: u64,
+    next_tick: u64,
+    page_shift: u32,
+    line_shift: u32,
+    actions: Actions,
+    accesses: u64,
+    tlb_misses: u64,
+    faults: u64,
+    thread_migrations: u64,
+    page_migrations: u64,
+    ticks: u64,
+}
+
+impl<'t> Simulator<'t> {
+    /// A run of `policy` with `threads` threads on `topo`.
+    pub fn new(
+        topo: &'t Topology,
+        cfg: SimConfig,
+        mut policy: Box<dyn Policy>,
+        threads: usize,
+    ) -> Result<Self, SimError> {
+        if threads == 0 {
+            return Err(SimError::NoThreads);
+        }
+        check(&cfg)?;
+        let machine = Machine::new(topo, &cfg)?;
+        let ctx = PolicyCtx {
+            topo,
+            machine: &machine,
+            threads,
+            thread_pu: &[],
+            now: 0,
+            period: 1,
+        };
+        let thread_pu = policy.initial_mapping(&ctx);
+        let bad = |why: String| SimError::BadPolicyOutput {
+            policy: policy.name(),
+            why,
+        };
+        if thread_pu.len() != threads {
+            return Err(bad(format!(
+                "{} PUs for {threads} threads",
+                thread_pu.len()
+            )));
+        }
+        if let Some(&pu) = thread_pu.iter().find(|&&p| p >= machine.pus()) {
+            return Err(bad(format!(
+                "PU {pu}, beyond the machine's {}",
+                machine.pus()
+            )));
+        }
+        let period = cfg.tick_cycles.unwrap_or((machine.hz * 0.1) as u64).max(1);
+        let mut s = Simulator {
+            topo,
+            tlb_events: policy.wants_tlb_events(),
+            access_events: policy.wants_accesses(),
+            policy,
+            mem: MemSys::new(&machine, cfg.costs.control_bytes),
+            tlbs: (0..machine.cores())
+                .map(|_| Tlb::new(cfg.tlb_entries, cfg.tlb_ways))
+                .collect(),
+            pages: FastMap::default(),
+            node_of_core: node_of_core(&machine),
+            thread_core: vec![0; threads],
+            thread_node: vec![0; threads],
+            thread_pu,
+            clocks: vec![0; threads],
+            now: 0,
+            period,
+            next_tick: period,
+            page_shift: cfg.page_size.trailing_zeros(),
+            line_shift: machine.line.trailing_zeros(),
+            actions: Actions::default(),
+            accesses: 0,
+            tlb_misses: 0,
+            faults: 0,
+            thread_migrations: 0,
+            page_migrations: 0,
+            ticks: 0,
+            machine,
+            cfg,
+        };
+        for t in 0..threads {
+            s.place_thread(t, s.thread_pu[t]);
+        }
+        Ok(s)
+    }
+
+    fn place_thread(&mut self, t: usize, pu: usize) {
+        self.thread_pu[t] = pu;
+        self.thread_core[t] = self.machine.core_of_pu[pu];
+        self.thread_node[t] = self.machine.node_of_pu[pu];
+    }
+
+    /// Replays a chunk of the stream.
+    pub fn run_chunk(&mut self, chunk: &[SimAccess]) -> Result<(), SimError> {
+        for a in chunk {
+            self.step(a)?;
+        }
+        Ok(())
+    }
+
+    /// One access.
+    #[inline]
+    pub fn step(&mut self, a: &SimAccess) -> Result<(), SimError> {
+        let t = a.thread as usize;
+        if t >= self.clocks.len() {
+            return Err(SimError::ThreadOutOfRange {
+                thread: a.thread,
+                threads: self.clocks.len(),
+            });
+        }
+        self.accesses += 1;
+        let (core, node) = (self.thread_core[t], self.thread_node[t]);
+        let (home, mut lat) = self.translate(t, core, a.addr);
+        let first = a.addr >> self.line_shift;
+        let last = (a.addr + a.size.max(1) as u64 - 1) >> self.line_shift;
+        lat += self.mem.access(core, first, a.write, home, node);
+        if last != first {
+            lat += self.mem.access(core, last, a.write, home, node);
+        }
+        if self.access_events {
+            self.report_access(a, home, t);
+        }
+        self.clocks[t] += lat + self.cfg.costs.compute;
+        if self.clocks[t] > self.now {
+            self.now = self.clocks[t];
+            if self.now >= self.next_tick {
+                self.tick(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// The TLB and page table: the page's node, and the cycles of a walk or a fault.
+    #[inline]
+    fn translate(&mut self, t: usize, core: usize, addr: u64) -> (usize, u64) {
+        let page = addr >> self.page_shift;
+        let ac_max = self.cfg.ac_max;
+        if let Some(e) = self.tlbs[core].lookup(page, t as u32) {
+            e.ac = e.ac.saturating_add(1);
+            if e.ac < ac_max || !self.tlb_events {
+                return (e.node as usize, 0);
+            }
+            let ev = *e;
+            e.ac = 0;
+            self.report_tlb(ev, core, TlbEventKind::Saturated, t);
+            return (ev.node as usize, 0);
+        }
+        self.tlb_misses += 1;
+        let (node, cost) = self.walk(t, addr, page);
+        let victim = self.tlbs[core].insert(TlbEntry {
+            page,
+            node: node as u16,
+            thread: t as u32,
+            ac: 1,
+        });
+        if let (Some(v), true) = (victim, self.tlb_events) {
+            self.report_tlb(v, core, TlbEventKind::Evicted, t);
+        }
+        (node, cost + self.cfg.costs.page_walk)
+    }
+
+    /// A page walk; faults place or re-validate the page.
+    fn walk(&mut self, t: usize, addr: u64, page: u64) -> (usize, u64) {
+        let kind = match self.pages.get_mut(&page) {
+            Some(p) if p.present => return (p.node as usize, 0),
+            Some(p) => {
+                p.present = true;
+                FaultKind::Injected
+            }
+            None => {
+                let node = self.thread_node[t];
+                let ctx = ctx!(self);
+                let home = self.policy.place_page(&ctx, t as u32, page, node);
+                let home = home.min(self.machine.nodes() - 1);
+                self.pages.insert(
+                    page,
+                    Pte {
+                        node: home as u16,
+                        present: true,
+                    },
+                );
+                FaultKind::FirstTouch
+            }
+        };
+        self.faults += 1;
+        let page_node = self.pages[&page].node as usize;
+        let ev = FaultEvent {
+            thread: t as u32,
+            node: self.thread_node[t],
+            addr,
+            page,
+            page_node,
+            kind,
+        };
+        let mut out = std::mem::take(&mut self.actions);
+        let ctx = ctx!(self);
+        self.policy.on_fault(&ctx, &ev, &mut out);
+        self.apply(&mut out, t);
+        self.actions = out;
+        let node = self.pages[&page].node as usize;
+        let cost = match kind {
+            FaultKind::FirstTouch => self.cfg.costs.fault,
+            FaultKind::Injected => self.cfg.costs.injected_fault,
+        };
+        (node, cost)
+    }
+
+    #[cold]
+    fn report_access(&mut self, a: &SimAccess, page_node: usize, t: usize) {
+        let mut out = std::mem::take(&mut self.actions);
+        let ctx = ctx!(self);
+        self.policy.on_access(&ctx, a, page_node, &mut out);
+        self.apply(&mut out, t);
+        self.actions = out;
+    }
+
+    fn report_tlb(&mut self, e: TlbEntry, core: usize, kind: TlbEventKind, charge: usize) {
+        let page_node = self
+            .pages
+            .get(&e.page)
+            .map_or(e.node as usize, |p| p.node as usize);
+        let ev = TlbEvent {
+            thread: e.thread,
+            node: self.node_of_core[core],
+            page: e.page,
+            page_node,
+            ac: e.ac,
+            kind,
+        };
+        let mut out = std::mem::take(&mut self.actions);
+        let ctx = ctx!(self);
+        self.policy.on_tlb_event(&ctx, &ev, &mut out);
+        self.apply(&mut out, charge);
+        self.actions = out;
+    }
+
+    fn tick(&mut self, charge: usize) {
+        while self.now >= self.next_tick {
+            self.next_tick += self.period;
+            self.ticks += 1;
+            let mut out = std::mem::take(&mut self.actions);
+            let ctx = ctx!(self);
+            self.policy.on_tick(&ctx, &mut out);
+            self.apply(&mut out, charge);
+            self.actions = out;
+        }
+    }
+
+    /// Carries out a policy's requests; page migrations are charged to thread `charge`,
+    /// whose access triggered them.
+    fn apply(&mut self, out: &mut Actions, charge: usize) {
+        if out.is_empty() {
+            return;
+        }
+        for &(t, pu) in &out.thread_moves {
+            let t = t as usize;
+            if t < self.clocks.len() && pu < self.machine.pus() && self.thread_pu[t] != pu {
+                self.place_thread(t, pu);
+                self.clocks[t] += self.cfg.costs.thread_migration;
+                self.thread_migrations += 1;
+            }
+        }
+        for &(page, node) in &out.page_moves {
+            self.migrate_page(page, node, charge);
+        }
+        if out.inject_faults {
+            for p in self.pages.values_mut() {
+                p.present = false;
+            }
+            self.flush_tlbs();
+        }
+        out.clear();
+    }
+
+    fn migrate_page(&mut self, page: u64, node: usize, charge: usize) {
+        if node >= self.machine.nodes() {
+            return;
+        }
+        let Some(p) = self.pages.get_mut(&page) else {
+            return;
+        };
+        let from = p.node as usize;
+        if from == node {
+            return;
+        }
+        p.node = node as u16;
+        let lines = self.cfg.page_size >> self.line_shift;
+        self.mem.flush_lines(page * lines, lines);
+        for tlb in &mut self.tlbs {
+            while tlb.remove(page).is_some() {}
+        }
+        let (a, b) = (
+            self.machine.pkg_of_node[from],
+            self.machine.pkg_of_node[node],
+        );
+        if a == b {
+            self.mem.stats.traffic_intra += self.cfg.page_size;
+        } else {
+            self.mem.stats.traffic_inter += self.cfg.page_size;
+        }
+        self.clocks[charge] += self.cfg.costs.page_migration;
+        self.page_migrations += 1;
+    }
+
+    /// Shootdown of every TLB: the entries' counters are reported as evictions.
+    fn flush_tlbs(&mut self) {
+        for core in 0..self.tlbs.len() {
+            for e in self.tlbs[core].flush() {
+                if self.tlb_events {
+                    let page_node = self.pages.get(&e.page).map_or(0, |p| p.node as usize);
+                    let ev = TlbEvent {
+                        thread: e.thread,
+                        node: self.node_of_core[core],
+                        page: e.page,
+                        page_node,
+                        ac: e.ac,
+                        kind: TlbEventKind::Evicted,
+                    };
+                    let mut out = Actions::default();
+                    let ctx = ctx!(self);
+                    self.policy.on_tlb_event(&ctx, &ev, &mut out);
+                    for &(page, node) in &out.page_moves {
+                        self.migrate_page(page, node, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The machine model in use.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The PU each thread runs on now.
+    pub fn thread_pu(&self) -> &[usize] {
+        &self.thread_pu
+    }
+
+    /// The node a page lives on, if it was touched.
+    pub fn page_node(&self, page: u64) -> Option<usize> {
+        self.pages.get(&page).map(|p| p.node as usize)
+    }
+
+    /// The memory system (for inspection).
+    pub fn mem(&self) -> &MemSys {
+        &self.mem
+    }
+
+    /// Ends the run and gives its report.
+    pub fn finish(self) -> SimReport {
+        SimReport {
+            policy: self.policy.name(),
+            accesses: self.accesses,
+            cycles_max: self.clocks.iter().copied().max().unwrap_or(0),
+            cycles_total: self.clocks.iter().sum(),
+            thread_cycles: self.clocks,
+            mem: self.mem.stats,
+            tlb_misses: self.tlb_misses,
+            faults: self.faults,
+            thread_migrations: self.thread_migrations,
+            page_migrations: self.page_migrations,
+            ticks: self.ticks,
+        }
+    }
+}
+
+/// The node of each core: the node of its first PU.
+fn node_of_core(m: &Machine) -> Vec<usize> {
+    let mut out = vec![0; m.cores()];
+    for pu in (0..m.pus()).rev() {
+        out[m.core_of_pu[pu]] = m.node_of_pu[pu];
+    }
+    out
+}
+
+fn check(cfg: &SimConfig) -> Result<(), SimError> {
+    let bad = |why: &str| Err(SimError::BadConfig { why: why.into() });
+    if !cfg.page_size.is_power_of_two() || cfg.page_size < 64 {
+        return bad("the page size must be a power of two of at least 64 bytes");
+    }
+    if cfg.tlb_entries == 0 || cfg.tlb_ways == 0 {
+        return bad("the TLB needs at least one entry and one way");
+    }
+    if cfg.ac_max == 0 {
+        return bad("the access counter maximum must be positive");
+    }
+    Ok(())
+}
+
+/// Accesses per chunk when a whole stream is replayed: bounded memory, however long.
+pub const CHUNK: usize = 1 << 16;
+
+/// Runs one policy over a whole stream, chunk by chunk.
+pub fn simulate<I>(
+    topo: &Topology,
+    cfg: SimConfig,
+    policy: Box<dyn Policy>,
+    threads: usize,
+    stream: I,
+) -> Result<SimReport, SimError>
+where
+    I: IntoIterator<Item = SimAccess>,
+{
+    let ok = stream.into_iter().map(Ok::<_, SimError>);
+    let mut reports = simulate_many(topo, &cfg, vec![policy], threads, ok)?;
+    Ok(reports.remove(0))
+}
+
+/// Runs several policies over one pass of a fallible stream (a trace file being read):
+/// each chunk is read once and replayed under every policy, so memory stays bounded and
+/// the trace is read only once. The first error of the stream stops the run.
+pub fn simulate_many<I, E>(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    threads: usize,
+    stream: I,
+) -> Result<Vec<SimReport>, E>
+where
+    I: IntoIterator<Item = Result<SimAccess, E>>,
+    E: From<SimError>,
+{
+    let mut sims = policies
+        .into_iter()
+        .map(|p| Simulator::new(topo, cfg.clone(), p, threads))
+        .collect::<Result<Vec<_>, SimError>>()?;
+    let mut buf = Vec::with_capacity(CHUNK);
+    let mut stream = stream.into_iter().peekable();
+    while stream.peek().is_some() {
+        buf.clear();
+        for a in stream.by_ref().take(CHUNK) {
+            buf.push(a?);
+        }
+        for sim in &mut sims {
+            sim.run_chunk(&buf)?;
+        }
+    }
+    Ok(sims.into_iter().map(Simulator::finish).collect())
+}

@@ -1,0 +1,138 @@
+//! One core's TLB: set-associative, LRU, and with SAMMU's access counter (AC) and thread
+//! ID beside each entry (the "TLB access table" of SAMMU §2.2 and §2.6.1).
+//!
+//! Each entry also caches the node of its page, so a TLB hit needs no page-table lookup.
+//! Entries are tagged by thread: SMT siblings sharing a core's TLB hold separate entries
+//! for a page they both use, each with its own counter, as SAMMU's per-entry thread ID
+//! requires (the sibling's first access walks the page table instead of hitting).
+
+/// One TLB entry with its SAMMU fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlbEntry {
+    /// Virtual page number.
+    pub page: u64,
+    /// The node the page lives on.
+    pub node: u16,
+    /// The thread whose accesses the AC counts.
+    pub thread: u32,
+    /// SAMMU's access counter: accesses to the page through this entry.
+    pub ac: u32,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+/// A set-associative LRU TLB.
+#[derive(Debug, Clone)]
+pub struct Tlb {
+    ways: usize,
+    mask: usize,
+    slots: Vec<TlbEntry>,
+}
+
+impl Tlb {
+    /// A TLB of `entries` entries and `ways` ways; the set count is rounded down to a
+    /// power of two.
+    pub fn new(entries: u32, ways: u32) -> Self {
+        let ways = ways.clamp(1, entries.max(1)) as usize;
+        let sets = ((entries.max(1) as usize) / ways).max(1);
+        let sets = 1usize << (usize::BITS - 1 - sets.leading_zeros());
+        let empty = TlbEntry {
+            page: EMPTY,
+            node: 0,
+            thread: 0,
+            ac: 0,
+        };
+        Tlb {
+            ways,
+            mask: sets - 1,
+            slots: vec![empty; sets * ways],
+        }
+    }
+
+    #[inline(always)]
+    fn base(&self, page: u64) -> usize {
+        (page as usize & self.mask) * self.ways
+    }
+
+    /// Looks up a thread's entry for a page; on a hit, makes it the most recent.
+    #[inline(always)]
+    pub fn lookup(&mut self, page: u64, thread: u32) -> Option<&mut TlbEntry> {
+        let base = self.base(page);
+        let first = &self.slots[base];
+        if first.page == page && first.thread == thread {
+            return Some(&mut self.slots[base]);
+        }
+        let k = self.slots[base..base + self.ways]
+            .iter()
+            .position(|e| e.page == page && e.thread == thread)?;
+        self.slots[base..=base + k].rotate_right(1);
+        Some(&mut self.slots[base])
+    }
+
+    /// Inserts an absent page as the most recent; returns the evicted entry.
+    pub fn insert(&mut self, e: TlbEntry) -> Option<TlbEntry> {
+        let base = self.base(e.page);
+        let last = self.slots[base + self.ways - 1];
+        self.slots[base..base + self.ways].rotate_right(1);
+        self.slots[base] = e;
+        (last.page != EMPTY).then_some(last)
+    }
+
+    /// Removes one entry of a page (a shootdown removes them all by repeating this);
+    /// returns it if there was one.
+    pub fn remove(&mut self, page: u64) -> Option<TlbEntry> {
+        let base = self.base(page);
+        let k = self.slots[base..base + self.ways]
+            .iter()
+            .position(|e| e.page == page)?;
+        let e = self.slots[base + k];
+        self.slots[base + k..base + self.ways].rotate_left(1);
+        self.slots[base + self.ways - 1].page = EMPTY;
+        Some(e)
+    }
+
+    /// Empties the TLB, returning the entries it held.
+    pub fn flush(&mut self) -> Vec<TlbEntry> {
+        let out = self
+            .slots
+            .iter()
+            .filter(|e| e.page != EMPTY)
+            .copied()
+            .collect();
+        for e in &mut self.slots {
+            e.page = EMPTY;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(page: u64) -> TlbEntry {
+        TlbEntry {
+            page,
+            node: 0,
+            thread: 0,
+            ac: 0,
+        }
+    }
+
+    #[test]
+    fn sixty_four_entries_four_ways_is_sixteen_sets_with_lru() {
+        let mut t = Tlb::new(64, 4);
+        // Pages 0, 16, 32, 48 fill set 0; 64 evicts the least recent.
+        for p in [0, 16, 32, 48] {
+            assert_eq!(t.insert(entry(p)), None);
+        }
+        t.lookup(0, 0).unwrap().ac += 5;
+        assert_eq!(t.insert(entry(64)).map(|e| e.page), Some(16));
+        assert_eq!(t.lookup(0, 0).map(|e| e.ac), Some(5));
+        assert!(t.lookup(0, 1).is_none(), "another thread has its own entry");
+        assert!(t.lookup(16, 0).is_none());
+        assert_eq!(t.remove(32).map(|e| e.page), Some(32));
+        assert_eq!(t.flush().len(), 3);
+        assert!(t.lookup(0, 0).is_none());
+    }
+}

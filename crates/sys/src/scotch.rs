@@ -1,0 +1,203 @@
+//! The one foreign library that is not the kernel: libscotch's graph mapping, for the
+//! `drb` thread-mapping algorithm of tdmap-map (kMAF §3.4.1). It lives here because only
+//! this crate may use `unsafe`; the interface is plain slices, so tdmap-map stays pure.
+
+use crate::SysError;
+use scotch_sys as s;
+use std::mem::MaybeUninit;
+
+/// A sharing graph in compressed sparse rows, as Scotch wants it (base 0).
+#[derive(Debug, Clone, Default)]
+pub struct CsrGraph {
+    /// Start of each vertex's neighbours in `adjncy`, `n + 1` entries.
+    pub xadj: Vec<i32>,
+    /// Neighbour vertices; each edge appears in both directions.
+    pub adjncy: Vec<i32>,
+    /// Edge weights, one per `adjncy` entry, all positive.
+    pub adjwgt: Vec<i32>,
+}
+
+/// Maps `graph` onto a tree-leaf architecture with `sizes[l]` children per level
+/// (outermost first) and link cost `links[l]` at level `l`, by dual recursive
+/// bipartitioning. With `balance`, the strategy asks for strict load balance (0 %).
+/// Returns the target leaf (0-based, in tree order) of each vertex.
+pub fn scotch_map_tleaf(
+    graph: &CsrGraph,
+    sizes: &[i32],
+    links: &[i32],
+    balance: bool,
+) -> Result<Vec<i32>, SysError> {
+    let n = graph.xadj.len().saturating_sub(1);
+    if sizes.is_empty() || sizes.len() != links.len() || graph.adjncy.len() != graph.adjwgt.len() {
+        return Err(invalid("tleaf levels or graph arrays disagree"));
+    }
+    let parts: i64 = sizes.iter().map(|&x| i64::from(x)).product();
+    let mut out = vec![0i32; n];
+    if n == 0 {
+        return Ok(out);
+    }
+    let mut arch = Arch::tleaf(sizes, links)?;
+    let mut graph_h = Graph::build(graph)?;
+    let mut strat = Strat::map(parts, balance)?;
+    // SAFETY: all three objects were initialised by Scotch and outlive the call; `out`
+    // has one slot per graph vertex as SCOTCH_graphMap requires.
+    let rc = unsafe { s::SCOTCH_graphMap(&mut graph_h.0, &arch.0, &mut strat.0, out.as_mut_ptr()) };
+    check(rc, "SCOTCH_graphMap")?;
+    let _ = &mut arch;
+    Ok(out)
+}
+
+fn invalid(what: &str) -> SysError {
+    SysError::Invalid {
+        call: "scotch",
+        what: what.to_string(),
+    }
+}
+
+fn check(rc: i32, call: &'static str) -> Result<(), SysError> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(SysError::Invalid {
+            call,
+            what: format!("Scotch returned {rc}"),
+        })
+    }
+}
+
+struct Arch(s::SCOTCH_Arch);
+
+impl Arch {
+    fn tleaf(sizes: &[i32], links: &[i32]) -> Result<Arch, SysError> {
+        let mut raw = MaybeUninit::<s::SCOTCH_Arch>::uninit();
+        // SAFETY: SCOTCH_archInit initialises the structure when it returns 0.
+        check(
+            unsafe { s::SCOTCH_archInit(raw.as_mut_ptr()) },
+            "SCOTCH_archInit",
+        )?;
+        // SAFETY: initialised just above.
+        let mut arch = Arch(unsafe { raw.assume_init() });
+        let levels = sizes.len() as s::SCOTCH_Num;
+        // SAFETY: both arrays hold `levels` entries and Scotch copies them.
+        let rc =
+            unsafe { s::SCOTCH_archTleaf(&mut arch.0, levels, sizes.as_ptr(), links.as_ptr()) };
+        check(rc, "SCOTCH_archTleaf")?;
+        Ok(arch)
+    }
+}
+
+impl Drop for Arch {
+    fn drop(&mut self) {
+        // SAFETY: the architecture was initialised by SCOTCH_archInit.
+        unsafe { s::SCOTCH_archExit(&mut self.0) }
+    }
+}
+
+struct Graph(s::SCOTCH_Graph);
+
+impl Graph {
+    fn build(g: &CsrGraph) -> Result<Graph, SysError> {
+        let mut raw = MaybeUninit::<s::SCOTCH_Graph>::uninit();
+        // SAFETY: SCOTCH_graphInit initialises the structure when it returns 0.
+        check(
+            unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) },
+            "SCOTCH_graphInit",
+        )?;
+        // SAFETY: initialised just above.
+        let mut graph = Graph(unsafe { raw.assume_init() });
+        let n = (g.xadj.len() - 1) as s::SCOTCH_Num;
+        let edges = g.adjncy.len() as s::SCOTCH_Num;
+        // SAFETY: xadj has n+1 entries, adjncy and adjwgt `edges` entries; Scotch keeps
+        // pointers to them, and `g` outlives the graph because both live in
+        // scotch_map_tleaf's frame and the graph is dropped first.
+        let rc = unsafe {
+            s::SCOTCH_graphBuild(
+                &mut graph.0,
+                0,
+                n,
+                g.xadj.as_ptr(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                edges,
+                g.adjncy.as_ptr(),
+                g.adjwgt.as_ptr(),
+            )
+        };
+        check(rc, "SCOTCH_graphBuild")?;
+        Ok(graph)
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: the graph was initialised by SCOTCH_graphInit.
+        unsafe { s::SCOTCH_graphExit(&mut self.0) }
+    }
+}
+
+struct Strat(s::SCOTCH_Strat);
+
+impl Strat {
+    fn map(parts: i64, balance: bool) -> Result<Strat, SysError> {
+        let mut raw = MaybeUninit::<s::SCOTCH_Strat>::uninit();
+        // SAFETY: SCOTCH_stratInit initialises the structure when it returns 0.
+        check(
+            unsafe { s::SCOTCH_stratInit(raw.as_mut_ptr()) },
+            "SCOTCH_stratInit",
+        )?;
+        // SAFETY: initialised just above.
+        let mut strat = Strat(unsafe { raw.assume_init() });
+        if balance {
+            let flags = (s::SCOTCH_STRATQUALITY | s::SCOTCH_STRATBALANCE) as s::SCOTCH_Num;
+            // SAFETY: strat is initialised; the strategy string is built by Scotch.
+            let rc = unsafe {
+                s::SCOTCH_stratGraphMapBuild(&mut strat.0, flags, parts as s::SCOTCH_Num, 0.0)
+            };
+            check(rc, "SCOTCH_stratGraphMapBuild")?;
+        }
+        Ok(strat)
+    }
+}
+
+impl Drop for Strat {
+    fn drop(&mut self) {
+        // SAFETY: the strategy was initialised by SCOTCH_stratInit.
+        unsafe { s::SCOTCH_stratExit(&mut self.0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_pairs() -> CsrGraph {
+        // 0-1 and 2-3 share heavily, the rest lightly.
+        let w = |a: usize, b: usize| if a / 2 == b / 2 { 100 } else { 1 };
+        let mut g = CsrGraph::default();
+        g.xadj.push(0);
+        for a in 0..4 {
+            for b in 0..4 {
+                if a != b {
+                    g.adjncy.push(b as i32);
+                    g.adjwgt.push(w(a, b));
+                }
+            }
+            g.xadj.push(g.adjncy.len() as i32);
+        }
+        g
+    }
+
+    #[test]
+    fn pairs_land_under_the_same_package() {
+        let map = scotch_map_tleaf(&two_pairs(), &[2, 2], &[2, 1], true).unwrap();
+        assert_eq!(map[0] / 2, map[1] / 2, "{map:?}");
+        assert_eq!(map[2] / 2, map[3] / 2, "{map:?}");
+        assert_ne!(map[0] / 2, map[2] / 2, "{map:?}");
+    }
+
+    #[test]
+    fn mismatched_levels_are_rejected() {
+        assert!(scotch_map_tleaf(&two_pairs(), &[2, 2], &[1], false).is_err());
+    }
+}

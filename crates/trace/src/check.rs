@@ -1,0 +1,185 @@
+//! The invariant checker behind `tdmap trace-check`, in the spirit of drcachesim's
+//! invariant_checker: it reads the whole file, counts, and lists every problem it finds
+//! instead of stopping at the first one it can step over. It never panics.
+
+use crate::chunk::Chunk;
+use crate::reader::{Reader, Totals};
+use crate::types::{Header, ThreadInfo, TraceStatus};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::io::{Read, Seek};
+use std::path::Path;
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// Byte offset of the record at fault, when there is one.
+    pub offset: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What the checker found in one file.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckReport {
+    /// The header, if it could be read.
+    pub header: Option<Header>,
+    /// The thread table.
+    pub threads: Vec<ThreadInfo>,
+    /// Event frames read.
+    pub frames: u64,
+    /// Accesses read.
+    pub accesses: u64,
+    /// Of which stores.
+    pub writes: u64,
+    /// Faults read.
+    pub faults: u64,
+    /// Events per thread id.
+    pub per_thread: Vec<u64>,
+    /// Distinct NUMA nodes named by faults.
+    pub fault_nodes: Vec<u32>,
+    /// Totals of the end frame, absent for an unfinished trace.
+    pub totals: Option<Totals>,
+    /// Every broken invariant, in file order.
+    pub problems: Vec<Problem>,
+}
+
+impl CheckReport {
+    /// True when no invariant is broken.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn problem(&mut self, offset: Option<u64>, message: String) {
+        if self.problems.len() < 100 {
+            self.problems.push(Problem { offset, message });
+        }
+    }
+}
+
+/// Checks the trace file at `path`.
+pub fn check(path: impl AsRef<Path>) -> CheckReport {
+    match Reader::open(path) {
+        Ok(r) => check_reader(r),
+        Err(e) => failed_open(e),
+    }
+}
+
+/// Checks a trace held in memory (used by the fuzz tests).
+pub fn check_bytes(bytes: Vec<u8>) -> CheckReport {
+    match Reader::with_source(std::io::Cursor::new(bytes), "<memory>".into()) {
+        Ok(r) => check_reader(r),
+        Err(e) => failed_open(e),
+    }
+}
+
+fn failed_open(e: crate::TraceError) -> CheckReport {
+    let mut rep = CheckReport::default();
+    rep.problem(e.offset(), e.to_string());
+    rep
+}
+
+#[derive(Default)]
+struct Scan {
+    last_time: HashMap<u32, u64>,
+    cpu_node: HashMap<u32, u32>,
+}
+
+fn check_reader<R: Read + Seek>(mut r: Reader<R>) -> CheckReport {
+    let mut rep = CheckReport {
+        header: Some(r.header().clone()),
+        ..Default::default()
+    };
+    check_header(r.header(), &mut rep);
+    rep.per_thread = vec![0; r.header().threads.min(1 << 16) as usize];
+    let mut scan = Scan::default();
+    loop {
+        let at = r.offset();
+        match r.next_chunk() {
+            Ok(Some(c)) => check_chunk(c, at, &mut scan, &mut rep),
+            Ok(None) => break,
+            Err(e) => {
+                rep.problem(e.offset(), e.to_string());
+                break;
+            }
+        }
+    }
+    rep.threads = r.threads().to_vec();
+    rep.totals = r.totals();
+    if rep.totals.is_some() && !r.has_trailer() {
+        rep.problem(None, "end frame present but the trailer is missing".into());
+    }
+    check_end(r.header().status, &mut rep);
+    rep.fault_nodes = scan.cpu_node.values().copied().collect();
+    rep.fault_nodes.sort_unstable();
+    rep.fault_nodes.dedup();
+    rep
+}
+
+fn check_header(h: &Header, rep: &mut CheckReport) {
+    for (name, v) in [("page size", h.page_size), ("line size", h.line_size)] {
+        if !v.is_power_of_two() {
+            rep.problem(Some(20), format!("{name} {v} is not a power of two"));
+        }
+    }
+    if h.line_size > h.page_size {
+        rep.problem(Some(24), "line size exceeds page size".into());
+    }
+}
+
+fn check_chunk(c: &Chunk, at: u64, scan: &mut Scan, rep: &mut CheckReport) {
+    rep.frames += 1;
+    let t = c.thread();
+    if let Some(n) = rep.per_thread.get_mut(t as usize) {
+        *n += c.len() as u64;
+    }
+    let times = match c {
+        Chunk::Accesses(a) => {
+            rep.accesses += a.addrs.len() as u64;
+            rep.writes += a.writes.iter().filter(|&&w| w).count() as u64;
+            if a.sizes.contains(&0) {
+                rep.problem(Some(at), format!("thread {t}: an access of size 0"));
+            }
+            &a.times
+        }
+        Chunk::Faults(f) => {
+            rep.faults += f.addrs.len() as u64;
+            for (&cpu, &node) in f.cpus.iter().zip(&f.nodes) {
+                if *scan.cpu_node.entry(cpu).or_insert(node) != node {
+                    rep.problem(Some(at), format!("cpu {cpu} reported on two NUMA nodes"));
+                }
+            }
+            &f.times
+        }
+    };
+    let last = scan.last_time.entry(t).or_insert(0);
+    for &time in times {
+        if time < *last {
+            rep.problem(
+                Some(at),
+                format!("thread {t}: time goes back from {} to {time}", *last),
+            );
+            break;
+        }
+        *last = time;
+    }
+}
+
+fn check_end(status: TraceStatus, rep: &mut CheckReport) {
+    let mut ids: Vec<u32> = rep.threads.iter().map(|t| t.id).collect();
+    ids.sort_unstable();
+    if ids.windows(2).any(|w| w[0] == w[1]) {
+        rep.problem(None, "thread table names a thread id twice".into());
+    }
+    match (status, rep.totals) {
+        (TraceStatus::Complete, None) => rep.problem(
+            None,
+            "status is Complete but the end frame is missing".into(),
+        ),
+        (TraceStatus::Incomplete, Some(_)) => rep.problem(
+            Some(crate::codec::STATUS_AT),
+            "end frame present but status is Incomplete".into(),
+        ),
+        _ => {}
+    }
+}

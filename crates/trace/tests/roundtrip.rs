@@ -1,0 +1,389 @@
+//! Round trips through the writer and reader, and the errors for damaged files.
+
+use std::sync::Arc;
+use tdmap_trace::*;
+
+fn access(thread: u32, i: u64) -> Access {
+    Access {
+        thread,
+        addr: 0x1000 + i * 8,
+        size: 8,
+        write: i.is_multiple_of(3),
+        time: i,
+    }
+}
+
+fn fault(thread: u32, i: u64) -> Fault {
+    Fault {
+        thread,
+        addr: 0x7000 + i * 4096,
+        cpu: thread,
+        node: thread / 2,
+        time: i,
+    }
+}
+
+/// Writes a 4-thread trace (accesses from threads 0..3 concurrently, faults from 3).
+fn sample(path: &std::path::Path) {
+    let mut h = Header::new(vec!["prog".into(), "--arg".into()], "xeon-x7550-4s");
+    h.threads = 4;
+    let w = Arc::new(Writer::create(path, h).unwrap());
+    let handles: Vec<_> = (0..3u32)
+        .map(|t| {
+            let w = Arc::clone(&w);
+            std::thread::spawn(move || {
+                for batch in 0..4u64 {
+                    let v: Vec<Access> = (batch * 100..batch * 100 + 100)
+                        .map(|i| access(t, i))
+                        .collect();
+                    w.append_accesses(t, &v).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let f: Vec<Fault> = (0..10).map(|i| fault(3, i)).collect();
+    w.append_faults(3, &f).unwrap();
+    let threads = (0..4)
+        .map(|id| ThreadInfo {
+            id,
+            os_tid: 100 + id as i32,
+            cpu: Some(id),
+        })
+        .collect();
+    w.set_threads(threads).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+}
+
+#[test]
+fn many_writer_threads_round_trip_in_per_thread_order() {
+    let dir = tempdir();
+    let p = dir.join("t.trace");
+    sample(&p);
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().program, vec!["prog", "--arg"]);
+    assert_eq!(r.header().machine, "xeon-x7550-4s");
+    assert_eq!(r.header().status, TraceStatus::Complete);
+    assert_eq!(r.header().threads, 4);
+    assert_eq!(r.threads().len(), 4, "threads known before the first event");
+    assert_eq!(
+        r.threads()[2],
+        ThreadInfo {
+            id: 2,
+            os_tid: 102,
+            cpu: Some(2)
+        }
+    );
+    let mut per: Vec<Vec<Event>> = vec![Vec::new(); 4];
+    for ev in r.events() {
+        let ev = ev.unwrap();
+        let t = match ev {
+            Event::Access(a) => a.thread,
+            Event::Fault(f) => f.thread,
+        };
+        per[t as usize].push(ev);
+    }
+    for t in 0..3 {
+        let want: Vec<Event> = (0..400).map(|i| Event::Access(access(t, i))).collect();
+        assert_eq!(per[t as usize], want);
+    }
+    let want: Vec<Event> = (0..10).map(|i| Event::Fault(fault(3, i))).collect();
+    assert_eq!(per[3], want);
+    let rep = check(&p);
+    assert!(rep.ok(), "{:?}", rep.problems);
+    assert_eq!((rep.accesses, rep.faults, rep.frames), (1200, 10, 13));
+    assert_eq!(rep.writes, 3 * 134);
+    assert_eq!(
+        rep.totals,
+        Some(Totals {
+            accesses: 1200,
+            faults: 10
+        })
+    );
+}
+
+#[test]
+fn unfinished_writer_leaves_a_readable_incomplete_trace_with_threads_counted() {
+    let dir = tempdir();
+    let p = dir.join("t.trace");
+    {
+        let w = Writer::create(&p, Header::new(vec!["x".into()], "m")).unwrap();
+        w.append_accesses(5, &[access(5, 1)]).unwrap();
+    }
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().status, TraceStatus::Incomplete);
+    assert_eq!(
+        r.header().threads,
+        6,
+        "the writer patches the count as threads appear"
+    );
+    assert_eq!(r.events().count(), 1);
+    assert!(check(&p).ok());
+}
+
+#[test]
+fn writer_refuses_use_after_finish() {
+    let dir = tempdir();
+    let w = Writer::create(dir.join("t"), Header::new(vec![], "m")).unwrap();
+    w.finish(TraceStatus::Crashed).unwrap();
+    assert!(matches!(
+        w.append_accesses(0, &[access(0, 0)]),
+        Err(TraceError::Finished)
+    ));
+    assert_eq!(
+        Reader::open(dir.join("t")).unwrap().header().status,
+        TraceStatus::Crashed
+    );
+}
+
+fn read_all(bytes: Vec<u8>) -> Result<usize> {
+    let mut r = Reader::with_source(std::io::Cursor::new(bytes), "mem".into())?;
+    let mut n = 0;
+    while let Some(c) = r.next_chunk()? {
+        n += c.len();
+    }
+    Ok(n)
+}
+
+#[test]
+fn truncation_names_the_byte_offset_of_the_cut_frame() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let bytes = std::fs::read(&p).unwrap();
+    let cut = bytes[..bytes.len() - 40].to_vec();
+    let err = read_all(cut).unwrap_err();
+    assert!(matches!(err, TraceError::Truncated { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("at byte"), "{msg}");
+    assert!(err.offset().unwrap() > 0);
+}
+
+#[test]
+fn flipped_payload_byte_is_a_checksum_error_at_its_frame() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let first_frame = Reader::open(&p).unwrap().offset();
+    bytes[first_frame as usize + 30] ^= 0x40;
+    let err = read_all(bytes).unwrap_err();
+    assert_eq!(err.offset(), Some(first_frame), "{err}");
+    assert!(err.to_string().contains("checksum"));
+}
+
+#[test]
+fn wrong_version_is_named() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[8] = 9;
+    let err = read_all(bytes).unwrap_err();
+    assert!(matches!(err, TraceError::Version { found: 9, .. }), "{err}");
+    assert!(err.to_string().contains("byte 8"));
+}
+
+#[test]
+fn header_counting_fewer_threads_than_the_events_use_is_an_error() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[16..20].copy_from_slice(&3u32.to_le_bytes());
+    let err = read_all(bytes.clone()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TraceError::ThreadOutOfRange {
+                thread: 3,
+                threads: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let rep = check_bytes(bytes);
+    assert!(!rep.ok());
+    assert!(rep.problems[0].message.contains("thread id 3"));
+}
+
+#[test]
+fn not_a_trace() {
+    let err = read_all(b"hello world, this is not a trace at all".to_vec()).unwrap_err();
+    assert!(matches!(err, TraceError::NotATrace));
+    assert!(matches!(
+        read_all(b"TDMAP".to_vec()).unwrap_err(),
+        TraceError::Truncated { offset: 0, .. }
+    ));
+}
+
+#[test]
+fn checker_flags_time_going_back_and_zero_sizes() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
+    let mut a = vec![access(0, 5), access(0, 2)];
+    a[1].size = 0;
+    w.append_accesses(0, &a).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    let rep = check(&p);
+    let msgs: Vec<_> = rep.problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(msgs.iter().any(|m| m.contains("size 0")));
+    assert!(msgs.iter().any(|m| m.contains("time goes back")));
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "tdmap-trace-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn addresses_only_mode_keeps_addresses_and_drops_the_rest() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut r = Reader::open(&p).unwrap();
+    r.set_addresses_only(true);
+    let mut addrs = Vec::new();
+    let mut faults = 0;
+    while let Some(c) = r.next_chunk().unwrap() {
+        match c {
+            Chunk::Accesses(a) if a.thread == 1 => {
+                assert!(a.times.is_empty() && a.sizes.is_empty() && a.writes.is_empty());
+                addrs.extend_from_slice(&a.addrs);
+            }
+            Chunk::Faults(f) => faults += f.nodes.len(),
+            _ => {}
+        }
+    }
+    let want: Vec<u64> = (0..400).map(|i| access(1, i).addr).collect();
+    assert_eq!(addrs, want);
+    assert_eq!(faults, 10, "faults keep every column");
+}
+
+#[test]
+fn prefetching_reader_yields_the_same_chunks_and_errors() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    sample(&p);
+    let mut plain = Reader::open(&p).unwrap();
+    let mut want = Vec::new();
+    while let Some(c) = plain.next_chunk().unwrap() {
+        want.push(c.clone());
+    }
+    let mut pre = Reader::open(&p).unwrap().prefetch();
+    assert_eq!(pre.header().threads, 4);
+    let mut got = Vec::new();
+    while let Some(c) = pre.next_chunk().unwrap() {
+        got.push(c.clone());
+    }
+    assert_eq!(got, want);
+    assert_eq!(
+        pre.totals(),
+        Some(Totals {
+            accesses: 1200,
+            faults: 10
+        })
+    );
+    assert!(pre.next_chunk().unwrap().is_none());
+
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - 60);
+    std::fs::write(&p, bytes).unwrap();
+    let mut pre = Reader::open(&p).unwrap().prefetch();
+    let err = loop {
+        match pre.next_chunk() {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("a cut trace must fail"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, TraceError::Truncated { .. }), "{err}");
+}
+
+/// A version-1 trace written before V2 existed: readers must keep reading it.
+#[test]
+fn version_1_fixture_still_reads() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-small.trace");
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().version, 1);
+    assert_eq!(r.header().program, vec!["v1", "fixture"]);
+    assert_eq!(
+        r.threads()[0],
+        ThreadInfo {
+            id: 0,
+            os_tid: 10,
+            cpu: Some(0)
+        }
+    );
+    let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+    assert_eq!(evs.len(), 151);
+    assert_eq!(
+        evs[99],
+        Event::Access(Access {
+            thread: 0,
+            addr: 0x1000 + 99 * 24,
+            size: 4,
+            write: false,
+            time: 99
+        })
+    );
+    assert_eq!(
+        evs[149],
+        Event::Access(Access {
+            thread: 1,
+            addr: 0x9000 - 49 * 8,
+            size: 8,
+            write: false,
+            time: 59
+        })
+    );
+    assert_eq!(
+        evs[150],
+        Event::Fault(Fault {
+            thread: 1,
+            addr: 0x7000,
+            cpu: 3,
+            node: 1,
+            time: 99
+        })
+    );
+    assert!(check(&p).ok());
+}
+
+#[test]
+fn new_traces_are_version_2_and_keep_descending_addresses() {
+    let dir = tempdir();
+    let p = dir.join("t");
+    let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
+    let a: Vec<Access> = [u64::MAX, 0, 5, 3, 1 << 63]
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| Access {
+            thread: 0,
+            addr,
+            size: 1,
+            write: false,
+            time: i as u64,
+        })
+        .collect();
+    w.append_accesses(0, &a).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    let r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().version, 2);
+    let got: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+    let want: Vec<Event> = a.into_iter().map(Event::Access).collect();
+    assert_eq!(got, want);
+}

@@ -1,0 +1,272 @@
+//! `tdmap analyze`: read a trace, build the sharing model, and report kMAF §2.2's
+//! metrics, the top sharing pairs, a heatmap of the matrix and a verdict in §2.3's terms.
+
+mod heatmap;
+mod report;
+
+use crate::exit::{input, OK};
+use anyhow::{Context, Result};
+use report::Report;
+use std::io::Write;
+use std::path::PathBuf;
+use tdmap_sharing::{Metric, SharingModel, TableConfig};
+use tdmap_trace::{Chunk, Prefetch, Reader};
+
+/// Arguments of `tdmap analyze`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace file to analyse.
+    trace: PathBuf,
+    /// Page size for exclusivity: 4K, 2M or a number of bytes (power of two).
+    /// Default: both 4K and 2M.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    page_size: Option<u64>,
+    /// Which sharing matrix the pairs and heatmap show: accesses to shared blocks, or
+    /// amount of shared memory (the trace paper's two metrics).
+    #[arg(long, value_enum, default_value = "accesses")]
+    metric: MetricArg,
+    /// Sharing pairs to list.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Write the matrix as a heatmap image (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    heatmap: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    machine: super::MachineArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum MetricArg {
+    Accesses,
+    Amount,
+}
+
+/// Parses 4K, 2M, 1G or a plain number of bytes.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_uppercase();
+    let (num, mul) = match t.strip_suffix(['K', 'M', 'G']) {
+        Some(n) => (
+            n,
+            1u64 << (10 * (1 + "KMG".find(t.chars().last().unwrap_or('K')).unwrap_or(0))),
+        ),
+        None => (t.as_str(), 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .map(|n| n * mul)
+        .filter(|v| v.is_power_of_two() && *v >= 64)
+        .ok_or_else(|| {
+            format!("invalid page size {s:?}: give 4K, 2M or a power of two of at least 64")
+        })
+}
+
+/// Runs `tdmap analyze`.
+pub fn run(args: Args) -> Result<i32> {
+    let name = args.trace.display().to_string();
+    let mut reader = Reader::open(&args.trace).map_err(|e| input(format!("{name}: {e}")))?;
+    reader.set_addresses_only(true);
+    let topo = load_machine(&args.machine, reader.header().machine.as_str())?;
+    let sizes = args.page_size.map_or(vec![4096, 2 << 20], |p| vec![p]);
+    let threads = reader.header().threads as usize;
+    let nodes = thread_nodes(&reader, &topo, threads);
+    let header = reader.header().clone();
+    let mut reader = reader.prefetch();
+    let model = build_model(&mut reader, &topo, &nodes, sizes[0].min(4096))
+        .map_err(|e| input(format!("{name}: {e:#}")))?;
+    let metric = match args.metric {
+        MetricArg::Accesses => Metric::Accesses,
+        MetricArg::Amount => Metric::Amount,
+    };
+    let mut rep = Report::new(&name, &header, &model, &topo, &sizes, metric, args.top)?;
+    rep.set_thread_nodes(nodes);
+    if let Some(path) = &args.heatmap {
+        write_heatmap(path, &args.trace, &model, metric)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&rep)?)?;
+    } else {
+        write!(out, "{}", rep.text())?;
+    }
+    Ok(OK)
+}
+
+/// The machine named by `--machine`, else the one recorded in the trace if tdmap knows
+/// it, else this machine.
+pub(super) fn load_machine(
+    args: &super::MachineArgs,
+    recorded: &str,
+) -> Result<tdmap_topo::Topology> {
+    if args.machine.is_some() {
+        return args.load().map_err(input);
+    }
+    let spec = tdmap_topo::MachineSpec::parse(recorded);
+    match spec.load(args.distances.as_deref()) {
+        Ok(t) if !recorded.is_empty() => Ok(t),
+        _ => args.load().map_err(input),
+    }
+}
+
+/// Places thread t on the node of the CPU it ran on, if recorded and on this machine;
+/// else spreads threads over the nodes in blocks (t·N/T), as a compact mapping would.
+pub(super) fn thread_nodes(
+    reader: &Reader,
+    topo: &tdmap_topo::Topology,
+    threads: usize,
+) -> Vec<u32> {
+    let nodes = topo.num_nodes().max(1);
+    (0..threads)
+        .map(|t| {
+            let cpu = reader
+                .threads()
+                .iter()
+                .find(|i| i.id as usize == t)
+                .and_then(|i| i.cpu);
+            cpu.and_then(|c| topo.pu_by_os(c as usize))
+                .map_or(t * nodes / threads.max(1), |pu| topo.node_of_pu(pu)) as u32
+        })
+        .collect()
+}
+
+/// Feeds the whole trace to a model. Exact traces share per cache line; a trace of
+/// page-fault samples uses kMAF's 1 KiB sub-blocks (chosen from the first chunk).
+pub(super) fn build_model(
+    reader: &mut Prefetch,
+    topo: &tdmap_topo::Topology,
+    nodes: &[u32],
+    page: u64,
+) -> Result<SharingModel> {
+    let threads = reader.header().threads as usize;
+    let line = (reader.header().line_size as u64).clamp(1, page);
+    let mut model: Option<SharingModel> = None;
+    let mut progress = Progress::new();
+    while let Some(chunk) = reader.next_chunk()? {
+        progress.add(chunk.len() as u64);
+        let m = match &mut model {
+            Some(m) => m,
+            None => {
+                let mut cfg = match chunk {
+                    Chunk::Accesses(_) => TableConfig {
+                        sub_block: line,
+                        ..TableConfig::exact(topo.num_nodes().max(1))
+                    },
+                    Chunk::Faults(_) => TableConfig::page_faults(topo.num_nodes().max(1)),
+                };
+                cfg.page_size = page;
+                cfg.sub_block = cfg.sub_block.min(page);
+                model.insert(SharingModel::new(cfg, threads, nodes)?)
+            }
+        };
+        m.feed(chunk)
+            .context("the trace does not fit the machine; pass --machine")?;
+    }
+    match model {
+        Some(m) => Ok(m),
+        None => Ok(SharingModel::new(
+            TableConfig::exact(topo.num_nodes().max(1)),
+            threads,
+            nodes,
+        )?),
+    }
+}
+
+/// A spinner counting events on stderr, shown only once reading has taken 2 s (indicatif
+/// draws nothing when stderr is not a terminal).
+struct Progress {
+    start: std::time::Instant,
+    events: u64,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            start: std::time::Instant::now(),
+            events: 0,
+            bar: None,
+        }
+    }
+
+    fn add(&mut self, n: u64) {
+        self.events += n;
+        if self.bar.is_none() && self.start.elapsed().as_secs() >= 2 {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"),
+            );
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{} M events read", self.events / 1_000_000));
+            bar.tick();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn write_heatmap(
+    path: &PathBuf,
+    trace: &PathBuf,
+    model: &SharingModel,
+    metric: Metric,
+) -> Result<()> {
+    if path == trace {
+        return Err(input(format!(
+            "--heatmap {} would overwrite the trace; name another file",
+            path.display()
+        )));
+    }
+    let m = model.matrix(metric);
+    let cells = m.to_f64_rows();
+    let (title, unit) = match metric {
+        Metric::Accesses => ("Sharing: accesses to shared blocks", "accesses"),
+        Metric::Amount => ("Sharing: shared memory", "bytes"),
+    };
+    let h = heatmap::Heatmap {
+        n: m.n(),
+        cells: &cells,
+        title,
+        unit,
+    };
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let bytes = match ext.as_str() {
+        "png" => h.png()?,
+        "svg" => h.svg().into_bytes(),
+        _ => {
+            return Err(input(format!(
+                "--heatmap {}: name a .png or .svg file",
+                path.display()
+            )))
+        }
+    };
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn page_sizes_parse() {
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert!(parse_size("3K").is_err());
+        assert!(parse_size("x").is_err());
+    }
+}

@@ -1,0 +1,213 @@
+//! Reading the runtime's raw chunk file (see crates/rt/src/wire.rs) and the control file.
+
+// One definition of the wire format for both sides; the binary uses only part of it.
+#[allow(dead_code)]
+#[path = "../../../crates/rt/src/wire.rs"]
+pub mod wire;
+
+use std::io::{self, Read};
+use wire::{ChunkHeader, HEADER_BYTES};
+
+/// One decoded chunk of the raw data file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RawEvent {
+    /// A thread registered: its id, OS tid and time.
+    Thread { id: u32, os_tid: u64, time: u64 },
+    /// A batch of packed records of one thread.
+    Accesses(RawChunk),
+    /// A thread finished; `filtered` accesses were dropped by the line filter.
+    End { thread: u32, filtered: u64 },
+}
+
+/// One thread's access chunk as the runtime flushed it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RawChunk {
+    /// The thread's id.
+    pub thread: u32,
+    /// Clock readings, one per [`wire::TICK_EVERY`] records.
+    pub ticks: Vec<u64>,
+    /// The flush time.
+    pub t1: u64,
+    /// Packed access records, each first-touch one followed by a CPU word.
+    pub records: Vec<u64>,
+}
+
+impl RawChunk {
+    /// Shifts every time so that `base` becomes 0.
+    pub fn rebase(&mut self, base: u64) {
+        self.ticks
+            .iter_mut()
+            .for_each(|t| *t = t.saturating_sub(base));
+        self.t1 = self.t1.saturating_sub(base);
+    }
+}
+
+/// Streams [`RawEvent`]s; stops at the first torn or foreign chunk and remembers it.
+pub struct RawReader<R> {
+    src: R,
+    /// True when the file ended inside a chunk or held a bad header (a failed write).
+    pub torn: bool,
+}
+
+impl<R: Read> RawReader<R> {
+    /// Reads chunks from `src`.
+    pub fn new(src: R) -> Self {
+        RawReader { src, torn: false }
+    }
+
+    /// The next chunk, None at the end (or at a torn chunk, setting `torn`).
+    pub fn next_event(&mut self) -> io::Result<Option<RawEvent>> {
+        let mut hb = [0u8; HEADER_BYTES];
+        match read_full(&mut self.src, &mut hb)? {
+            0 => return Ok(None),
+            n if n < HEADER_BYTES => return self.tear(),
+            _ => {}
+        }
+        let Some(h) = ChunkHeader::decode(&hb) else {
+            return self.tear();
+        };
+        let ev = match h.kind {
+            wire::KIND_THREAD => RawEvent::Thread {
+                id: h.thread,
+                os_tid: h.extra,
+                time: h.t0,
+            },
+            wire::KIND_END => RawEvent::End {
+                thread: h.thread,
+                filtered: h.extra,
+            },
+            wire::KIND_ACCESS if h.count as usize <= wire::CHUNK_RECORDS => {
+                let mut bytes = vec![0u8; (wire::TICKS + h.count as usize) * 8];
+                if read_full(&mut self.src, &mut bytes)? < bytes.len() {
+                    return self.tear();
+                }
+                let mut words = bytes
+                    .chunks_exact(8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
+                let ticks = words.by_ref().take(wire::TICKS).collect();
+                RawEvent::Accesses(RawChunk {
+                    thread: h.thread,
+                    ticks,
+                    t1: h.t1,
+                    records: words.collect(),
+                })
+            }
+            _ => return self.tear(),
+        };
+        Ok(Some(ev))
+    }
+
+    fn tear(&mut self) -> io::Result<Option<RawEvent>> {
+        self.torn = true;
+        Ok(None)
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(src: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match src.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The time of record `i` of `n` in a chunk: spread evenly between the clock ticks
+/// around it (the runtime reads the clock once per `TICK_EVERY` records).
+pub fn time_of(ticks: &[u64], t1: u64, i: usize, n: usize) -> u64 {
+    let k = i / wire::TICK_EVERY;
+    let first = k * wire::TICK_EVERY;
+    let next = first + wire::TICK_EVERY;
+    let end = if next < n { ticks[k + 1] } else { t1 };
+    interpolate(ticks[k], end.max(ticks[k]), i - first, next.min(n) - first)
+}
+
+/// Spreads `n` records evenly over `t0..t1`.
+fn interpolate(t0: u64, t1: u64, i: usize, n: usize) -> u64 {
+    // Spans are nanoseconds within one tick and i < TICK_EVERY, so u64 cannot overflow.
+    let span = t1
+        .saturating_sub(t0)
+        .min(u64::MAX / wire::TICK_EVERY as u64);
+    t0 + span * i as u64 / n.max(1) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(kind: u32, thread: u32, count: u32, extra: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [wire::MAGIC, kind, thread, count] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        for v in [10u64, 20, extra] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn reads_thread_access_and_end_chunks() {
+        let mut f = header(wire::KIND_THREAD, 0, 0, 4242);
+        f.extend(header(wire::KIND_ACCESS, 0, 2, 0));
+        f.extend([0u8; wire::TICKS * 8]);
+        f.extend(wire::pack(0x1000, 3, true, true).to_ne_bytes());
+        f.extend(wire::pack(0x1008, 2, false, false).to_ne_bytes());
+        f.extend(header(wire::KIND_END, 0, 0, 5));
+        let mut r = RawReader::new(&f[..]);
+        assert_eq!(
+            r.next_event().unwrap(),
+            Some(RawEvent::Thread {
+                id: 0,
+                os_tid: 4242,
+                time: 10
+            })
+        );
+        let Some(RawEvent::Accesses(RawChunk { records, .. })) = r.next_event().unwrap() else {
+            panic!("no accesses")
+        };
+        assert_eq!(wire::unpack(records[1]).addr, 0x1008);
+        assert_eq!(
+            r.next_event().unwrap(),
+            Some(RawEvent::End {
+                thread: 0,
+                filtered: 5
+            })
+        );
+        assert_eq!(r.next_event().unwrap(), None);
+        assert!(!r.torn);
+    }
+
+    #[test]
+    fn a_truncated_chunk_is_reported_as_torn() {
+        let mut f = header(wire::KIND_ACCESS, 1, 4, 0);
+        f.extend([0u8; wire::TICKS * 8]);
+        f.extend(wire::pack(0x1000, 3, true, false).to_ne_bytes());
+        let mut r = RawReader::new(&f[..]);
+        assert_eq!(r.next_event().unwrap(), None);
+        assert!(r.torn);
+    }
+
+    #[test]
+    fn interpolation_stays_within_the_chunk() {
+        assert_eq!(interpolate(100, 200, 0, 4), 100);
+        assert_eq!(interpolate(100, 200, 2, 4), 150);
+        assert!(interpolate(100, 200, 3, 4) < 200);
+        assert_eq!(interpolate(5, 5, 3, 4), 5);
+    }
+
+    #[test]
+    fn record_times_follow_the_ticks() {
+        let e = wire::TICK_EVERY;
+        let ticks = [1000, 2000, 0, 0];
+        assert_eq!(time_of(&ticks, 5000, 0, e + 10), 1000);
+        assert_eq!(time_of(&ticks, 5000, e / 2, e + 10), 1500);
+        assert_eq!(time_of(&ticks, 5000, e, e + 10), 2000);
+        assert!(time_of(&ticks, 5000, e + 9, e + 10) < 5000);
+    }
+}

@@ -1,0 +1,311 @@
+//! `tdmap analyze` and `tdmap trace-check` run as a user would, on traces written here:
+//! good traces give reports, damaged ones exit 2 with one line naming the byte offset.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tdmap_sharing::patterns::{generate, Pattern};
+use tdmap_trace::{Access, Header, TraceStatus, Writer};
+
+fn tdmap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "tdmap-cli-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// An 8-thread trace of `p`.
+fn trace(p: Pattern, path: &Path) {
+    let mut h = Header::new(vec!["gen".into()], "xeon-x7550-4s");
+    h.threads = 8;
+    let w = Writer::create(path, h).unwrap();
+    let mut time = 0;
+    for (t, addrs) in generate(p, 8, 50, 64, 3) {
+        let v: Vec<Access> = addrs
+            .into_iter()
+            .map(|addr| {
+                time += 1;
+                Access {
+                    thread: t,
+                    addr,
+                    size: 8,
+                    write: false,
+                    time,
+                }
+            })
+            .collect();
+        w.append_accesses(t, &v).unwrap();
+    }
+    w.finish(TraceStatus::Complete).unwrap();
+}
+
+fn assert_one_line_exit_2(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("tdmap: "), "{err}");
+    assert!(err.contains(needle), "{err} should contain {needle}");
+}
+
+#[test]
+fn corrupted_trace_exits_2_naming_the_byte_offset() {
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::Pairs, &p);
+    let mut b = std::fs::read(&p).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0xff;
+    std::fs::write(&p, &b).unwrap();
+    let out = tdmap(&["analyze", p.to_str().unwrap(), "--machine", "xeon-x7550-4s"]);
+    assert_one_line_exit_2(&out, "at byte ");
+    let chk = tdmap(&["trace-check", p.to_str().unwrap()]);
+    assert_eq!(chk.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&chk.stdout).contains("PROBLEM at byte"));
+}
+
+#[test]
+fn truncated_wrong_version_and_undercounted_threads_exit_2() {
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::Pairs, &p);
+    let good = std::fs::read(&p).unwrap();
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: [(&str, Damage, &str); 3] = [
+        (
+            "cut",
+            Box::new(|b: &mut Vec<u8>| b.truncate(b.len() - 100)),
+            "truncated at byte",
+        ),
+        (
+            "version",
+            Box::new(|b: &mut Vec<u8>| b[8] = 7),
+            "version 7 at byte 8",
+        ),
+        (
+            "threads",
+            Box::new(|b: &mut Vec<u8>| b[16..20].copy_from_slice(&7u32.to_le_bytes())),
+            "thread id 7 but the header says 7 threads",
+        ),
+    ];
+    for (name, damage, needle) in cases {
+        let mut b = good.clone();
+        damage(&mut b);
+        let q = d.join(name);
+        std::fs::write(&q, b).unwrap();
+        assert_one_line_exit_2(
+            &tdmap(&["analyze", q.to_str().unwrap(), "--machine", "xeon-x7550-4s"]),
+            needle,
+        );
+    }
+}
+
+#[test]
+fn missing_trace_and_bad_heatmap_name_exit_2() {
+    assert_one_line_exit_2(
+        &tdmap(&["analyze", "/nonexistent/x.trace"]),
+        "/nonexistent/x.trace",
+    );
+    assert_one_line_exit_2(
+        &tdmap(&["trace-check", "/nonexistent/x.trace"]),
+        "/nonexistent/x.trace",
+    );
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::Pairs, &p);
+    let h = d.join("h.jpg");
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "xeon-x7550-4s",
+        "--heatmap",
+        h.to_str().unwrap(),
+    ]);
+    assert_one_line_exit_2(&out, ".png or .svg");
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "xeon-x7550-4s",
+        "--heatmap",
+        p.to_str().unwrap(),
+    ]);
+    assert_one_line_exit_2(&out, "overwrite the trace");
+    assert!(
+        tdmap(&["trace-check", p.to_str().unwrap()])
+            .status
+            .success(),
+        "the trace is intact"
+    );
+}
+
+#[test]
+fn analyze_pairs_reports_pairs_and_writes_png_and_svg() {
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::Pairs, &p);
+    let png = d.join("m.png");
+    let svg = d.join("m.svg");
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "xeon-x7550-4s",
+        "--json",
+        "--heatmap",
+        png.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["threads"], 8);
+    assert_eq!(v["nodes"], 4);
+    for pair in v["top_pairs"].as_array().unwrap() {
+        assert_eq!(
+            pair[0].as_u64().unwrap() / 2,
+            pair[1].as_u64().unwrap() / 2,
+            "{pair}"
+        );
+    }
+    assert_eq!(v["top_pairs"].as_array().unwrap().len(), 4);
+    assert!(v["accesses"]["heterogeneity"].as_f64().unwrap() > 0.05);
+    assert_eq!(v["data"][0]["page_size"], 4096);
+    assert_eq!(v["data"][0]["avg_exclusivity"], 1.0);
+    assert_eq!(v["data"][1]["page_size"], 2 << 20);
+    assert!(v["verdict_threads"]
+        .as_str()
+        .unwrap()
+        .starts_with("high potential"));
+    let img = std::fs::read(&png).unwrap();
+    assert_eq!(&img[..8], b"\x89PNG\r\n\x1a\n");
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "xeon-x7550-4s",
+        "--page-size",
+        "2M",
+        "--metric",
+        "amount",
+        "--heatmap",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2.0M pages"), "{text}");
+    assert!(!text.contains("4.0K pages"), "{text}");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+}
+
+#[test]
+fn trace_check_prints_counts_as_text_and_json() {
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::AllToAll, &p);
+    let out = tdmap(&["trace-check", p.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("accesses  25600 (0 writes)"), "{text}");
+    assert!(text.trim_end().ends_with("ok"));
+    let out = tdmap(&["trace-check", "--json", p.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["accesses"], 25600);
+    assert_eq!(v["per_thread"].as_array().unwrap().len(), 8);
+    assert!(v["problems"].as_array().unwrap().is_empty());
+}
+
+fn analyze_json(p: &Path) -> serde_json::Value {
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "xeon-x7550-4s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn verdicts_follow_kmaf_section_2_3() {
+    let d = dir();
+    let p = d.join("t.trace");
+    trace(Pattern::AllToAll, &p);
+    let v = analyze_json(&p);
+    assert!(
+        v["verdict_threads"]
+            .as_str()
+            .unwrap()
+            .contains("all threads share alike"),
+        "{v}"
+    );
+    assert!(v["variation"].as_f64().unwrap() < 0.5);
+    trace(Pattern::AllPrivate, &p);
+    let v = analyze_json(&p);
+    assert!(
+        v["verdict_threads"]
+            .as_str()
+            .unwrap()
+            .starts_with("no potential"),
+        "{v}"
+    );
+    assert!(
+        v["verdict_data"]
+            .as_str()
+            .unwrap()
+            .contains("fits mostly in the caches"),
+        "{v}"
+    );
+}
+
+#[test]
+fn page_fault_traces_use_kmaf_sub_blocks_and_their_own_nodes() {
+    use tdmap_trace::Fault;
+    let d = dir();
+    let p = d.join("f.trace");
+    let mut h = Header::new(vec!["faults".into()], "xeon-x7550-4s");
+    h.threads = 2;
+    let w = Writer::create(&p, h).unwrap();
+    // Both threads fault on the same 1 KiB sub-block, from nodes 1 and 3.
+    for (t, node) in [(0u32, 1u32), (1, 3), (0, 1), (1, 3)] {
+        let f = Fault {
+            thread: t,
+            addr: 0x5000 + 8 * t as u64,
+            cpu: node * 16,
+            node,
+            time: 1,
+        };
+        w.append_faults(t, &[f]).unwrap();
+    }
+    w.finish(TraceStatus::Complete).unwrap();
+    let v = analyze_json(&p);
+    assert_eq!(v["table"]["sub_block"], 1024);
+    assert_eq!(v["top_pairs"][0], serde_json::json!([0, 1, 3]), "{v}");
+    assert_eq!(v["data"][0]["avg_exclusivity"], 0.5, "NV = [0, 2, 0, 2]");
+    // On a 2-node machine node 3 does not exist: bad input, exit 2.
+    let out = tdmap(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--machine",
+        "package:2 numa:1 core:2",
+    ]);
+    assert_one_line_exit_2(&out, "NUMA node 3");
+}
