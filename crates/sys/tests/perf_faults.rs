@@ -3,7 +3,8 @@
 //! touch must come back as a sample from one of the child's threads, on an online CPU.
 //! The same child started the way `tdmap run` starts a program (fork, attach, then
 //! exec, through `sh`) is sampled from its first instruction. With rings too small and
-//! not drained, the kernel's lost-sample count comes through. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
+//! not drained, the kernel's lost-sample count comes through. Attaching to a missing
+//! process or (unprivileged) to another user's is refused with the errno and the fix. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
 //! faults appear exactly when this kernel has soft-dirty tracking (this machine's kernel
 //! has none; the VM guest checks the other case).
 //!
@@ -28,21 +29,29 @@ const PAGES: usize = 1500;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--toucher") {
-        faults::child_main(&args[1..]);
-        return;
+    match args.first().map(String::as_str) {
+        Some("--toucher") => return faults::child_main(&args[1..]),
+        Some("--try-open") => {
+            let pid = args
+                .get(1)
+                .and_then(|p| p.parse().ok())
+                .expect("--try-open PID");
+            return println!("{}", sampler_checks::try_open(pid));
+        }
+        _ => {}
     }
     // `cargo test -- --list` asks what is here; the checks always run together.
     if args.iter().any(|a| a == "--list") {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    let checks: [(&str, Outcome); 5] = [
+    let checks: [(&str, Outcome); 6] = [
         ("first-touch", sampler_checks::first_touch(&exe, PAGES)),
         ("gated-exec", sampler_checks::gated_exec(&exe, PAGES)),
         ("overflow", sampler_checks::overflow(&exe, PAGES)),
         ("soft-dirty", sampler_checks::soft_dirty(&exe, PAGES, false)),
         ("missing-pid", sampler_checks::missing_pid()),
+        ("foreign-pid", sampler_checks::foreign_pid(&exe)),
     ];
     let mut failed = Vec::new();
     for (name, outcome) in checks {
@@ -55,5 +64,5 @@ fn main() {
         }
     }
     assert!(failed.is_empty(), "perf_faults: failed: {failed:?}");
-    println!("perf_faults: 5 checks passed");
+    println!("perf_faults: 6 checks passed");
 }

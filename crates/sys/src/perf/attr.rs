@@ -72,8 +72,9 @@ impl Attr {
 pub(crate) fn open_fix(errno: i32) -> &'static str {
     match errno {
         libc::EACCES | libc::EPERM => {
-            "run tdmap as root or with CAP_PERFMON, or lower /proc/sys/kernel/perf_event_paranoid \
-             (sysctl kernel.perf_event_paranoid=1), or use --sampler inject"
+            "a process of another user needs root or CAP_PERFMON; for your own processes lower \
+             /proc/sys/kernel/perf_event_paranoid to 2 or less (sysctl \
+             kernel.perf_event_paranoid=2); or use --sampler inject"
         }
         libc::ESRCH => "the target process has already exited",
         libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => {

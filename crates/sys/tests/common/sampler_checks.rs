@@ -241,3 +241,44 @@ pub fn gated_exec(exe: &Path, pages: usize) -> Outcome {
         "sh then the toucher: {startup} start-up faults before the first touch; {detail}"
     ))
 }
+
+/// Attaching to a process of another user (pid 1, root's) without privilege is refused,
+/// naming the syscall, the errno and the fix. As root, the attempt runs in a copy of this
+/// executable started as `nobody` through setpriv(1), `--try-open 1`.
+pub fn foreign_pid(exe: &Path) -> Outcome {
+    // SAFETY: geteuid only reads the caller's credentials.
+    let root = unsafe { libc::geteuid() } == 0;
+    let msg = if root {
+        let dir = std::env::temp_dir().join(format!("tdmap-foreign-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let copy = dir.join("probe");
+        let out = std::fs::copy(exe, &copy)
+            .and_then(|_| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+                std::process::Command::new("setpriv")
+                    .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+                    .arg(&copy)
+                    .args(["--try-open", "1"])
+                    .output()
+            })
+            .map_err(|e| format!("cannot run setpriv (util-linux) as nobody: {e}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8_lossy(&out?.stdout).trim().to_string()
+    } else {
+        try_open(1)
+    };
+    let named = msg.contains("perf_event_open") && msg.contains("os error 13");
+    ensure(named && msg.contains("CAP_PERFMON"), || {
+        format!("got: {msg:?}")
+    })?;
+    Ok(msg)
+}
+
+/// The error (or "attached") of opening the sampler on `pid`, for `--try-open`.
+pub fn try_open(pid: i32) -> String {
+    match PerfSampler::open(&FsRoot::default(), pid, &SamplerConfig::default()) {
+        Ok(_) => "attached".into(),
+        Err(e) => e.to_string(),
+    }
+}
