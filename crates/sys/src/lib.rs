@@ -21,6 +21,12 @@ pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
 pub use spawn::{spawn_gated, GatedChild};
 
+/// The kernel's page size in bytes.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf only reads a constant.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
 /// A set of CPUs (OS indexes), kept sorted and without duplicates.
 pub type CpuList = Vec<usize>;
 

@@ -3,7 +3,7 @@
 //! each page faults again. These are the `kernel` sampler's stand-in for kMAF §3.1.2's
 //! extra page faults, on kernels built with `CONFIG_MEM_SOFT_DIRTY`.
 
-use crate::{FsRoot, SysError};
+use crate::{page_size, FsRoot, SysError};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 
@@ -33,11 +33,6 @@ fn soft_dirty_bit(fs: &FsRoot, addr: usize) -> Result<bool, SysError> {
         .and_then(|f| f.read_exact_at(&mut entry, off))
         .map_err(|source| SysError::Read { path, source })?;
     Ok(u64::from_ne_bytes(entry) & PM_SOFT_DIRTY != 0)
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf only reads a constant.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
 /// Whether clearing soft-dirty bits injects write faults on this kernel. It is probed on

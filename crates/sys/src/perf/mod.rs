@@ -86,7 +86,7 @@ impl PerfSampler {
             what: format!("not a CPU list: {:?}", text.trim()),
         })?;
         // Wake a poller when a quarter of the ring is full.
-        let wakeup = (cfg.ring_pages * 4096 / 4).min(u32::MAX as usize) as u32;
+        let wakeup = (cfg.ring_pages * crate::page_size() / 4).min(u32::MAX as usize) as u32;
         let attr = attr::Attr::page_faults(cfg.period, wakeup, false);
         let rings = cpus
             .into_iter()

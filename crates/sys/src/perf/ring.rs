@@ -4,7 +4,7 @@
 use super::attr::{self, Attr};
 use super::record::{self, Drained};
 use super::FaultSample;
-use crate::SysError;
+use crate::{page_size, SysError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Offsets in `struct perf_event_mmap_page` (the ring's first page).
@@ -30,11 +30,6 @@ pub(crate) struct Ring {
 // SAFETY: the mapping is owned by this Ring alone and only touched through &mut self
 // (reads of the header use atomics), so moving it to another thread is sound.
 unsafe impl Send for Ring {}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf only reads a constant.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
-}
 
 impl Ring {
     /// Opens the event for `pid` on `cpu` and maps `pages` (a power of two) data pages.
