@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench fuzz-trace clean workloads bench-trace
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace
 
 setup:
 	bash scripts/setup.sh
@@ -42,13 +42,13 @@ unit: setup
 ## (tests/vm); about a minute on 2 cores.
 vm-test: setup
 	$(CARGO) build -p tdmap --bin tdmap
-	$(CARGO) build -p tdmap-sys --example numa_check
+	$(CARGO) build -p tdmap-sys --example numa_check --example fault_check
 	bash tests/vm/test.sh
 
 ## Everything CI checks.
 test: lint unit vm-test
 
-bench: setup
+bench: setup bench-sampler
 	$(CARGO) build --release --workspace --benches
 	$(CARGO) bench -p tdmap-sharing --bench model
 	$(CARGO) bench -p tdmap-map --bench mapping
@@ -65,6 +65,10 @@ workloads: setup
 ## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
 bench-trace: setup
 	bash bench/trace.sh
+
+## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
+bench-sampler: setup
+	$(CARGO) bench -p tdmap-sys --bench sampler
 
 clean:
 	$(CARGO) clean

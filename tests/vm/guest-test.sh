@@ -20,3 +20,11 @@ echo "guest: tdmap topo"
 /bin/tdmap topo || exit 1
 # shellcheck disable=SC2086 # flags are words on purpose
 /bin/numa_check --tdmap /bin/tdmap --cpus-per-node "$cpn" --distances "$dist" $flags
+status=$?
+# The kernel sampler: first touches, soft-dirty injection (Debian kernels have it) and
+# NUMA-balancing hinting faults of a node-1 thread writing node-0 pages. Not in runs that
+# test the harness with deliberately wrong expectations (flags given), to save time.
+if [ -z "$flags" ]; then
+  /bin/fault_check --cpus-per-node "$cpn" --require-soft-dirty || status=1
+fi
+exit "$status"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The VM test set (`make vm-test`): boots the 2-node and the 4-node guests, which must
-# pass every check; then proves the harness reports failures (a guest with a deliberately
-# wrong expectation must fail, with that mismatch named) and times out cleanly (qemu
-# killed, nothing left running, work dir removed). Prints the time from qemu start to
-# result for each guest. Expects tdmap and numa_check built (see vm.sh).
+# pass every check (numa_check, and fault_check for the kernel sampler); then proves the
+# harness reports failures (a guest with a deliberately wrong expectation must fail, with
+# that mismatch named) and times out cleanly (qemu killed, nothing left running, work dir
+# removed). Prints the time from qemu start to result for each guest. Expects tdmap,
+# numa_check and fault_check built (see vm.sh).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +24,8 @@ fail() { echo "vm-test: FAIL $1"; failed=$((failed + 1)); }
 
 for shape in 2x2 4x1; do
   run_vm "$shape"
-  if [ "$rc" -eq 0 ] && echo "$out" | grep -q '^guest| numa_check: 0 of'; then
+  if [ "$rc" -eq 0 ] && echo "$out" | grep -q '^guest| numa_check: 0 of' &&
+    echo "$out" | grep -q '^guest| fault_check: 0 of'; then
     pass "$shape guest: all checks passed"
   else
     fail "$shape guest: status $rc"

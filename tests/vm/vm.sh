@@ -5,8 +5,8 @@
 #
 # SHAPE is 2x2 (2 nodes x 2 CPUs) or 4x1 (4 nodes x 1 CPU); each has its own distance
 # matrix, given to QEMU with -numa dist and to the guest checker as the expectation.
-# The initramfs holds busybox, tdmap, the numa_check example, their shared libraries
-# and the dynamic loader, /init (tests/vm/init) and /guest-test.sh.
+# The initramfs holds busybox, tdmap, the numa_check and fault_check examples, their
+# shared libraries and the dynamic loader, /init (tests/vm/init) and /guest-test.sh.
 #
 # Exit status: the guest's status (0 = all checks passed), 124 if the guest did not
 # finish within VM_TIMEOUT seconds (qemu is killed), 3 if the guest died without a
@@ -20,6 +20,7 @@ repo=$(cd "$here/../.." && pwd)
 TIMEOUT=${VM_TIMEOUT:-240}
 TDMAP_BIN=${TDMAP_BIN:-$repo/target/debug/tdmap}
 NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
+FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
 
 die() { echo "vm: $1" >&2; exit 2; }
 
@@ -49,8 +50,8 @@ kernel=$(find_kernel)
 for c in qemu-system-x86_64 busybox cpio timeout ldd; do
   command -v "$c" >/dev/null || die "'$c' not found; run scripts/setup.sh as root"
 done
-for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN"; do
-  [ -x "$b" ] || die "$b missing; build it: cargo build --bin tdmap -p tdmap-sys --example numa_check"
+for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN"; do
+  [ -x "$b" ] || die "$b missing; build it: cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tdmap-vm.XXXXXX")
@@ -86,6 +87,7 @@ mkdir -p "$root/bin" "$root/etc" "$root/proc" "$root/sys" "$root/dev" "$root/tmp
 add_exe "$(command -v busybox)" busybox
 add_exe "$TDMAP_BIN" tdmap
 add_exe "$NUMA_CHECK_BIN" numa_check
+add_exe "$FAULT_CHECK_BIN" fault_check
 sort -u "$work/libdirs" | paste -sd: >"$root/etc/ld-library-path"
 cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"

@@ -14,6 +14,26 @@ pub enum SysError {
         #[source]
         source: std::io::Error,
     },
+    /// A syscall was refused for a reason the user can fix, said in `fix`.
+    #[error("{call} failed: {source}; {fix}")]
+    Refused {
+        /// The syscall's name.
+        call: &'static str,
+        /// The errno, as an I/O error.
+        #[source]
+        source: std::io::Error,
+        /// What to change (permissions, a sysctl, a kernel option).
+        fix: &'static str,
+    },
+    /// A file under the filesystem root could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The path, root included.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A file under the filesystem root could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -53,9 +73,10 @@ impl SysError {
     /// The raw errno, when the error came from the kernel.
     pub fn errno(&self) -> Option<i32> {
         match self {
-            SysError::Syscall { source, .. } | SysError::Read { source, .. } => {
-                source.raw_os_error()
-            }
+            SysError::Syscall { source, .. }
+            | SysError::Refused { source, .. }
+            | SysError::Write { source, .. }
+            | SysError::Read { source, .. } => source.raw_os_error(),
             _ => None,
         }
     }

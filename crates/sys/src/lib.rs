@@ -8,13 +8,24 @@ mod error;
 mod fsroot;
 mod linux;
 mod mem;
+pub mod perf;
 #[cfg(feature = "scotch")]
 pub mod scotch;
+mod softdirty;
+mod spawn;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
+pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
+pub use spawn::{spawn_gated, GatedChild};
+
+/// The kernel's page size in bytes.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf only reads a constant.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
 
 /// A set of CPUs (OS indexes), kept sorted and without duplicates.
 pub type CpuList = Vec<usize>;

@@ -1,0 +1,217 @@
+//! The `kernel` sampler of `tdmap run`: the program's page faults, read from the kernel
+//! through perf software events, as a stream of [`FaultSample`]s (kMAF §3.1.1: the
+//! faulting address and thread of every page fault, here without a kernel patch).
+//!
+//! One `PERF_COUNT_SW_PAGE_FAULTS` event is opened per online CPU for the target task,
+//! with `inherit` so that the threads it creates later are counted too (an inherited
+//! per-task event with cpu = -1 cannot be mmapped). Each CPU's ring buffer is drained by
+//! the pure parser in `record`. The monitor sees only the [`FaultSource`] trait, so its
+//! tests can replay samples with [`ReplaySource`].
+//!
+//! Faults the kernel takes on user addresses inside syscalls (e.g. `read` into a fresh
+//! buffer) are not sampled: `exclude_kernel` filters them, as it must at
+//! perf_event_paranoid 2. When a ring is full the kernel drops samples and reports how
+//! many (`PERF_RECORD_LOST`) only with its next record, once the ring has room again;
+//! a loss in the last moments of a program may therefore go unreported. Size the rings
+//! (`SamplerConfig::ring_pages`) for the drain period.
+
+mod attr;
+mod record;
+mod ring;
+
+pub use record::Drained;
+
+use crate::{parse_list, FsRoot, SysError};
+use ring::Ring;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// One sampled page fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FaultSample {
+    /// The process (thread-group) id.
+    pub pid: u32,
+    /// The faulting thread.
+    pub tid: u32,
+    /// The faulting virtual address.
+    pub addr: u64,
+    /// The CPU the thread ran on when it faulted.
+    pub cpu: u32,
+    /// The kernel's perf clock at the fault, in nanoseconds.
+    pub time: u64,
+}
+
+/// A stream of page-fault samples: the perf sampler, or a fake in tests.
+pub trait FaultSource {
+    /// Appends every sample available now to `out`, without blocking.
+    fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError>;
+    /// Blocks until samples may be available or `timeout` passes.
+    fn wait(&mut self, timeout: Duration) -> Result<(), SysError>;
+}
+
+/// How the perf sampler samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplerConfig {
+    /// One sample every `period` faults (1: every fault).
+    pub period: u64,
+    /// Data pages of each per-CPU ring, a power of two.
+    pub ring_pages: usize,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        // 128 pages (512 KiB) hold about 13 000 samples per CPU between drains.
+        SamplerConfig {
+            period: 1,
+            ring_pages: 128,
+        }
+    }
+}
+
+/// The perf page-fault sampler attached to one process and the threads it creates.
+#[derive(Debug)]
+pub struct PerfSampler {
+    rings: Vec<Ring>,
+}
+
+impl PerfSampler {
+    /// Attaches to `pid` on every CPU online under `fs`. Threads `pid` already has are
+    /// not followed, only `pid` itself and what it creates from now on: attach before
+    /// the program starts its threads.
+    pub fn open(fs: &FsRoot, pid: i32, cfg: &SamplerConfig) -> Result<PerfSampler, SysError> {
+        let online = "/sys/devices/system/cpu/online";
+        let text = fs.read(online)?;
+        let cpus = parse_list(&text).ok_or_else(|| SysError::Parse {
+            path: fs.path(online),
+            what: format!("not a CPU list: {:?}", text.trim()),
+        })?;
+        // Wake a poller when a quarter of the ring is full.
+        let wakeup = (cfg.ring_pages * crate::page_size() / 4).min(u32::MAX as usize) as u32;
+        let attr = attr::Attr::page_faults(cfg.period, wakeup, false);
+        let rings = cpus
+            .into_iter()
+            .map(|cpu| Ring::open(&attr, pid, cpu, cfg.ring_pages))
+            .collect::<Result<_, _>>()?;
+        Ok(PerfSampler { rings })
+    }
+
+    /// The CPUs with a ring.
+    pub fn cpus(&self) -> Vec<usize> {
+        self.rings.iter().map(Ring::cpu).collect()
+    }
+}
+
+impl FaultSource for PerfSampler {
+    fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError> {
+        let mut total = Drained::default();
+        for r in &mut self.rings {
+            total.add(r.drain(out)?);
+        }
+        Ok(total)
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Result<(), SysError> {
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a live array of fds.len() pollfd entries the kernel may write.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if rc < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Err(SysError::last_os("poll"));
+        }
+        Ok(())
+    }
+}
+
+/// A [`FaultSource`] that hands out prepared batches, one per drain, for tests of the
+/// monitor.
+#[derive(Debug, Default, Clone)]
+pub struct ReplaySource {
+    batches: VecDeque<(Vec<FaultSample>, u64)>,
+}
+
+impl ReplaySource {
+    /// A source that yields `batches` in order, each with the given count of lost samples.
+    pub fn new(batches: impl IntoIterator<Item = (Vec<FaultSample>, u64)>) -> Self {
+        ReplaySource {
+            batches: batches.into_iter().collect(),
+        }
+    }
+
+    /// Whether every batch has been drained.
+    pub fn is_done(&self) -> bool {
+        self.batches.is_empty()
+    }
+}
+
+impl FaultSource for ReplaySource {
+    fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError> {
+        let Some((batch, lost)) = self.batches.pop_front() else {
+            return Ok(Drained::default());
+        };
+        out.extend_from_slice(&batch);
+        Ok(Drained {
+            samples: batch.len() as u64,
+            lost,
+            ..Drained::default()
+        })
+    }
+
+    fn wait(&mut self, _timeout: Duration) -> Result<(), SysError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(tid: u32) -> FaultSample {
+        FaultSample {
+            pid: 1,
+            tid,
+            addr: 0x1000 * u64::from(tid),
+            cpu: 0,
+            time: 0,
+        }
+    }
+
+    #[test]
+    fn replay_yields_batches_in_order_then_nothing() {
+        let mut r = ReplaySource::new([(vec![s(1), s(2)], 0), (vec![s(3)], 5)]);
+        let mut out = Vec::new();
+        assert_eq!(r.drain(&mut out).unwrap().samples, 2);
+        let d = r.drain(&mut out).unwrap();
+        assert_eq!((d.samples, d.lost), (1, 5));
+        assert!(r.is_done());
+        assert_eq!(r.drain(&mut out).unwrap(), Drained::default());
+        assert_eq!(out, vec![s(1), s(2), s(3)]);
+    }
+
+    #[test]
+    fn a_bad_cpu_list_is_named() {
+        let dir = std::env::temp_dir().join(format!("tdmap-perf-cpus-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sys/devices/system/cpu")).unwrap();
+        std::fs::write(dir.join("sys/devices/system/cpu/online"), "zero\n").unwrap();
+        let err = PerfSampler::open(&FsRoot::new(&dir), 1, &SamplerConfig::default()).unwrap_err();
+        assert!(err.to_string().contains("cpu/online"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_ring_size_that_is_not_a_power_of_two_is_refused() {
+        let cfg = SamplerConfig {
+            period: 1,
+            ring_pages: 3,
+        };
+        let err = PerfSampler::open(&FsRoot::default(), 0, &cfg).unwrap_err();
+        assert!(err.to_string().contains("power of two"), "{err}");
+    }
+}

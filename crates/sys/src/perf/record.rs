@@ -1,0 +1,356 @@
+//! The perf ring-buffer record parser: bytes of a ring's data area between the tail and
+//! the head become [`FaultSample`]s and a count of lost records. Pure code, no kernel:
+//! the ring module hands it the mapped bytes, tests hand it hand-built buffers (the
+//! procfs-core split). Layouts are those of `include/uapi/linux/perf_event.h`.
+
+use super::FaultSample;
+
+/// `PERF_RECORD_LOST`: the kernel dropped `lost` records because the ring was full.
+pub(crate) const RECORD_LOST: u32 = 2;
+/// `PERF_RECORD_THROTTLE`: the kernel throttled the event (too many samples per tick).
+pub(crate) const RECORD_THROTTLE: u32 = 5;
+/// `PERF_RECORD_SAMPLE`.
+pub(crate) const RECORD_SAMPLE: u32 = 9;
+
+/// `PERF_SAMPLE_*` bits tdmap asks for; a sample's fields come in this bit order.
+pub(crate) const SAMPLE_TID: u64 = 1 << 1;
+pub(crate) const SAMPLE_TIME: u64 = 1 << 2;
+pub(crate) const SAMPLE_ADDR: u64 = 1 << 3;
+pub(crate) const SAMPLE_CPU: u64 = 1 << 7;
+/// The sample layout the parser reads: pid/tid, time, addr, cpu/res.
+pub(crate) const SAMPLE_TYPE: u64 = SAMPLE_TID | SAMPLE_TIME | SAMPLE_ADDR | SAMPLE_CPU;
+
+/// Bytes of `struct perf_event_header`: type u32, misc u16, size u16.
+const HEADER: usize = 8;
+/// Bytes of a sample record with [`SAMPLE_TYPE`].
+pub(crate) const SAMPLE_BYTES: usize = HEADER + 8 + 8 + 8 + 8;
+
+/// What one pass over a ring found, besides the samples.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Samples appended to the output.
+    pub samples: u64,
+    /// Samples the kernel dropped because a ring was full (`PERF_RECORD_LOST`).
+    pub lost: u64,
+    /// Times the kernel throttled the event (`PERF_RECORD_THROTTLE`).
+    pub throttled: u64,
+    /// Records of other types, skipped.
+    pub other: u64,
+}
+
+impl Drained {
+    /// Adds another pass's counts to these.
+    pub fn add(&mut self, o: Drained) {
+        self.samples += o.samples;
+        self.lost += o.lost;
+        self.throttled += o.throttled;
+        self.other += o.other;
+    }
+}
+
+/// The ring's bytes were not a sequence of well-formed records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Corrupt {
+    /// The ring position of the bad record.
+    pub at: u64,
+    /// What was wrong with it.
+    pub what: String,
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_ne_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+}
+
+/// Copies `len` bytes starting at ring position `pos` into `buf`, across the wrap.
+fn copy_out(ring: &[u8], pos: u64, buf: &mut [u8]) {
+    let start = (pos % ring.len() as u64) as usize;
+    let first = buf.len().min(ring.len() - start);
+    buf[..first].copy_from_slice(&ring[start..start + first]);
+    let rest = buf.len() - first;
+    buf[first..].copy_from_slice(&ring[..rest]);
+}
+
+/// Decodes one sample record body (header included) laid out as [`SAMPLE_TYPE`].
+fn decode_sample(rec: &[u8]) -> FaultSample {
+    FaultSample {
+        pid: u32_at(rec, 8),
+        tid: u32_at(rec, 12),
+        time: u64_at(rec, 16),
+        addr: u64_at(rec, 24),
+        cpu: u32_at(rec, 32),
+    }
+}
+
+/// Parses the records in `ring` (the data area, a power-of-two length) from position
+/// `tail` to `head`, positions counting bytes since the ring was created, as the
+/// kernel's `data_tail` and `data_head` do. Appends samples to `out`.
+pub(crate) fn parse(
+    ring: &[u8],
+    tail: u64,
+    head: u64,
+    out: &mut Vec<FaultSample>,
+) -> Result<Drained, Corrupt> {
+    let mut d = Drained::default();
+    let bad = |at, what: String| Err(Corrupt { at, what });
+    if head < tail || head - tail > ring.len() as u64 {
+        return bad(
+            tail,
+            format!("head {head} is not within a ring past tail {tail}"),
+        );
+    }
+    let mut pos = tail;
+    let mut rec = [0u8; 64];
+    while pos < head {
+        if head - pos < HEADER as u64 {
+            return bad(
+                pos,
+                format!("{} bytes left, less than a header", head - pos),
+            );
+        }
+        copy_out(ring, pos, &mut rec[..HEADER]);
+        let (kind, size) = (u32_at(&rec, 0), u16::from_ne_bytes([rec[6], rec[7]]) as u64);
+        if size < HEADER as u64 || size > head - pos {
+            return bad(pos, format!("record of type {kind} has size {size}"));
+        }
+        match kind {
+            RECORD_SAMPLE if size as usize >= SAMPLE_BYTES => {
+                copy_out(ring, pos, &mut rec[..SAMPLE_BYTES]);
+                out.push(decode_sample(&rec));
+                d.samples += 1;
+            }
+            RECORD_SAMPLE => return bad(pos, format!("sample of {size} bytes is too short")),
+            RECORD_LOST if size >= 24 => {
+                // id u64, then the number of lost records.
+                copy_out(ring, pos, &mut rec[..24]);
+                d.lost += u64_at(&rec, 16);
+            }
+            RECORD_THROTTLE => d.throttled += 1,
+            _ => d.other += 1,
+        }
+        pos += size;
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A sample record as the kernel writes it.
+    pub(crate) fn sample_bytes(s: &FaultSample) -> Vec<u8> {
+        let mut b = Vec::with_capacity(SAMPLE_BYTES);
+        b.extend(RECORD_SAMPLE.to_ne_bytes());
+        b.extend(0u16.to_ne_bytes());
+        b.extend((SAMPLE_BYTES as u16).to_ne_bytes());
+        b.extend(s.pid.to_ne_bytes());
+        b.extend(s.tid.to_ne_bytes());
+        b.extend(s.time.to_ne_bytes());
+        b.extend(s.addr.to_ne_bytes());
+        b.extend(s.cpu.to_ne_bytes());
+        b.extend(0u32.to_ne_bytes());
+        b
+    }
+
+    fn lost_bytes(n: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(RECORD_LOST.to_ne_bytes());
+        b.extend(0u16.to_ne_bytes());
+        b.extend(24u16.to_ne_bytes());
+        b.extend(7u64.to_ne_bytes());
+        b.extend(n.to_ne_bytes());
+        b
+    }
+
+    fn other_bytes(kind: u32, size: u16) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(kind.to_ne_bytes());
+        b.extend(0u16.to_ne_bytes());
+        b.extend(size.to_ne_bytes());
+        b.resize(size as usize, 0xee);
+        b
+    }
+
+    fn s(i: u32) -> FaultSample {
+        FaultSample {
+            pid: 100,
+            tid: 100 + i,
+            addr: 0x7f00_0000_0000 + u64::from(i) * 4096,
+            cpu: i % 2,
+            time: 1000 + u64::from(i),
+        }
+    }
+
+    /// Writes `bytes` into a ring of `len` bytes starting at position `tail`, wrapping.
+    fn ring_with(len: usize, tail: u64, bytes: &[u8]) -> Vec<u8> {
+        let mut ring = vec![0xaau8; len];
+        for (i, &b) in bytes.iter().enumerate() {
+            ring[((tail + i as u64) % len as u64) as usize] = b;
+        }
+        ring
+    }
+
+    #[test]
+    fn samples_decode_in_order() {
+        let bytes: Vec<u8> = (0..3).flat_map(|i| sample_bytes(&s(i))).collect();
+        let ring = ring_with(256, 0, &bytes);
+        let mut out = Vec::new();
+        let d = parse(&ring, 0, bytes.len() as u64, &mut out).unwrap();
+        assert_eq!(out, vec![s(0), s(1), s(2)]);
+        assert_eq!(d.samples, 3);
+        assert_eq!((d.lost, d.throttled, d.other), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_record_split_by_the_wrap_is_reassembled() {
+        // 256-byte ring; the second sample straddles the end at every possible split.
+        let bytes: Vec<u8> = (0..3).flat_map(|i| sample_bytes(&s(i))).collect();
+        for tail in 256 - 2 * SAMPLE_BYTES as u64..256 + 8 {
+            let ring = ring_with(256, tail, &bytes);
+            let mut out = Vec::new();
+            parse(&ring, tail, tail + bytes.len() as u64, &mut out).unwrap();
+            assert_eq!(out, vec![s(0), s(1), s(2)], "tail {tail}");
+        }
+    }
+
+    #[test]
+    fn positions_beyond_many_laps_wrap() {
+        let bytes = sample_bytes(&s(5));
+        let tail = 1_000_000 * 256 + 250;
+        let ring = ring_with(256, tail, &bytes);
+        let mut out = Vec::new();
+        parse(&ring, tail, tail + bytes.len() as u64, &mut out).unwrap();
+        assert_eq!(out, vec![s(5)]);
+    }
+
+    #[test]
+    fn lost_throttle_and_unknown_records_are_counted_not_sampled() {
+        let mut bytes = sample_bytes(&s(0));
+        bytes.extend(lost_bytes(42));
+        bytes.extend(other_bytes(RECORD_THROTTLE, 24));
+        bytes.extend(other_bytes(4, 48)); // PERF_RECORD_EXIT
+        bytes.extend(sample_bytes(&s(1)));
+        let ring = ring_with(512, 100, &bytes);
+        let mut out = Vec::new();
+        let d = parse(&ring, 100, 100 + bytes.len() as u64, &mut out).unwrap();
+        assert_eq!(out, vec![s(0), s(1)]);
+        assert_eq!(
+            d,
+            Drained {
+                samples: 2,
+                lost: 42,
+                throttled: 1,
+                other: 1
+            }
+        );
+    }
+
+    #[test]
+    fn an_empty_range_yields_nothing() {
+        let ring = vec![0u8; 64];
+        let mut out = Vec::new();
+        assert_eq!(parse(&ring, 40, 40, &mut out), Ok(Drained::default()));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn malformed_rings_are_refused_with_the_position() {
+        let mut out = Vec::new();
+        let ring = ring_with(64, 0, &other_bytes(9, 4)[..4]);
+        // A header claiming 4 bytes, smaller than the header itself.
+        let mut zero = vec![0u8; 64];
+        zero[6] = 4;
+        let e = parse(&zero, 0, 16, &mut out).unwrap_err();
+        assert!(e.what.contains("size 4"), "{e:?}");
+        // Fewer bytes than a header between tail and head.
+        let e = parse(&ring, 8, 12, &mut out).unwrap_err();
+        assert_eq!(e.at, 8);
+        // A record running past the head.
+        let rec = sample_bytes(&s(0));
+        let ring = ring_with(64, 0, &rec);
+        assert!(parse(&ring, 0, 16, &mut out).is_err());
+        // A head more than a ring ahead of the tail.
+        assert!(parse(&ring, 0, 65, &mut out).is_err());
+        assert!(parse(&ring, 10, 0, &mut out).is_err());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_sample_too_short_for_the_layout_is_refused() {
+        let mut rec = other_bytes(RECORD_SAMPLE, 16);
+        rec[6..8].copy_from_slice(&16u16.to_ne_bytes());
+        let ring = ring_with(64, 0, &rec);
+        let mut out = Vec::new();
+        let e = parse(&ring, 0, 16, &mut out).unwrap_err();
+        assert!(e.what.contains("too short"), "{e:?}");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Rec {
+        Sample(FaultSample),
+        Lost(u64),
+        Other(u16),
+    }
+
+    fn rec_strategy() -> impl proptest::strategy::Strategy<Value = Rec> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (any::<u32>(), any::<u32>(), any::<u64>(), any::<u32>(), any::<u64>()).prop_map(
+                |(pid, tid, addr, cpu, time)| Rec::Sample(FaultSample { pid, tid, addr, cpu, time })
+            ),
+            1 => (1u64..1000).prop_map(Rec::Lost),
+            1 => (1u16..8).prop_map(|w| Rec::Other(8 * w)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever the records, the ring size, the start position and where the drains
+        /// cut the stream (always at record boundaries, as data_head only moves by whole
+        /// records), the parser returns every sample in order and every lost count.
+        #[test]
+        fn any_stream_survives_any_wrap_and_drain_cuts(
+            recs in proptest::collection::vec(rec_strategy(), 0..60),
+            tail in 0u64..1 << 40,
+            cuts in proptest::collection::vec(proptest::bool::ANY, 60),
+        ) {
+            let ring_len = 1024usize;
+            let mut ring = vec![0u8; ring_len];
+            let (mut pos, mut read) = (tail, tail);
+            let (mut got, mut lost) = (Vec::new(), 0);
+            let drain = |ring: &[u8], from: u64, to: u64, got: &mut Vec<FaultSample>| {
+                parse(ring, from, to, got).unwrap().lost
+            };
+            for (i, r) in recs.iter().enumerate() {
+                let bytes = match r {
+                    Rec::Sample(s) => sample_bytes(s),
+                    Rec::Lost(n) => lost_bytes(*n),
+                    Rec::Other(size) => other_bytes(4, *size),
+                };
+                // The kernel never writes past the reader's tail: drain first if full.
+                if pos + bytes.len() as u64 - read > ring_len as u64 {
+                    lost += drain(&ring, read, pos, &mut got);
+                    read = pos;
+                }
+                for (k, &b) in bytes.iter().enumerate() {
+                    ring[((pos + k as u64) % ring_len as u64) as usize] = b;
+                }
+                pos += bytes.len() as u64;
+                if cuts[i] {
+                    lost += drain(&ring, read, pos, &mut got);
+                    read = pos;
+                }
+            }
+            lost += drain(&ring, read, pos, &mut got);
+            let want: Vec<FaultSample> = recs
+                .iter()
+                .filter_map(|r| match r { Rec::Sample(s) => Some(*s), _ => None })
+                .collect();
+            let want_lost: u64 = recs.iter().map(|r| match r { Rec::Lost(n) => *n, _ => 0 }).sum();
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(lost, want_lost);
+        }
+    }
+}
