@@ -8,13 +8,16 @@ mod error;
 mod fsroot;
 mod linux;
 mod mem;
+mod meminfo;
 #[cfg(feature = "scotch")]
 pub mod scotch;
+pub mod vm;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
+pub use meminfo::{node_memory, NodeMemory};
 
 /// A set of CPUs (OS indexes), kept sorted and without duplicates.
 pub type CpuList = Vec<usize>;
