@@ -20,3 +20,15 @@ echo "guest: tdmap topo"
 /bin/tdmap topo || exit 1
 # shellcheck disable=SC2086 # flags are words on purpose
 /bin/numa_check --tdmap /bin/tdmap --cpus-per-node "$cpn" --distances "$dist" $flags
+status=$?
+# libmai's C tests (issue 9): each page where its policy's formula puts it. Skipped for
+# the harness's own runs with checker flags (e.g. --wrong-expectation).
+if [ -z "$flags" ] && [ -x /bin/test_policies ]; then
+  # NUMA balancing would move pages behind the tests' backs.
+  echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null
+  for t in test_policies test_auto stencil_mai; do
+    [ -x "/bin/$t" ] || { echo "guest: /bin/$t missing"; status=1; continue; }
+    "/bin/$t" || status=1
+  done
+fi
+exit "$status"

@@ -28,6 +28,15 @@ for shape in 2x2 4x1; do
   else
     fail "$shape guest: status $rc"
   fi
+  # libmai (issue 9): every policy's pages on the formula's nodes, automatic mode, and
+  # the bind_block stencil.
+  if echo "$out" | grep -q '^guest| test_policies: 0 of 11 failed' &&
+    echo "$out" | grep -q '^guest| test_auto: 0 of 1 failed' &&
+    echo "$out" | grep -q '^guest| stencil_mai: .*matches serial, bind_block placement verified'; then
+    pass "$shape guest: libmai placement, automatic mode and stencil"
+  else
+    fail "$shape guest: libmai C tests (build them with make c-test)"
+  fi
 done
 
 # A wrong expectation in the guest must come back as a failure, and the right one.

@@ -106,6 +106,11 @@ pub fn alloc(dims: &[usize], item: usize) -> Result<usize> {
     let ps = vm::page_size();
     let mapped = len.div_ceil(ps) * ps;
     let addr = vm::mmap_anon(mapped)?;
+    // MAi policies place 4 KiB pages; a transparent huge page would put 512 on one node.
+    if let Err(e) = vm::no_huge_pages(addr, mapped) {
+        let _ = vm::munmap(addr, mapped);
+        return Err(e.into());
+    }
     let mut d = [1; 3];
     d[..dims.len()].copy_from_slice(dims);
     let a = Array {

@@ -172,12 +172,11 @@ fn place(a: &Auto, addr: usize, len: usize, call: &str) {
         strict: false,
     };
     let rc = match a.choice {
-        Choice::Cyclic => LinuxSys.mbind(
-            start,
-            end - start,
-            &MemPolicy::Interleave(a.nodes.clone()),
-            flags,
-        ),
+        // MApp's cyclic is one page per round: no transparent huge pages in the range.
+        Choice::Cyclic => vm::no_huge_pages(start, end - start).and_then(|()| {
+            let all = MemPolicy::Interleave(a.nodes.clone());
+            LinuxSys.mbind(start, end - start, &all, flags)
+        }),
         Choice::BindBlock => {
             // MAi bind_block page by page (tdmap_map), one mbind per run of equal nodes.
             let pages = (end - start) / ps;

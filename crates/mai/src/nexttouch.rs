@@ -100,9 +100,11 @@ extern "C" fn on_fault(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
         .get()
         .and_then(|t| t.get(cpu as usize).copied())
         .unwrap_or(-1);
+    // Open the page first: move_pages does not see pages behind PROT_NONE (their ptes
+    // look like NUMA-hinting ones), it reports them absent.
+    let _ = vm::protect(page, ps, true);
     if node >= 0 {
-        // A page never touched reports -ENOENT: the access below faults it in locally.
+        // A page never touched reports -ENOENT: the access, retried, faults it in locally.
         let _ = vm::move_one_page(page, node);
     }
-    let _ = vm::protect(page, ps, true);
 }

@@ -96,6 +96,25 @@ pub fn populate_write(addr: usize, len: usize) -> Result<bool, SysError> {
     check("madvise", rc).map(|_| true)
 }
 
+/// Asks for base pages only in `[addr, addr + len)` (`MADV_NOHUGEPAGE`): a transparent
+/// huge page sits on one node as a whole, which would defeat per-page placement.
+pub fn no_huge_pages(addr: usize, len: usize) -> Result<(), SysError> {
+    // SAFETY: MADV_NOHUGEPAGE only changes the range's THP eligibility.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_madvise,
+            addr as libc::c_ulong,
+            len,
+            libc::MADV_NOHUGEPAGE as libc::c_long,
+        )
+    };
+    // Kernels without THP refuse the advice with EINVAL: nothing to avoid then.
+    if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        return Ok(());
+    }
+    check("madvise", rc).map(|_| ())
+}
+
 /// Moves the one page at `addr` of the calling process to `node`; returns its node after
 /// the call or a negative errno for that page. Allocates nothing: async-signal-safe.
 pub fn move_one_page(addr: usize, node: i32) -> Result<i32, SysError> {
@@ -170,6 +189,7 @@ mod tests {
         let ps = page_size();
         let a = mmap_anon(4 * ps).unwrap();
         assert_eq!(a % ps, 0);
+        no_huge_pages(a, 4 * ps).unwrap();
         assert!(populate_write(a, 4 * ps).is_ok());
         // A populated page is somewhere: its node is not a negative errno.
         assert!(move_one_page(a, 0).unwrap() >= 0);
