@@ -59,7 +59,7 @@ enum mai_policy {
 
 /* ---- set-up and allocation ---- */
 
-/* Discovers the machine. config: NULL, or a `tdmap map --format json` file whose
+/* Discovers the machine. config: NULL (or ""), or a `tdmap map --format json` file whose
  * thread -> CPU mapping becomes the threads' placement (see mai_bind_thread).
  * Optional: every function discovers the machine on first use. */
 int mai_init(const char *config);
