@@ -90,6 +90,10 @@ static int a_prime(void *p, long x) { (void)x; return mai_prime_mapp(p, 0); }
 static int a_prime7(void *p, long x) { (void)x; return mai_prime_mapp(p, 7); }
 
 static void t_cyclic(void) { policy_case("cyclic", a_cyclic, r_cyclic, 0); }
+/* A deliberately wrong formula (node i+1 mod M): on two or more nodes this must fail,
+ * naming page 0; the VM harness checks that it does, so the placement checks can fail. */
+static int r_wrong(size_t i, size_t n, long a) { (void)n; (void)a; return nodes[(i + 1) % M]; }
+static void t_wrong_cyclic(void) { policy_case("wrong_cyclic", a_cyclic, r_wrong, 0); }
 static void t_cyclic_block(void) { policy_case("cyclic_block", a_block, r_block, 4); }
 static void t_skew_mapp(void) { policy_case("skew_mapp", a_skew, r_skew, 0); }
 static void t_prime_mapp(void) {
@@ -245,6 +249,7 @@ static const struct test tests[] = {
   {"skew_mapp", t_skew_mapp}, {"prime_mapp", t_prime_mapp}, {"bind_all", t_bind_all},
   {"bind_block", t_bind_block}, {"bind_rows_columns", t_bind_rows_columns},
   {"random", t_random}, {"migrate", t_migrate}, {"next_touch", t_next_touch},
+  {"wrong_cyclic", t_wrong_cyclic, 1},
 };
 
 int main(int argc, char **argv) {

@@ -47,6 +47,12 @@ if [ "$rc" -eq 1 ] && echo "$out" | grep -qF "$want"; then
 else
   fail "wrong expectation: expected status 1 and '$want', got status $rc"
 fi
+want='page 0 of 61 is on node 0, formula says 1 (libmai planned 0)'
+if echo "$out" | grep -qF "$want" && echo "$out" | grep -q '^guest| test_policies: 1 of 1 failed'; then
+  pass "a wrong placement formula in the libmai C test is reported ('$want')"
+else
+  fail "libmai wrong formula: expected '$want' and 'test_policies: 1 of 1 failed'"
+fi
 
 # A guest that cannot finish in time: timeout reported, qemu gone, work dir removed.
 out=$(VM_TIMEOUT=3 bash "$here/vm.sh" 2x2 2>&1)
