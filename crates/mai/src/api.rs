@@ -57,8 +57,8 @@ pub unsafe fn c_str(s: *const c_char) -> Option<String> {
 /// `config` is null or a NUL-terminated path.
 #[no_mangle]
 pub unsafe extern "C" fn mai_init(config: *const c_char) -> c_int {
-    // SAFETY: forwarded contract.
     // An empty string is "no file" too, for Fortran callers, who cannot pass NULL.
+    // SAFETY: forwarded contract.
     let path = unsafe { c_str(config) }.filter(|p| !p.is_empty());
     status(|| {
         machine()?;

@@ -108,7 +108,8 @@ pub fn alloc(dims: &[usize], item: usize) -> Result<usize> {
     let addr = vm::mmap_anon(mapped)?;
     // MAi policies place 4 KiB pages; a transparent huge page would put 512 on one node.
     if let Err(e) = vm::no_huge_pages(addr, mapped) {
-        let _ = vm::munmap(addr, mapped);
+        // SAFETY: the mapping was just made and nothing refers to it.
+        let _ = unsafe { vm::munmap(addr, mapped) };
         return Err(e.into());
     }
     let mut d = [1; 3];
@@ -144,7 +145,9 @@ pub fn set_policy(ptr: usize, policy: PolicyKind, plan: Option<Vec<usize>>) {
 pub fn free(ptr: usize) -> Result<()> {
     let a = registry().remove(&ptr).ok_or(MaiError::NotMai(ptr))?;
     crate::nexttouch::forget(a.addr);
-    vm::munmap(a.addr, a.mapped)?;
+    // SAFETY: the C caller frees the array, promising not to use it again (mai.h); it is
+    // out of the registry, so no libmai call reaches it either.
+    unsafe { vm::munmap(a.addr, a.mapped) }?;
     Ok(())
 }
 

@@ -263,7 +263,8 @@ pub unsafe extern "C" fn mmap(
     fd: i32,
     off: i64,
 ) -> *mut c_void {
-    match vm::raw_mmap(addr as usize, len, prot, flags, fd, off) {
+    // SAFETY: the caller's mmap arguments, under mmap's own contract.
+    match unsafe { vm::raw_mmap(addr as usize, len, prot, flags, fd, off) } {
         Ok(p) => {
             if flags & libc::MAP_ANONYMOUS != 0 && prot & libc::PROT_WRITE != 0 {
                 hook(p, len, "mmap");

@@ -34,7 +34,10 @@ pub fn arm(a: &Array) -> Result<()> {
             crate::error::MaiError::Invalid(format!("more than {SLOTS} arrays under next-touch"))
         })?;
     slot.1.store(a.addr + a.mapped, Ordering::Release);
-    vm::protect(a.addr, a.mapped, false)?;
+    if let Err(e) = vm::protect(a.addr, a.mapped, false) {
+        forget(a.addr);
+        return Err(e.into());
+    }
     Ok(())
 }
 

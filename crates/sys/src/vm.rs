@@ -20,18 +20,19 @@ fn check(call: &'static str, rc: libc::c_long) -> Result<libc::c_long, SysError>
 
 /// Maps `len` bytes of private anonymous read-write memory; returns its address.
 pub fn mmap_anon(len: usize) -> Result<usize, SysError> {
-    raw_mmap(
-        0,
-        len,
+    let (prot, flags) = (
         libc::PROT_READ | libc::PROT_WRITE,
         libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
-    )
+    );
+    // SAFETY: no address and no MAP_FIXED: the kernel picks a free range.
+    unsafe { raw_mmap(0, len, prot, flags, -1, 0) }
 }
 
 /// `mmap(2)` as the kernel takes it, bypassing any interposed `mmap`.
-pub fn raw_mmap(
+///
+/// # Safety
+/// As mmap: with `MAP_FIXED`, the range must hold nothing that is still referred to.
+pub unsafe fn raw_mmap(
     addr: usize,
     len: usize,
     prot: i32,
@@ -57,7 +58,10 @@ pub fn raw_mmap(
 }
 
 /// Unmaps `[addr, addr + len)`, which the caller obtained from [`mmap_anon`].
-pub fn munmap(addr: usize, len: usize) -> Result<(), SysError> {
+///
+/// # Safety
+/// Nothing may use the range afterwards.
+pub unsafe fn munmap(addr: usize, len: usize) -> Result<(), SysError> {
     // SAFETY: the caller owns the mapping and no longer refers to it.
     let rc = unsafe { libc::syscall(libc::SYS_munmap, addr as libc::c_ulong, len) };
     check("munmap", rc).map(|_| ())
@@ -195,7 +199,8 @@ mod tests {
         assert!(move_one_page(a, 0).unwrap() >= 0);
         protect(a, ps, false).unwrap();
         protect(a, ps, true).unwrap();
-        munmap(a, 4 * ps).unwrap();
+        // SAFETY: the test mapping is not used after this.
+        unsafe { munmap(a, 4 * ps) }.unwrap();
         // Misaligned addresses are the kernel's EINVAL, named by call.
         let err = protect(a + 1, ps, true).unwrap_err();
         assert_eq!(err.errno(), Some(libc::EINVAL));
