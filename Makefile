@@ -40,13 +40,23 @@ unit: setup
 
 ## Boots 2-node and 4-node QEMU (TCG) guests and tests tdmap and the sys layer inside
 ## (tests/vm); about a minute on 2 cores.
-vm-test: setup
+vm-test: setup c-test-build
 	$(CARGO) build -p tdmap --bin tdmap
 	$(CARGO) build -p tdmap-sys --example numa_check --example fault_check
 	bash tests/vm/test.sh
 
+## libmai (crates/mai, include/mai.h): C tests, the stencil example and the Fortran
+## module, built with cmake and run by ctest (a few seconds).
+.PHONY: c-test c-test-build
+c-test-build: setup
+	$(CARGO) build -p tdmap-mai
+	cmake -S tests/c -B target/c-tests -DMAI_LIB_DIR=$(CURDIR)/target/debug >/dev/null
+	cmake --build target/c-tests -j2
+c-test: c-test-build
+	cd target/c-tests && ctest --output-on-failure
+
 ## Everything CI checks.
-test: lint unit vm-test
+test: lint unit c-test vm-test
 
 bench: setup bench-sampler
 	$(CARGO) build --release --workspace --benches

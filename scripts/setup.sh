@@ -7,6 +7,8 @@ PKGS=(
   libhwloc-dev hwloc-nox libudev-dev libscotch-dev libnuma-dev numactl
   clang-16 libclang-16-dev llvm-16 libomp-16-dev
   zstd
+  # libmai's Fortran interface (include/mai.f90) is compile-checked by `make c-test`.
+  gfortran
 )
 # The VM harness (tests/vm) boots a multi-node guest with these.
 VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio procps)

@@ -30,6 +30,15 @@ for shape in 2x2 4x1; do
   else
     fail "$shape guest: status $rc"
   fi
+  # libmai (issue 9): every policy's pages on the formula's nodes, automatic mode, and
+  # the bind_block stencil.
+  if echo "$out" | grep -q '^guest| test_policies: 0 of 11 failed' &&
+    echo "$out" | grep -q '^guest| test_auto: 0 of 1 failed' &&
+    echo "$out" | grep -q '^guest| stencil_mai: .*matches serial, bind_block placement verified'; then
+    pass "$shape guest: libmai placement, automatic mode and stencil"
+  else
+    fail "$shape guest: libmai C tests (build them with make c-test)"
+  fi
 done
 
 # A wrong expectation in the guest must come back as a failure, and the right one.
@@ -39,6 +48,12 @@ if [ "$rc" -eq 1 ] && echo "$out" | grep -qF "$want"; then
   pass "wrong expectation in the guest is reported (status 1, mismatch named)"
 else
   fail "wrong expectation: expected status 1 and '$want', got status $rc"
+fi
+want='page 0 of 61 is on node 0, formula says 1 (libmai planned 0)'
+if echo "$out" | grep -qF "$want" && echo "$out" | grep -q '^guest| test_policies: 1 of 1 failed'; then
+  pass "a wrong placement formula in the libmai C test is reported ('$want')"
+else
+  fail "libmai wrong formula: expected '$want' and 'test_policies: 1 of 1 failed'"
 fi
 
 # A guest that cannot finish in time: timeout reported, qemu gone, work dir removed.

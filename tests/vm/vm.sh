@@ -12,7 +12,9 @@
 # finish within VM_TIMEOUT seconds (qemu is killed), 3 if the guest died without a
 # result, 2 if something the harness needs is missing.
 # Environment: VM_TIMEOUT (default 240), VM_KERNEL (default: newest
-# /boot/vmlinuz-*-amd64), TDMAP_BIN, NUMA_CHECK_BIN (default: target/debug builds).
+# /boot/vmlinuz-*-amd64), TDMAP_BIN, NUMA_CHECK_BIN (default: target/debug builds),
+# MAI_TEST_DIR (default target/c-tests: libmai's C tests, `make c-test` builds them; the
+# guest runs those present, with libmai.so found through their RUNPATH).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +23,7 @@ TIMEOUT=${VM_TIMEOUT:-240}
 TDMAP_BIN=${TDMAP_BIN:-$repo/target/debug/tdmap}
 NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
+MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
 
 die() { echo "vm: $1" >&2; exit 2; }
 
@@ -88,6 +91,9 @@ add_exe "$(command -v busybox)" busybox
 add_exe "$TDMAP_BIN" tdmap
 add_exe "$NUMA_CHECK_BIN" numa_check
 add_exe "$FAULT_CHECK_BIN" fault_check
+for t in test_policies test_auto stencil_mai; do
+  if [ -x "$MAI_TEST_DIR/$t" ]; then add_exe "$MAI_TEST_DIR/$t" "$t"; fi
+done
 sort -u "$work/libdirs" | paste -sd: >"$root/etc/ld-library-path"
 cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"

@@ -8,16 +8,19 @@ mod error;
 mod fsroot;
 mod linux;
 mod mem;
+mod meminfo;
 pub mod perf;
 #[cfg(feature = "scotch")]
 pub mod scotch;
 mod softdirty;
 mod spawn;
+pub mod vm;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
+pub use meminfo::{node_memory, NodeMemory};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
 pub use spawn::{spawn_gated, GatedChild};
 

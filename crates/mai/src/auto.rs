@@ -1,0 +1,326 @@
+//! Automatic mode: MApp's heuristic (Minas §3.2) without the preprocessor. With
+//! `MAI_AUTO=1`, every allocation at least as large as the highest-level cache (MApp's
+//! "eligible array") made through malloc, calloc, posix_memalign or mmap gets the policy
+//! the heuristic picks for this machine, and the choice is logged.
+//!
+//! libmai defines those four symbols, so they interpose glibc's when libmai is linked or
+//! LD_PRELOADed. They allocate through glibc's `__libc_*` entry points (no dlsym, which
+//! itself allocates) and raw `mmap`, and only act once the constructor below has read the
+//! machine: calls before that, during it, or nested inside the hook (a thread-local
+//! guard) go straight to glibc. Without MAI_AUTO the cost is one atomic load per call.
+
+use crate::machine::{machine, Machine};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+use tdmap_map::policy;
+use tdmap_sys::{vm, LinuxSys, MbindFlags, MemPolicy, Sys};
+
+/// MApp §3.2: at or above this NUMA factor the machine is latency-bound: bind_block.
+pub const HIGH_NUMA_FACTOR: f64 = 2.0;
+/// MApp §3.2: "many interconnections" = at least this share of node pairs one hop apart.
+pub const MANY_LINKS: f64 = 0.5;
+/// Threshold when the machine reports no cache.
+const DEFAULT_THRESHOLD: usize = 1 << 20;
+
+/// The policy the heuristic picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// Spread pages round-robin (bandwidth).
+    Cyclic,
+    /// One contiguous block per thread, on the thread's node (latency).
+    BindBlock,
+}
+
+/// MApp §3.2: cyclic on a small NUMA factor with many interconnections, bind_block
+/// otherwise (high NUMA factor, or few links).
+pub fn choose(numa_factor: f64, connectivity: f64) -> Choice {
+    if numa_factor < HIGH_NUMA_FACTOR && connectivity >= MANY_LINKS {
+        Choice::Cyclic
+    } else {
+        Choice::BindBlock
+    }
+}
+
+struct Auto {
+    choice: Choice,
+    threshold: usize,
+    /// OS node of each page block for bind_block (node of each thread, compact order).
+    thread_nodes: Vec<usize>,
+    nodes: Vec<usize>,
+}
+
+/// 0: not started, 1: initialising, 2: active, 3: off.
+static STATE: AtomicU8 = AtomicU8::new(0);
+static AUTO: OnceLock<Auto> = OnceLock::new();
+
+thread_local! {
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+extern "C" fn constructor() {
+    let on = std::env::var("MAI_AUTO").is_ok_and(|v| v == "1");
+    if !on
+        || STATE
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+    {
+        STATE.store(3, Ordering::Release);
+        return;
+    }
+    let ok = std::panic::catch_unwind(|| match machine() {
+        Ok(m) => {
+            let a = configure(m);
+            log(&format!(
+                "mai-auto: {} nodes, NUMA factor {:.2}, connectivity {:.2} -> {} for allocations >= {} bytes (MApp §3.2)",
+                m.num_nodes(), m.numa_factor, m.connectivity, name(a.choice), a.threshold
+            ));
+            let _ = AUTO.set(a);
+            true
+        }
+        Err(e) => {
+            log(&format!("mai-auto: off: {e}"));
+            false
+        }
+    });
+    STATE.store(if ok.unwrap_or(false) { 2 } else { 3 }, Ordering::Release);
+}
+
+/// MApp §3.2: an array is eligible if it is at least the highest-level cache; a
+/// positive `MAI_AUTO_THRESHOLD` (bytes) overrides.
+fn threshold(m: &Machine, env: Option<&str>) -> usize {
+    env.and_then(|v| v.trim().parse().ok())
+        .filter(|&t: &usize| t > 0)
+        .unwrap_or(if m.llc > 0 {
+            m.llc as usize
+        } else {
+            DEFAULT_THRESHOLD
+        })
+}
+
+fn configure(m: &Machine) -> Auto {
+    let threshold = threshold(m, std::env::var("MAI_AUTO_THRESHOLD").ok().as_deref());
+    let threads = crate::threads::thread_cpus().unwrap_or_else(|_| m.cpus.clone());
+    let thread_nodes = threads
+        .iter()
+        .filter_map(|&c| m.node_of_cpu(c as i64).ok())
+        .collect();
+    let thread_nodes: Vec<usize> = thread_nodes;
+    let thread_nodes = if thread_nodes.is_empty() {
+        m.nodes.clone()
+    } else {
+        thread_nodes
+    };
+    Auto {
+        choice: choose(m.numa_factor, m.connectivity),
+        threshold: threshold.max(1),
+        thread_nodes,
+        nodes: m.nodes.clone(),
+    }
+}
+
+fn name(c: Choice) -> &'static str {
+    match c {
+        Choice::Cyclic => "cyclic",
+        Choice::BindBlock => "bind_block",
+    }
+}
+
+/// Appends a line to `MAI_AUTO_LOG` if set, else to stderr.
+fn log(line: &str) {
+    let file = std::env::var_os("MAI_AUTO_LOG").and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
+    let _ = match file {
+        Some(mut f) => writeln!(f, "{line}"),
+        None => writeln!(std::io::stderr(), "{line}"),
+    };
+}
+
+/// Applies the chosen policy to a fresh allocation `[addr, addr + len)`.
+fn hook(addr: usize, len: usize, call: &str) {
+    if STATE.load(Ordering::Acquire) != 2 || addr == 0 {
+        return;
+    }
+    let Some(a) = AUTO.get() else { return };
+    if len < a.threshold || IN_HOOK.with(|g| g.replace(true)) {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| place(a, addr, len, call));
+    IN_HOOK.with(|g| g.set(false));
+}
+
+fn place(a: &Auto, addr: usize, len: usize, call: &str) {
+    let ps = vm::page_size();
+    let start = addr.div_ceil(ps) * ps;
+    let end = (addr + len) / ps * ps;
+    if end <= start {
+        return;
+    }
+    let flags = MbindFlags {
+        move_pages: true,
+        strict: false,
+    };
+    let rc = match a.choice {
+        // MApp's cyclic is one page per round: no transparent huge pages in the range.
+        Choice::Cyclic => vm::no_huge_pages(start, end - start).and_then(|()| {
+            let all = MemPolicy::Interleave(a.nodes.clone());
+            LinuxSys.mbind(start, end - start, &all, flags)
+        }),
+        Choice::BindBlock => {
+            // MAi bind_block page by page (tdmap_map), one mbind per run of equal nodes.
+            let pages = (end - start) / ps;
+            let node = |i| policy::bind_block(i, pages, &a.thread_nodes);
+            let mut first = 0;
+            (1..=pages).try_for_each(|i| {
+                if i < pages && node(i) == node(first) {
+                    return Ok(());
+                }
+                let bind = MemPolicy::Bind(vec![node(first)]);
+                let r = LinuxSys.mbind(start + first * ps, (i - first) * ps, &bind, flags);
+                first = i;
+                r
+            })
+        }
+    };
+    let what = match rc {
+        Ok(()) => name(a.choice).to_string(),
+        Err(e) => format!("none ({e})"),
+    };
+    log(&format!("mai-auto: {call}({len}) = {addr:#x}: {what}"));
+}
+
+extern "C" {
+    fn __libc_malloc(size: usize) -> *mut c_void;
+    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
+    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+}
+
+/// malloc, with the automatic policy for large blocks.
+///
+/// # Safety
+/// As glibc's malloc.
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    // SAFETY: glibc's own malloc, same contract.
+    let p = unsafe { __libc_malloc(size) };
+    hook(p as usize, size, "malloc");
+    p
+}
+
+/// calloc, with the automatic policy for large blocks.
+///
+/// # Safety
+/// As glibc's calloc.
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: glibc's own calloc, same contract (it checks n * size for overflow).
+    let p = unsafe { __libc_calloc(n, size) };
+    hook(p as usize, n.saturating_mul(size), "calloc");
+    p
+}
+
+/// posix_memalign, with the automatic policy for large blocks.
+///
+/// # Safety
+/// As glibc's posix_memalign: `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> i32 {
+    if !align.is_power_of_two() || !align.is_multiple_of(std::mem::size_of::<usize>()) {
+        return libc::EINVAL;
+    }
+    // SAFETY: glibc's memalign with an alignment checked as posix_memalign requires.
+    let p = unsafe { __libc_memalign(align, size) };
+    if p.is_null() {
+        return libc::ENOMEM;
+    }
+    hook(p as usize, size, "posix_memalign");
+    // SAFETY: the caller gives a writable pointer, as posix_memalign requires.
+    unsafe { *out = p };
+    0
+}
+
+/// mmap, with the automatic policy for large private anonymous mappings.
+///
+/// # Safety
+/// As glibc's mmap.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    off: i64,
+) -> *mut c_void {
+    // SAFETY: the caller's mmap arguments, under mmap's own contract.
+    match unsafe { vm::raw_mmap(addr as usize, len, prot, flags, fd, off) } {
+        Ok(p) => {
+            if flags & libc::MAP_ANONYMOUS != 0 && prot & libc::PROT_WRITE != 0 {
+                hook(p, len, "mmap");
+            }
+            p as *mut c_void
+        }
+        Err(e) => {
+            crate::ffi::set_errno(e.errno().unwrap_or(libc::EINVAL));
+            libc::MAP_FAILED
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heuristic_follows_mapp() {
+        // Small factor, fully connected (the 2-node VM, 17/10): cyclic.
+        assert_eq!(choose(1.7, 1.0), Choice::Cyclic);
+        // High factor (the 4-node VM, 22/10, a third of pairs one hop): bind_block.
+        assert_eq!(choose(2.2, 1.0 / 3.0), Choice::BindBlock);
+        // Small factor but few links, or many links but high factor: bind_block.
+        assert_eq!(choose(1.5, 0.25), Choice::BindBlock);
+        assert_eq!(choose(2.1, 1.0), Choice::BindBlock);
+        // One node: factor 1, trivially connected.
+        assert_eq!(choose(1.0, 1.0), Choice::Cyclic);
+    }
+
+    #[test]
+    fn threshold_defaults_to_the_llc() {
+        let t = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let m = Machine::from_topology(&t);
+        assert_eq!(threshold(&m, None), 18 << 20, "the X7550's 18 MiB L3");
+        assert_eq!(threshold(&m, Some("4096")), 4096);
+        assert_eq!(threshold(&m, Some("0")), 18 << 20);
+        assert_eq!(threshold(&m, Some("junk")), 18 << 20);
+        let mut none = m.clone();
+        none.llc = 0;
+        assert_eq!(threshold(&none, None), DEFAULT_THRESHOLD);
+    }
+
+    #[test]
+    fn interposed_calls_still_allocate() {
+        // SAFETY: plain allocations, freed with glibc's free.
+        unsafe {
+            let p = malloc(100) as *mut u8;
+            assert!(!p.is_null());
+            p.write(7);
+            libc::free(p.cast());
+            let mut q = std::ptr::null_mut();
+            assert_eq!(posix_memalign(&mut q, 4096, 10), 0);
+            assert_eq!(q as usize % 4096, 0);
+            libc::free(q);
+            assert_eq!(posix_memalign(&mut q, 3, 10), libc::EINVAL);
+        }
+    }
+}

@@ -1,0 +1,13 @@
+/* A program that knows nothing of libmai (not linked with it): one 8 MiB malloc, written
+ * and freed. Run with LD_PRELOAD=libmai.so MAI_AUTO=1 it must get an automatic policy. */
+#include <stdlib.h>
+#include <string.h>
+
+int main(void) {
+  char *p = malloc(8 << 20);
+  if (!p) return 1;
+  memset(p, 1, 8 << 20);
+  int ok = p[(8 << 20) - 1] == 1;
+  free(p);
+  return ok ? 0 : 1;
+}
