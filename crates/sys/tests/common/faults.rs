@@ -346,7 +346,9 @@ impl Session {
             }
             self.pump()?;
         }
-        Ok(())
+        // A pump drains before it reads lines, so the faults taken just before `line`
+        // can still sit in the rings; the kernel wrote them before the child printed.
+        self.pump()
     }
 
     /// Drains samples until the child exits (killing it after `limit`), then once more.
