@@ -25,7 +25,6 @@ const GAP: usize = 36;
 const LEFT: usize = 70;
 const TOP: usize = 60;
 const PLOT_H: usize = 300;
-const LEGEND: usize = 190;
 
 /// Draws the chart of `rows` (policy, figures relative to os, remote ratio) as PNG bytes.
 pub fn chart(
@@ -45,7 +44,12 @@ pub fn chart(
     let top = (top * 5.0).ceil() / 5.0; // a multiple of 0.2
     let group_w = rows.len() * BAR + GAP;
     let plot_w = groups.len() * group_w + GAP;
-    let width = (LEFT + plot_w + LEGEND).max(title.len() * 8 + 40);
+    let legend_w = rows
+        .iter()
+        .map(|r| legend_label(r).len() * 8 + 56)
+        .max()
+        .unwrap_or(0);
+    let width = (LEFT + plot_w + legend_w).max(title.len() * 8 + 40);
     let height = TOP + PLOT_H + 70;
     let mut c = Canvas::new(width, height);
     c.text(20, 16, title, 1);
@@ -91,16 +95,16 @@ fn axis(c: &mut Canvas, top: f64, plot_w: usize, y_of: &dyn Fn(f64) -> usize) {
     }
 }
 
+/// A legend entry: the policy and its remote-access ratio.
+fn legend_label(row: &(String, Normalised, f64)) -> String {
+    format!("{} ({:.0}% remote)", row.0, 100.0 * row.2)
+}
+
 fn legend(c: &mut Canvas, rows: &[(String, Normalised, f64)], x: usize) {
-    for (k, (name, _, remote)) in rows.iter().enumerate() {
+    for (k, row) in rows.iter().enumerate() {
         let y = TOP + k * 22;
         c.fill(x, y, 14, 14, PALETTE[k % PALETTE.len()]);
-        c.text(
-            x + 20,
-            y + 3,
-            &format!("{name} ({:.0}% rem)", 100.0 * remote),
-            1,
-        );
+        c.text(x + 20, y + 3, &legend_label(row), 1);
     }
 }
 

@@ -189,3 +189,63 @@ impl Policy for Kmaf {
         self.inject_if_affordable(ctx, out);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::FaultKind;
+    use crate::{Machine, SimConfig};
+
+    /// kMAF §3.3: Eq. 6 moves a page only after the first thread mapping, then halves
+    /// its NUMA vector.
+    #[test]
+    fn pages_move_by_eq6_only_after_the_first_mapping() {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let machine = Machine::new(&topo, &SimConfig::default()).unwrap();
+        let mut k = Kmaf::new(KmafParams::default());
+        let pus = {
+            let ctx = PolicyCtx {
+                topo: &topo,
+                machine: &machine,
+                threads: 2,
+                thread_pu: &[],
+                now: 0,
+                period: 1,
+            };
+            k.initial_mapping(&ctx)
+        };
+        let ctx = PolicyCtx {
+            topo: &topo,
+            machine: &machine,
+            threads: 2,
+            thread_pu: &pus,
+            now: 10_000_000,
+            period: 1,
+        };
+        let fault = |node: usize| FaultEvent {
+            thread: 1,
+            node,
+            addr: 0x5000,
+            page: 5,
+            page_node: 0,
+            kind: FaultKind::Injected,
+        };
+        let mut out = Actions::default();
+        for _ in 0..5 {
+            k.on_fault(&ctx, &fault(2), &mut out);
+        }
+        assert!(out.page_moves.is_empty(), "moved before mapping: {out:?}");
+        k.on_tick(&ctx, &mut out);
+        assert!(out.inject_faults, "a round of extra faults");
+        assert_eq!(k.mappings(), 1);
+        out.clear();
+        k.on_fault(&ctx, &fault(2), &mut out);
+        assert_eq!(
+            out.page_moves,
+            vec![(5, 2)],
+            "NV [0,0,6,0]: Eq. 6 says node 2"
+        );
+        let nv = k.model().unwrap().table().nv(0x5000).unwrap();
+        assert_eq!(nv, vec![0, 0, 3, 0], "halved after the migration");
+    }
+}
