@@ -108,9 +108,9 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
 
 /// ep has private data only, so where threads run does not matter: every mapping policy
 /// is within 8 % of os. The 8 % is not noise in the model (it is deterministic) but
-/// kMAF's own cost: its extra faults may take 3 % of the thread time (kMAF §5.4 measured
-/// under 4 %) and each round flushes the TLBs, whose refills add a few percent on a trace
-/// this short. `interleave` is a data policy that puts 3 pages in 4 on remote nodes by
+/// kMAF's own cost: its extra faults may take 2 % of all threads' time (kMAF §5.4
+/// measured under 4 %), and a round's faults can all land on the one thread that touches
+/// the pages first, which then runs up to a few percent longer (5.4 % on this trace). `interleave` is a data policy that puts 3 pages in 4 on remote nodes by
 /// design: it must be slower, not equal.
 #[test]
 fn private_only_ep_ties_every_mapping_policy() {
