@@ -18,7 +18,7 @@ fn acc(thread: u32, addr: u64, time: u64) -> Access {
         thread,
         addr,
         size: 8,
-        write: time % 2 == 0,
+        write: time.is_multiple_of(2),
         time,
     }
 }
