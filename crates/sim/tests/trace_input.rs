@@ -133,8 +133,10 @@ fn kmaf_maps_sharers_together() {
             topo.pus[o[0]].package != topo.pus[o[1]].package
         })
         .unwrap();
+    // A generous fault budget: this run is short, and the test is about the mapping.
     let kmaf = Kmaf::new(KmafParams {
         seed,
+        fault_budget: 0.5,
         ..Default::default()
     });
     let mut sim = Simulator::new(&topo, cfg, Box::new(kmaf), 2).unwrap();
