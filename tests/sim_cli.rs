@@ -208,6 +208,17 @@ fn bad_input_exits_2_with_one_line() {
     bad(&trace, &["--machine", "no-such-machine"], "no-such-machine");
     let small = ["--machine", "package:1 core:2 pu:1"];
     bad(&trace, &small, "--oversubscribe");
+    let trace_s = trace.to_str().unwrap();
+    bad(
+        &trace,
+        &["--machine", MACHINE, "--plot", trace_s],
+        "that is the trace",
+    );
+    bad(
+        &trace,
+        &["--machine", MACHINE, "--plot", "/nonexistent/dir/x.png"],
+        "--plot",
+    );
     let mut over = small.to_vec();
     over.extend(["--oversubscribe", "--policies", "kmaf,oracle"]);
     let out = sim(&trace, &over);

@@ -88,6 +88,12 @@ struct Output {
 /// Runs `tdmap sim`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let names = policy_names(&args.policies)?;
+    if args.plot.as_deref() == Some(args.trace.as_path()) {
+        return Err(input(format!(
+            "--plot {}: that is the trace; give the chart another name",
+            args.trace.display()
+        )));
+    }
     let topo = args.machine.load().map_err(input)?;
     let threads = trace_threads(&args.trace)?;
     if threads > topo.num_pus() && !args.oversubscribe {
@@ -125,7 +131,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(png) = &args.plot {
         let bytes = plot::chart(&out.results_for_plot(), &plot_title(&args, &topo))
             .context("encoding the chart")?;
-        std::fs::write(png, bytes).with_context(|| format!("writing {}", png.display()))?;
+        std::fs::write(png, bytes).map_err(|e| {
+            input(format!(
+                "--plot {}: {e}: give a writable path",
+                png.display()
+            ))
+        })?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
