@@ -88,3 +88,9 @@ clean:
 bench-sim: setup
 	$(CARGO) bench -p tdmap-sim --bench throughput
 	$(CARGO) bench -p tdmap-sim --bench policies
+
+## The simulated gain table of every workload under every policy on xeon-x7550-4s, and
+## the replay throughput (about 2 minutes on 2 cores; figures are SIMULATED).
+.PHONY: bench-sim-workloads
+bench-sim-workloads: setup
+	bash bench/sim_workloads.sh

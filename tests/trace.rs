@@ -20,37 +20,10 @@ fn scratch() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-tests")
 }
 
-/// Builds the runtime (same profile as tdmap) and every workload with gcc and `tdmap cc`, once.
+/// Builds the runtime and every workload with gcc and `tdmap cc`, once per test binary.
 fn built() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "-q", "-p", "tdmap-rt"]);
-        if TDMAP.contains("/release/") {
-            c.arg("--release");
-        }
-        assert!(
-            c.status().expect("cargo runs").success(),
-            "building tdmap-rt failed"
-        );
-        let dir = scratch().join("build");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
-        let out = Command::new("make")
-            .args(["-s", "-j2", "-C"])
-            .arg(&src)
-            .args(["gcc", "tdmap"])
-            .arg(format!("TDMAP={TDMAP}"))
-            .arg(format!("BUILD={}", dir.display()))
-            .output()
-            .expect("make runs");
-        assert!(
-            out.status.success(),
-            "make failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dir
-    })
+    DIR.get_or_init(|| workloads::build(TDMAP, &scratch().join("build")))
 }
 
 fn run(cmd: &mut Command) -> Output {

@@ -1,8 +1,10 @@
 //! The subcommands, one file each; this module only dispatches.
 
 mod analyze;
+mod canvas;
 mod cc;
 mod map;
+mod sim;
 mod topo;
 mod trace;
 mod trace_check;
@@ -41,6 +43,8 @@ enum Command {
     /// else this machine. Threads sit on the node of the CPU recorded for them, or else
     /// in blocks (thread t of T on node t*N/T).
     Analyze(analyze::Args),
+    /// Replay a trace on a modelled NUMA machine under each policy (SIMULATED figures).
+    Sim(sim::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -75,5 +79,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Trace(args) => trace::run(args),
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Sim(args) => sim::run(args),
     }
 }

@@ -186,3 +186,35 @@ fn similarity_tells_matching_from_unrelated_patterns() {
     assert!(similarity(&none, &none, 100.0) > 0.999);
     assert!(similarity(&uniform, &none, 28.0) < 0.5);
 }
+
+/// Builds the runtime (same profile as `tdmap`) and every workload with gcc and
+/// `tdmap cc` (the `tdmap` binary at path `tdmap`) under `dir`; returns `dir`.
+pub fn build(tdmap: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Path;
+    use std::process::Command;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args(["build", "-q", "-p", "tdmap-rt"]);
+    if tdmap.contains("/release/") {
+        c.arg("--release");
+    }
+    assert!(
+        c.status().expect("cargo runs").success(),
+        "building tdmap-rt failed"
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let out = Command::new("make")
+        .args(["-s", "-j2", "-C"])
+        .arg(&src)
+        .args(["gcc", "tdmap"])
+        .arg(format!("TDMAP={tdmap}"))
+        .arg(format!("BUILD={}", dir.display()))
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "make failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.to_path_buf()
+}

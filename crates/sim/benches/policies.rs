@@ -3,7 +3,7 @@
 //! patterns. `aware` is a static mapping computed from the pattern's true affinity with
 //! the stand-in grouping algorithm; it is not the papers' oracle.
 
-use tdmap_sim::policy::grouping::greedy_map;
+use tdmap_sim::policy::grouping::map_greedy;
 use tdmap_sim::policy::{ByName, Fixed};
 use tdmap_sim::synth::{Pattern, Synth};
 use tdmap_sim::{simulate, Policy, SimConfig, SimReport};
@@ -40,7 +40,7 @@ fn main() {
             "policy", "time", "L3 miss", "interchip", "remote", "thr.mig", "page.mig"
         );
         let mut base: Option<SimReport> = None;
-        let aware = greedy_map(&stream.affinity(), THREADS as usize, &topo);
+        let aware = map_greedy(&stream.affinity(), THREADS as usize, &topo);
         // ByName::NAMES starts with "os", the baseline of the table.
         let mut policies: Vec<Box<dyn Policy>> = ByName::NAMES
             .iter()

@@ -5,14 +5,15 @@
 //! per core; pages on NUMA nodes by first touch, with migrations; memory latency by the
 //! node distance matrix; and inter-chip traffic. It replays a stream of [`SimAccess`]
 //! chunk by chunk (bounded memory) and asks a [`Policy`] where threads and pages go.
-//! Adapting `tdmap trace` files to [`SimAccess`], and the `kmaf` and `oracle` policies,
-//! plug in through [`SimAccess`], [`Policy`] and [`policy::Fixed`].
+//! [`TraceInput`] replays `tdmap trace` files; [`policy::Kmaf`] is kMAF's online
+//! mechanism on `tdmap-sharing` and `tdmap-map`, and [`policy::Oracle`] the static oracle.
 
 mod access;
 mod cache;
 mod config;
 mod error;
 mod hash;
+pub mod input;
 mod machine;
 mod memsys;
 pub mod policy;
@@ -26,6 +27,7 @@ pub use access::SimAccess;
 pub use cache::{Cache, State};
 pub use config::{Costs, SimConfig, DEFAULT_LATENCIES};
 pub use error::SimError;
+pub use input::{first_pass, Profile, RunError, TraceInput};
 pub use machine::{CacheGeom, Machine, SharedGeom};
 pub use memsys::MemSys;
 pub use policy::{Actions, Policy, PolicyCtx};

@@ -2,7 +2,7 @@
 //! random placement when pairs of threads share data; mapping does not matter when all
 //! data is private; runs are deterministic.
 
-use tdmap_sim::policy::grouping::greedy_map;
+use tdmap_sim::policy::grouping::map_greedy;
 use tdmap_sim::policy::{ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
 use tdmap_sim::synth::{Pattern, Synth};
 use tdmap_sim::{simulate, Policy, SimConfig, SimReport};
@@ -23,7 +23,7 @@ fn run(stream: &Synth, policy: Box<dyn Policy>) -> SimReport {
 
 fn sharing_aware(stream: &Synth) -> Box<dyn Policy> {
     let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
-    let map = greedy_map(&stream.affinity(), THREADS as usize, &topo);
+    let map = map_greedy(&stream.affinity(), THREADS as usize, &topo);
     Box::new(Fixed::new("sharing-aware", map))
 }
 

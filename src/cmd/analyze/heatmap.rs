@@ -2,7 +2,7 @@
 //! thread ids on both axes, darker cells for more sharing, and a scale. PNG text uses the
 //! public-domain 8×8 bitmap font of the `font8x8` crate, so no system font is needed.
 
-use font8x8::legacy::BASIC_LEGACY;
+use crate::cmd::canvas::Canvas;
 
 /// What to draw: an n×n row-major matrix, a title and the unit of the scale.
 pub struct Heatmap<'a> {
@@ -199,75 +199,6 @@ fn xml(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// An RGB raster with just what the heatmap needs.
-struct Canvas {
-    w: usize,
-    h: usize,
-    px: Vec<u8>,
-}
-
-impl Canvas {
-    fn new(w: usize, h: usize) -> Canvas {
-        Canvas {
-            w,
-            h,
-            px: vec![255; w * h * 3],
-        }
-    }
-
-    fn set(&mut self, x: usize, y: usize, rgb: [u8; 3]) {
-        if x < self.w && y < self.h {
-            let i = (y * self.w + x) * 3;
-            self.px[i..i + 3].copy_from_slice(&rgb);
-        }
-    }
-
-    fn fill(&mut self, x: usize, y: usize, w: usize, h: usize, rgb: [u8; 3]) {
-        for yy in y..y + h {
-            for xx in x..x + w {
-                self.set(xx, yy, rgb);
-            }
-        }
-    }
-
-    fn frame(&mut self, x: usize, y: usize, w: usize, h: usize) {
-        for xx in x..x + w {
-            self.set(xx, y, [0; 3]);
-            self.set(xx, y + h - 1, [0; 3]);
-        }
-        for yy in y..y + h {
-            self.set(x, yy, [0; 3]);
-            self.set(x + w - 1, yy, [0; 3]);
-        }
-    }
-
-    /// Draws ASCII text with its top-left corner at (x, y), each font pixel `scale` wide.
-    fn text(&mut self, x: usize, y: usize, s: &str, scale: usize) {
-        for (k, ch) in s.chars().enumerate() {
-            let glyph = BASIC_LEGACY[(ch as usize).min(127)];
-            for (row, bits) in glyph.iter().enumerate() {
-                for col in 0..8 {
-                    if bits >> col & 1 == 1 {
-                        let gx = x + (k * 8 + col) * scale;
-                        self.fill(gx, y + row * scale, scale, scale, [0; 3]);
-                    }
-                }
-            }
-        }
-    }
-
-    fn encode(&self) -> Result<Vec<u8>, png::EncodingError> {
-        let mut out = Vec::new();
-        let mut enc = png::Encoder::new(&mut out, self.w as u32, self.h as u32);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        let mut wr = enc.write_header()?;
-        wr.write_image_data(&self.px)?;
-        wr.finish()?;
-        Ok(out)
-    }
 }
 
 #[cfg(test)]

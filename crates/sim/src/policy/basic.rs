@@ -75,7 +75,7 @@ fn tree_ranks(topo: &Topology) -> Vec<Vec<usize>> {
     ranks
 }
 
-fn spread(order: &[usize], threads: usize) -> Vec<usize> {
+pub(crate) fn spread(order: &[usize], threads: usize) -> Vec<usize> {
     if order.is_empty() {
         return Vec::new(); // the simulator reports the missing mapping
     }
@@ -239,6 +239,7 @@ impl ByName {
         "interleave",
         "sammu",
         "numa-balancing",
+        "kmaf",
     ];
 
     /// Builds a policy by name, or `None` for an unknown name.
@@ -255,6 +256,10 @@ impl ByName {
                 ..Default::default()
             })),
             "numa-balancing" => Box::new(super::NumaBalancing::new(seed)),
+            "kmaf" => Box::new(super::Kmaf::new(super::KmafParams {
+                seed,
+                ..Default::default()
+            })),
             _ => return None,
         })
     }

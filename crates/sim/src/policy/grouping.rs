@@ -1,15 +1,27 @@
 //! A simple, self-contained sharing-aware thread mapping: greedy hierarchical grouping.
 //!
-//! This stands in for the mapping algorithms of `crates/map` (Scotch-like dual recursive
-//! bipartitioning, hierarchical Edmonds matching) until that crate is integrated; the
-//! policies call it only through [`MapFn`], so swapping it is one line. At each level of
-//! the machine tree, from the packages down, it fills each child group with the thread
-//! that shares most with the threads already in it.
+//! The policies call a mapping algorithm through [`MapFn`]; the default is
+//! [`map_greedy`], `tdmap-map`'s greedy hierarchical grouping (the one `tdmap run` uses
+//! online). [`greedy_map`] is the simulator's own small version, kept as the fallback for
+//! matrices `tdmap-map` refuses. At each level of the machine tree, from the packages
+//! down, it fills each child group with the thread that shares most with the threads
+//! already in it.
 
 use tdmap_topo::Topology;
 
 /// A thread-mapping algorithm: affinity matrix (row-major, `n × n`) to a PU per thread.
 pub type MapFn = fn(&[f64], usize, &Topology) -> Vec<usize>;
+
+/// `tdmap-map`'s greedy mapping of `n` threads (several per PU when there are more
+/// threads than PUs); [`greedy_map`] if it refuses the matrix (not finite, negative).
+pub fn map_greedy(affinity: &[f64], n: usize, topo: &Topology) -> Vec<usize> {
+    let opts = tdmap_map::Options {
+        seed: 0,
+        oversubscribe: n > topo.num_pus(),
+    };
+    tdmap_map::map_threads(tdmap_map::Algorithm::Greedy, topo, affinity, n, &opts)
+        .unwrap_or_else(|_| greedy_map(affinity, n, topo))
+}
 
 /// Greedy hierarchical grouping of `n` threads given a symmetric affinity matrix.
 pub fn greedy_map(affinity: &[f64], n: usize, topo: &Topology) -> Vec<usize> {

@@ -7,11 +7,15 @@
 
 mod basic;
 pub mod grouping;
+pub mod kmaf;
 mod numa_balancing;
+pub mod oracle;
 pub mod sammu;
 
 pub use basic::{pu_order, ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
+pub use kmaf::{Kmaf, KmafParams};
 pub use numa_balancing::NumaBalancing;
+pub use oracle::Oracle;
 pub use sammu::{Sammu, SammuParams};
 
 use crate::machine::Machine;

@@ -4,9 +4,9 @@
 //!
 //! The hardware half (the access counter AC of each TLB entry) lives in the simulator's
 //! TLB, which reports evictions and saturations here. The thread mapping algorithm is
-//! [`greedy_map`] behind [`MapFn`] until `crates/map` replaces it (SAMMU used Scotch).
+//! `tdmap-map`'s greedy grouping ([`map_greedy`]) behind [`MapFn`] (SAMMU used Scotch).
 
-use super::grouping::{greedy_map, mapping_cost, MapFn};
+use super::grouping::{map_greedy, mapping_cost, MapFn};
 use super::{Actions, Policy, PolicyCtx, TlbEvent, TlbEventKind};
 use crate::hash::FastMap;
 use crate::policy::basic::{pu_order, ThreadOrder};
@@ -49,7 +49,7 @@ impl Default for SammuParams {
             shift_form: true,
             remap_gain: 0.05,
             seed: 1,
-            map: greedy_map,
+            map: map_greedy,
         }
     }
 }

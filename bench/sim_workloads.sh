@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The simulated gain table (`make bench-sim-workloads`): each workload traced at THREADS
+# threads on this machine, then replayed by `tdmap sim` on MACHINE under every policy.
+# Prints each run's table, then modelled execution time per workload and policy relative
+# to os (lower is better), and the replay throughput (simulated accesses x policies per
+# wall second, trace decoding and both passes included, one core, release build).
+# Every gain figure here is SIMULATED by tdmap-sim's model, not measured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=${THREADS:-8}
+MACHINE=${MACHINE:-xeon-x7550-4s}
+SEED=${SEED:-1}
+OUT=${BENCH_DIR:-target/bench-sim}
+TDMAP=target/release/tdmap
+POLICIES=os,compact,scatter,random,interleave,numa-balancing,sammu,kmaf,oracle
+export OMP_WAIT_POLICY=passive
+
+cargo build --release -q -p tdmap -p tdmap-rt
+make -s -j2 -C workloads tdmap TDMAP="$PWD/$TDMAP" BUILD="$PWD/$OUT/build" >/dev/null
+mkdir -p "$OUT"
+
+# Sizes giving 2-9 million accesses at 8 threads.
+SIZES="ep:131072 stencil1d:64 stencil3d:16 pairs:16384 alltoall:512 pipeline:2048 cginit:32768 phase:8192"
+
+now() { date +%s%N; }
+summary="$OUT/summary.txt"
+: >"$summary"
+total_acc=0
+total_ns=0
+for spec in $SIZES; do
+  w=${spec%%:*}; n=${spec##*:}
+  trace="$OUT/$w.trace"
+  "$TDMAP" trace --force -o "$trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n" >/dev/null 2>&1
+  s=$(now)
+  "$TDMAP" sim "$trace" --machine "$MACHINE" --seed "$SEED" --policies "$POLICIES" \
+    --plot "$OUT/$w.png" >"$OUT/$w.txt"
+  ns=$(( $(now) - s ))
+  cat "$OUT/$w.txt"
+  echo
+  acc=$(head -1 "$OUT/$w.txt" | sed 's/.* \([0-9]*\) accesses.*/\1/')
+  npol=$(awk 'NR>2 && NF==7' "$OUT/$w.txt" | wc -l)
+  total_acc=$(( total_acc + acc * npol ))
+  total_ns=$(( total_ns + ns ))
+  awk -v w="$w" 'NR>2 && NF==7 {printf "%s %s %s\n", w, $1, $2}' "$OUT/$w.txt" >>"$summary"
+done
+
+echo "SIMULATED modelled execution time relative to os on $MACHINE ($THREADS threads, seed $SEED; lower is better)"
+awk '
+  { if (!($2 in seen)) { seen[$2]=1; pol[++np]=$2 }
+    if (!($1 in wseen)) { wseen[$1]=1; wl[++nw]=$1 }
+    t[$1, $2]=$3 }
+  END {
+    printf "%-10s", "workload"; for (p=1; p<=np; p++) printf " %9.9s", pol[p]; printf "\n"
+    for (i=1; i<=nw; i++) {
+      printf "%-10s", wl[i]
+      for (p=1; p<=np; p++) { v=t[wl[i], pol[p]]; printf " %9.3f", v; lg[p]+=log(v) }
+      printf "\n"
+    }
+    printf "%-10s", "geomean"; for (p=1; p<=np; p++) printf " %9.3f", exp(lg[p]/nw); printf "\n"
+  }' "$summary"
+awk -v a="$total_acc" -v ns="$total_ns" 'BEGIN {
+  printf "\nreplay throughput: %.1f M simulated accesses x policies per second (%d in %.1f s, one core, release, trace read twice)\n", a/ns*1e3, a, ns/1e9 }'
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

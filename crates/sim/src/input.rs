@@ -1,0 +1,201 @@
+//! The adapter from `tdmap trace` files to the simulator's input, and the first pass that
+//! sizes a run.
+//!
+//! A trace stores each thread's events in frames of up to a million events, written as
+//! each thread's buffer fills, so file order interleaves threads only coarsely. The
+//! simulator wants them interleaved as they ran, so [`TraceInput`] keeps a bounded window
+//! of decoded events (at most [`WINDOW`] plus one frame) and always emits the event with
+//! the earliest time stamp in it: a k-way merge of the threads' queues. An event that a
+//! late frame brings in with an older time than one already emitted is emitted at once
+//! (the window makes that rare: it only happens when a thread's frame arrives more than
+//! a window behind). Memory stays bounded however long the trace is.
+//!
+//! Page-fault samples in a trace are skipped: the simulator places every page on its
+//! first simulated access (Linux's first touch), which for an exact trace is the first
+//! access to the page that the traced program made.
+
+use crate::access::SimAccess;
+use crate::error::SimError;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::path::Path;
+use tdmap_trace::{Chunk, Reader, TraceError};
+
+/// Events decoded ahead of the one emitted, at most (plus one frame): 1 Mi events, 24 MiB.
+pub const WINDOW: usize = 1 << 20;
+
+/// What can go wrong while replaying a trace file.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The trace cannot be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The simulator refused the run.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+/// A trace file as a stream of [`SimAccess`], threads merged by time stamp.
+pub struct TraceInput {
+    reader: Reader,
+    queues: Vec<VecDeque<(u64, SimAccess)>>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    buffered: usize,
+    eof: bool,
+    cur: Option<u32>,
+    bound: u64,
+    threads: usize,
+}
+
+impl TraceInput {
+    /// Opens a trace for replay.
+    pub fn open(path: &Path) -> Result<TraceInput, RunError> {
+        let reader = Reader::open(path)?;
+        let threads = reader.header().threads as usize;
+        Ok(TraceInput {
+            reader,
+            queues: vec![VecDeque::new(); threads],
+            heap: BinaryHeap::new(),
+            buffered: 0,
+            eof: false,
+            cur: None,
+            bound: u64::MAX,
+            threads,
+        })
+    }
+
+    /// The trace's thread count (every event's thread is below it).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Decodes frames until the window is full or the trace ends.
+    fn refill(&mut self) -> Result<(), RunError> {
+        while !self.eof && self.buffered < WINDOW {
+            let Some(chunk) = self.reader.next_chunk()? else {
+                self.eof = true;
+                break;
+            };
+            let Chunk::Accesses(c) = chunk else { continue };
+            let t = c.thread as usize;
+            if t >= self.queues.len() {
+                return Err(SimError::ThreadOutOfRange {
+                    thread: c.thread,
+                    threads: self.queues.len(),
+                }
+                .into());
+            }
+            let q = &mut self.queues[t];
+            let was_empty = q.is_empty();
+            for i in 0..c.addrs.len() {
+                let a = SimAccess {
+                    thread: c.thread,
+                    addr: c.addrs[i],
+                    size: c.sizes[i],
+                    write: c.writes[i],
+                };
+                q.push_back((c.times[i], a));
+            }
+            self.buffered += c.addrs.len();
+            if was_empty && !q.is_empty() {
+                self.heap.push(Reverse((q[0].0, c.thread)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Picks the thread with the earliest pending event, refilling the window first.
+    fn switch(&mut self) -> Result<bool, RunError> {
+        if let Some(t) = self.cur.take() {
+            if let Some(&(time, _)) = self.queues[t as usize].front() {
+                self.heap.push(Reverse((time, t)));
+            }
+        }
+        if !self.eof && self.buffered < WINDOW / 2 || self.heap.is_empty() {
+            self.refill()?;
+        }
+        let Some(Reverse((_, t))) = self.heap.pop() else {
+            return Ok(false);
+        };
+        self.cur = Some(t);
+        self.bound = self.heap.peek().map_or(u64::MAX, |r| r.0 .0);
+        Ok(true)
+    }
+
+    fn next_access(&mut self) -> Result<Option<SimAccess>, RunError> {
+        loop {
+            if let Some(t) = self.cur {
+                let q = &mut self.queues[t as usize];
+                if let Some(&(time, a)) = q.front() {
+                    if time <= self.bound {
+                        q.pop_front();
+                        self.buffered -= 1;
+                        return Ok(Some(a));
+                    }
+                }
+            }
+            if !self.switch()? {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+impl Iterator for TraceInput {
+    type Item = Result<SimAccess, RunError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_access().transpose()
+    }
+}
+
+/// What a first pass over a trace tells: its threads and how many accesses each made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// The trace's thread count.
+    pub threads: usize,
+    /// Accesses per thread.
+    pub accesses: Vec<u64>,
+}
+
+impl Profile {
+    /// All accesses.
+    pub fn total(&self) -> u64 {
+        self.accesses.iter().sum()
+    }
+
+    /// The policy period for a run of this trace: 100 ms at `hz` (kMAF §3.4, SAMMU
+    /// §2.7.1), shortened for a short trace so that the run spans at least `periods`
+    /// periods even if every access hit in L1 (`min_cycles` each). Without that, a trace of
+    /// a few milliseconds would end before any online policy acted.
+    pub fn period(&self, hz: f64, min_cycles: u64, periods: u64) -> u64 {
+        let longest = self.accesses.iter().copied().max().unwrap_or(0);
+        let floor = longest.saturating_mul(min_cycles) / periods.max(1);
+        ((hz * 0.1) as u64).min(floor).max(1)
+    }
+}
+
+/// Reads a trace once (addresses only) and calls `each` on every chunk of accesses.
+pub fn first_pass(
+    path: &Path,
+    mut each: impl FnMut(&tdmap_trace::AccessChunk) -> Result<(), RunError>,
+) -> Result<Profile, RunError> {
+    let mut reader = Reader::open(path)?;
+    reader.set_addresses_only(true);
+    let threads = reader.header().threads as usize;
+    let mut accesses = vec![0u64; threads];
+    while let Some(chunk) = reader.next_chunk()? {
+        if let Chunk::Accesses(c) = chunk {
+            let Some(n) = accesses.get_mut(c.thread as usize) else {
+                return Err(SimError::ThreadOutOfRange {
+                    thread: c.thread,
+                    threads,
+                }
+                .into());
+            };
+            *n += c.addrs.len() as u64;
+            each(c)?;
+        }
+    }
+    Ok(Profile { threads, accesses })
+}

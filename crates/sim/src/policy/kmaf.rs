@@ -1,0 +1,254 @@
+//! kMAF (kmaf-pact14.txt §3): the online mechanism of `tdmap run`, driven by the
+//! simulated page faults. Every fault (the first touch of a page, and the extra faults
+//! injected each period, §3.1.2) feeds the affinity table and sharing matrix of
+//! `tdmap-sharing` (§3.2); the page then migrates by Eq. 6 with its NUMA vector halved
+//! (§3.3), but only once threads were mapped for the first time; every period (100 ms,
+//! §3.4) `tdmap-map` maps the threads from the matrix, which is then aged ×0.75 (§3.4.2),
+//! and the present bit of every page is cleared so that the next access to each faults.
+
+use super::basic::{pu_order, spread, ThreadOrder};
+use super::{Actions, FaultEvent, Policy, PolicyCtx};
+use tdmap_map::{Algorithm, Distance};
+use tdmap_sharing::{migration_target, Metric, SharingModel, TableConfig};
+
+/// kMAF's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct KmafParams {
+    /// Seed of the OS's initial placement, which kMAF starts from.
+    pub seed: u64,
+    /// The thread mapping algorithm (kMAF used a fast graph partitioner; `greedy` is the
+    /// online default of `tdmap-map`).
+    pub algorithm: Algorithm,
+    /// Remap only when the new mapping's cost is lower by this fraction: the matrix keeps
+    /// changing a little, and a mapping that only permutes equivalent threads would
+    /// migrate threads every period for nothing.
+    pub remap_gain: f64,
+    /// Remap only when sharing events are at least this share of the events in the
+    /// (aged) matrix. Below it the threads work on private data (the private-only class
+    /// of kMAF §2), every mapping is as good as another, and the few sharing events that
+    /// page-fault sampling finds at block boundaries are noise: remapping on them would
+    /// only move threads away from their pages.
+    pub min_sharing: f64,
+    /// The share of the threads' time that extra faults may cost (kMAF §5.4 measured
+    /// under 4 % overhead in all). A round clears every present bit, so it costs about
+    /// one fault per page known; a round is injected at a period only when that fits in
+    /// this share of the threads' time since the last round. On the papers' long runs that
+    /// is every period; on a short trace, whose pages are reused far less per period, it
+    /// keeps the mechanism from costing more than the run itself.
+    pub fault_budget: f64,
+    /// The cost of one extra fault in cycles, for the budget ([`crate::Costs`]).
+    pub fault_cycles: u64,
+}
+
+impl Default for KmafParams {
+    fn default() -> Self {
+        KmafParams {
+            seed: 1,
+            algorithm: Algorithm::Greedy,
+            remap_gain: 0.1,
+            min_sharing: 0.1,
+            fault_budget: 0.02,
+            fault_cycles: crate::Costs::default().injected_fault,
+        }
+    }
+}
+
+/// The kMAF policy.
+pub struct Kmaf {
+    params: KmafParams,
+    model: Option<SharingModel>,
+    mapped: bool,
+    mappings: u64,
+    /// When the last round of extra faults was injected.
+    injected_at: u64,
+    /// Fault samples in the model at the last mapping.
+    seen: u64,
+}
+
+impl Kmaf {
+    /// kMAF with `params`.
+    pub fn new(params: KmafParams) -> Kmaf {
+        Kmaf {
+            params,
+            model: None,
+            mapped: false,
+            mappings: 0,
+            injected_at: 0,
+            seen: 0,
+        }
+    }
+
+    /// The sharing model as it stands (after the run starts).
+    pub fn model(&self) -> Option<&SharingModel> {
+        self.model.as_ref()
+    }
+
+    /// Thread mappings computed so far.
+    pub fn mappings(&self) -> u64 {
+        self.mappings
+    }
+
+    /// The new PU of each thread if the matrix says a better mapping exists.
+    fn remap(&self, ctx: &PolicyCtx, m: &[f64]) -> Option<Vec<usize>> {
+        let n = ctx.threads;
+        let opts = tdmap_map::Options {
+            seed: self.params.seed,
+            oversubscribe: n > ctx.topo.num_pus(),
+        };
+        let new = tdmap_map::map_threads(self.params.algorithm, ctx.topo, m, n, &opts).ok()?;
+        let kind = if ctx.topo.latencies.is_some() {
+            Distance::Latency
+        } else {
+            Distance::Hops
+        };
+        let old_cost = tdmap_map::cost(ctx.topo, m, n, ctx.thread_pu, kind).ok()?;
+        let new_cost = tdmap_map::cost(ctx.topo, m, n, &new, kind).ok()?;
+        (new_cost < old_cost * (1.0 - self.params.remap_gain)).then_some(new)
+    }
+}
+
+impl Kmaf {
+    /// Whether a round of extra faults (one per page known) fits in the budget by now.
+    fn budget_allows(&self, ctx: &PolicyCtx) -> bool {
+        let pages = self.model.as_ref().map_or(0, |m| m.table().tracked_pages());
+        let cost = pages as f64 * self.params.fault_cycles as f64;
+        // Against all threads' time: the paper's overhead is the share of the whole run.
+        // A round's faults may all land on one thread (the one that touches the pages
+        // first), which can then be slower by up to `threads` times the budget.
+        let time = ctx.now.saturating_sub(self.injected_at) as f64 * ctx.threads as f64;
+        cost <= self.params.fault_budget * time
+    }
+}
+
+impl Kmaf {
+    fn inject_if_affordable(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
+        if self.budget_allows(ctx) {
+            out.inject_faults = true; // kMAF §3.1.2: extra faults on every page
+            self.injected_at = ctx.now;
+        }
+    }
+}
+
+impl Policy for Kmaf {
+    fn name(&self) -> String {
+        "kmaf".into()
+    }
+
+    fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
+        let cfg = TableConfig::page_faults(ctx.machine.nodes());
+        self.model = SharingModel::new(cfg, ctx.threads, &[]).ok();
+        spread(
+            &pu_order(ctx.topo, ThreadOrder::Random(self.params.seed)),
+            ctx.threads,
+        )
+    }
+
+    fn on_fault(&mut self, _ctx: &PolicyCtx, ev: &FaultEvent, out: &mut Actions) {
+        let Some(model) = self.model.as_mut() else {
+            return;
+        };
+        // The simulator only reports threads and nodes of the run, which the model was
+        // built for: this cannot fail.
+        if model.fault(ev.thread, ev.addr, ev.node as u32).is_err() || !self.mapped {
+            return; // kMAF §3.3: no page moves before the first thread mapping
+        }
+        let Some(nv) = model.table().nv(ev.addr) else {
+            return;
+        };
+        // kMAF Eq. 6, then halve the NUMA vector after the migration (§3.3).
+        if let Some(node) = migration_target(&nv, Some(ev.page_node as u32)) {
+            out.page_moves.push((ev.page, node as usize));
+            model.table_mut().halve_nv(ev.addr);
+        }
+    }
+
+    fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
+        let Some(model) = self.model.as_ref() else {
+            return;
+        };
+        if model.events() == self.seen {
+            // No new samples: the mapping would not change, and aging a matrix that gets
+            // nothing new would only leave its integer remainders (x - x/4 keeps 1..3).
+            self.inject_if_affordable(ctx, out);
+            return;
+        }
+        self.seen = model.events();
+        let sm = model.matrix(Metric::Accesses);
+        let all: u64 = sm.as_slice().iter().sum();
+        let shared = sm.off_diagonal_sum() as f64 >= self.params.min_sharing * all as f64;
+        let m = sm.to_f64_rows();
+        if let Some(new) = shared.then(|| self.remap(ctx, &m)).flatten() {
+            for (t, (&pu, &old)) in new.iter().zip(ctx.thread_pu).enumerate() {
+                if pu != old {
+                    out.thread_moves.push((t as u32, pu));
+                }
+            }
+        }
+        self.mappings += 1;
+        self.mapped = true;
+        if let Some(model) = self.model.as_mut() {
+            model.age(); // kMAF §3.4.2: ×0.75 after each mapping
+        }
+        self.inject_if_affordable(ctx, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::FaultKind;
+    use crate::{Machine, SimConfig};
+
+    /// kMAF §3.3: Eq. 6 moves a page only after the first thread mapping, then halves
+    /// its NUMA vector.
+    #[test]
+    fn pages_move_by_eq6_only_after_the_first_mapping() {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let machine = Machine::new(&topo, &SimConfig::default()).unwrap();
+        let mut k = Kmaf::new(KmafParams::default());
+        let pus = {
+            let ctx = PolicyCtx {
+                topo: &topo,
+                machine: &machine,
+                threads: 2,
+                thread_pu: &[],
+                now: 0,
+                period: 1,
+            };
+            k.initial_mapping(&ctx)
+        };
+        let ctx = PolicyCtx {
+            topo: &topo,
+            machine: &machine,
+            threads: 2,
+            thread_pu: &pus,
+            now: 10_000_000,
+            period: 1,
+        };
+        let fault = |node: usize| FaultEvent {
+            thread: 1,
+            node,
+            addr: 0x5000,
+            page: 5,
+            page_node: 0,
+            kind: FaultKind::Injected,
+        };
+        let mut out = Actions::default();
+        for _ in 0..5 {
+            k.on_fault(&ctx, &fault(2), &mut out);
+        }
+        assert!(out.page_moves.is_empty(), "moved before mapping: {out:?}");
+        k.on_tick(&ctx, &mut out);
+        assert!(out.inject_faults, "a round of extra faults");
+        assert_eq!(k.mappings(), 1);
+        out.clear();
+        k.on_fault(&ctx, &fault(2), &mut out);
+        assert_eq!(
+            out.page_moves,
+            vec![(5, 2)],
+            "NV [0,0,6,0]: Eq. 6 says node 2"
+        );
+        let nv = k.model().unwrap().table().nv(0x5000).unwrap();
+        assert_eq!(nv, vec![0, 0, 3, 0], "halved after the migration");
+    }
+}

@@ -1,0 +1,333 @@
+//! `tdmap sim`: replays a trace on a modelled NUMA machine once per policy and prints,
+//! normalised to the `os` policy, what the papers' Figures 7-9 show: execution time, L3
+//! misses, inter-chip traffic, the remote-access ratio and migrations. Every figure is
+//! SIMULATED (tdmap-sim's model), never a measurement, and says so.
+
+mod plot;
+
+use crate::cmd::MachineArgs;
+use crate::exit::{input, OK};
+use anyhow::Context;
+use serde::Serialize;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use tdmap_sim::policy::{ByName, Oracle};
+use tdmap_sim::{simulate_many, Machine, Policy, Profile, RunError, SimConfig, SimReport};
+use tdmap_topo::Topology;
+
+/// The policies run when --policies is not given, baseline first.
+const DEFAULT_POLICIES: &str =
+    "os,compact,scatter,random,interleave,numa-balancing,sammu,kmaf,oracle";
+
+/// Periods a short trace's run spans at least (see [`Profile::period`]).
+const MIN_PERIODS: u64 = 20;
+
+/// Arguments of `tdmap sim`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace to replay (from `tdmap trace`).
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Policies to compare, comma-separated; `os`, the baseline, is always run. Known:
+    /// os, compact, scatter, random, interleave, numa-balancing, sammu, kmaf, oracle.
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_POLICIES)]
+    pub policies: String,
+    /// Seed of every random choice (OS placement and migrations, random mapping).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The policy period in simulated milliseconds. Default: 100 ms (kMAF, SAMMU), cut so
+    /// that a short trace spans at least 20 periods.
+    #[arg(long, value_name = "MS")]
+    pub period_ms: Option<f64>,
+    /// Allow more threads than the machine has PUs (threads then share PUs; time-sharing
+    /// is not modelled: each thread only pays for its own accesses).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw a grouped bar chart (PNG) of the normalised figures.
+    #[arg(long, value_name = "PNG")]
+    pub plot: Option<PathBuf>,
+}
+
+/// One policy's figures relative to `os` (1.0 = same as os, lower is better).
+#[derive(Debug, Clone, Serialize)]
+pub struct Normalised {
+    /// Modelled execution time (slowest thread).
+    pub time: f64,
+    /// Last-level cache misses.
+    pub l3_misses: f64,
+    /// Bytes on inter-chip links.
+    pub interchip: f64,
+}
+
+#[derive(Serialize)]
+struct Row {
+    policy: String,
+    normalised: Normalised,
+    remote_ratio: f64,
+    report: SimReport,
+}
+
+#[derive(Serialize)]
+struct Output {
+    simulated: bool,
+    trace: String,
+    machine: String,
+    threads: usize,
+    accesses: u64,
+    seed: u64,
+    period_cycles: u64,
+    baseline: &'static str,
+    config: SimConfig,
+    results: Vec<Row>,
+}
+
+/// Runs `tdmap sim`.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let names = policy_names(&args.policies)?;
+    if args.plot.as_deref() == Some(args.trace.as_path()) {
+        return Err(input(format!(
+            "--plot {}: that is the trace; give the chart another name",
+            args.trace.display()
+        )));
+    }
+    let topo = args.machine.load().map_err(input)?;
+    let threads = trace_threads(&args.trace)?;
+    if threads > topo.num_pus() && !args.oversubscribe {
+        return Err(input(format!(
+            "{}: {threads} threads but machine {} has {} PUs: pick a larger --machine, or pass --oversubscribe to let threads share PUs",
+            args.trace.display(), topo.name, topo.num_pus()
+        )));
+    }
+    let mut cfg = SimConfig {
+        seed: args.seed,
+        ..SimConfig::default()
+    };
+    let hz = Machine::new(&topo, &cfg).map_err(input)?.hz;
+    let oracle = names
+        .iter()
+        .any(|n| n == "oracle")
+        .then(|| Oracle::from_trace(&args.trace, &topo))
+        .transpose()
+        .map_err(|e| bad_trace(&args.trace, e))?;
+    let profile = match &oracle {
+        Some(o) => o.profile.clone(),
+        None => {
+            tdmap_sim::first_pass(&args.trace, |_| Ok(())).map_err(|e| bad_trace(&args.trace, e))?
+        }
+    };
+    let period = match args.period_ms {
+        Some(ms) if ms > 0.0 && ms.is_finite() => (hz * ms / 1e3).max(1.0) as u64,
+        Some(ms) => return Err(input(format!("--period-ms {ms}: give a positive number"))),
+        None => profile.period(hz, 5, MIN_PERIODS),
+    };
+    cfg.tick_cycles = Some(period);
+    let policies = build(&names, args.seed, oracle.as_ref(), &cfg);
+    let reports = replay(&args.trace, &topo, &cfg, policies, &profile)?;
+    let out = output(&args, &topo, &profile, &cfg, period, reports);
+    if let Some(png) = &args.plot {
+        let bytes = plot::chart(&out.results_for_plot(), &plot_title(&args, &topo))
+            .context("encoding the chart")?;
+        std::fs::write(png, bytes).map_err(|e| {
+            input(format!(
+                "--plot {}: {e}: give a writable path",
+                png.display()
+            ))
+        })?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", table(&out));
+    }
+    Ok(OK)
+}
+
+/// The requested policies, `os` first; unknown names are bad input.
+fn policy_names(list: &str) -> anyhow::Result<Vec<String>> {
+    let mut names = vec!["os".to_string()];
+    for n in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if n != "oracle" && !ByName::NAMES.contains(&n) {
+            return Err(input(format!(
+                "unknown policy {n:?}: pick from {}, oracle",
+                ByName::NAMES.join(", ")
+            )));
+        }
+        if !names.iter().any(|x| x == n) {
+            names.push(n.to_string());
+        }
+    }
+    Ok(names)
+}
+
+fn trace_threads(path: &Path) -> anyhow::Result<usize> {
+    let reader = tdmap_trace::Reader::open(path).map_err(|e| bad_trace(path, e.into()))?;
+    match reader.header().threads as usize {
+        0 => Err(input(format!(
+            "{}: the trace has no threads: trace a program that runs",
+            path.display()
+        ))),
+        n => Ok(n),
+    }
+}
+
+/// A trace that cannot be replayed is bad input; the message names the file once.
+fn bad_trace(path: &Path, e: RunError) -> anyhow::Error {
+    let msg = e.to_string();
+    let name = path.display().to_string();
+    if msg.contains(&name) {
+        input(msg)
+    } else {
+        input(format!("{name}: {msg}"))
+    }
+}
+
+fn build(
+    names: &[String],
+    seed: u64,
+    oracle: Option<&Oracle>,
+    cfg: &SimConfig,
+) -> Vec<Box<dyn Policy>> {
+    names
+        .iter()
+        .map(|n| match (n.as_str(), oracle) {
+            ("oracle", Some(o)) => Box::new(o.policy(cfg.page_size)) as Box<dyn Policy>,
+            _ => ByName::build(n, seed).expect("names were checked"),
+        })
+        .collect()
+}
+
+/// One pass over the trace for every policy, with a progress bar on a terminal.
+fn replay(
+    path: &Path,
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    profile: &Profile,
+) -> anyhow::Result<Vec<SimReport>> {
+    let stream = tdmap_sim::TraceInput::open(path).map_err(|e| bad_trace(path, e))?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(profile.total());
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "simulating {wide_bar} {human_pos}/{human_len} accesses, {eta} left",
+            )
+            .expect("valid template"),
+        );
+        bar
+    });
+    let mut seen = 0u64;
+    let counted = stream.inspect(|_| {
+        seen += 1;
+        if seen.is_multiple_of(tdmap_sim::CHUNK as u64) {
+            if let Some(b) = &bar {
+                b.set_position(seen);
+            }
+        }
+    });
+    let reports = simulate_many(topo, cfg, policies, profile.threads, counted)
+        .map_err(|e| bad_trace(path, e))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(reports)
+}
+
+fn ratio(x: u64, base: u64) -> f64 {
+    if base == 0 {
+        if x == 0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        x as f64 / base as f64
+    }
+}
+
+fn output(
+    args: &Args,
+    topo: &Topology,
+    profile: &Profile,
+    cfg: &SimConfig,
+    period: u64,
+    reports: Vec<SimReport>,
+) -> Output {
+    let base = reports[0].clone();
+    let results = reports
+        .into_iter()
+        .map(|r| Row {
+            policy: r.policy.clone(),
+            normalised: Normalised {
+                time: ratio(r.cycles_max, base.cycles_max),
+                l3_misses: ratio(r.l3_misses(), base.l3_misses()),
+                interchip: ratio(r.interchip_bytes(), base.interchip_bytes()),
+            },
+            remote_ratio: r.remote_ratio(),
+            report: r,
+        })
+        .collect();
+    Output {
+        simulated: true,
+        trace: args.trace.display().to_string(),
+        machine: topo.name.clone(),
+        threads: profile.threads,
+        accesses: profile.total(),
+        seed: args.seed,
+        period_cycles: period,
+        baseline: "os",
+        config: cfg.clone(),
+        results,
+    }
+}
+
+impl Output {
+    fn results_for_plot(&self) -> Vec<(String, Normalised, f64)> {
+        self.results
+            .iter()
+            .map(|r| (r.policy.clone(), r.normalised.clone(), r.remote_ratio))
+            .collect()
+    }
+}
+
+fn plot_title(args: &Args, topo: &Topology) -> String {
+    let name = args.trace.file_name().map_or_else(
+        || args.trace.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    format!("SIMULATED: {name} on {}, normalised to os", topo.name)
+}
+
+fn table(out: &Output) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "SIMULATED (tdmap-sim model, not a measurement): {} on {}, {} threads, {} accesses, period {} cycles, seed {}",
+        out.trace, out.machine, out.threads, out.accesses, out.period_cycles, out.seed
+    );
+    let _ = writeln!(
+        s,
+        "{:<15} {:>8} {:>10} {:>11} {:>8} {:>10} {:>8}",
+        "policy", "time", "L3 misses", "inter-chip", "remote", "thr.migr", "pg.migr"
+    );
+    for r in &out.results {
+        let n = &r.normalised;
+        let _ = writeln!(
+            s,
+            "{:<15} {:>8.3} {:>10.3} {:>11.3} {:>7.1}% {:>10} {:>8}",
+            r.policy,
+            n.time,
+            n.l3_misses,
+            n.interchip,
+            100.0 * r.remote_ratio,
+            r.report.thread_migrations,
+            r.report.page_migrations
+        );
+    }
+    s.push_str("time, L3 misses and inter-chip traffic relative to os (lower is better); remote = share of memory reads served by another node.\n");
+    s
+}

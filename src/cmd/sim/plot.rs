@@ -1,0 +1,133 @@
+//! The grouped bar chart of `tdmap sim --plot`, like the papers' Figures 7-9: one group
+//! per figure (time, L3 misses, inter-chip traffic), one bar per policy, each relative to
+//! `os`, with a line at 1.0 and the values printed on the bars' axis.
+
+use super::Normalised;
+use crate::cmd::canvas::Canvas;
+
+const PALETTE: [[u8; 3]; 10] = [
+    [90, 90, 90],
+    [31, 119, 180],
+    [255, 127, 14],
+    [44, 160, 44],
+    [214, 39, 40],
+    [148, 103, 189],
+    [140, 86, 75],
+    [227, 119, 194],
+    [23, 190, 207],
+    [188, 189, 34],
+];
+/// Reads one figure of a policy.
+type Figure = fn(&Normalised) -> f64;
+
+const BAR: usize = 22;
+const GAP: usize = 36;
+const LEFT: usize = 70;
+const TOP: usize = 60;
+const PLOT_H: usize = 300;
+
+/// Draws the chart of `rows` (policy, figures relative to os, remote ratio) as PNG bytes.
+pub fn chart(
+    rows: &[(String, Normalised, f64)],
+    title: &str,
+) -> Result<Vec<u8>, png::EncodingError> {
+    let groups: [(&str, Figure); 3] = [
+        ("time", |n| n.time),
+        ("L3 misses", |n| n.l3_misses),
+        ("inter-chip", |n| n.interchip),
+    ];
+    let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let top = rows
+        .iter()
+        .flat_map(|r| groups.iter().map(move |g| finite(g.1(&r.1))))
+        .fold(1.2f64, f64::max);
+    let top = (top * 5.0).ceil() / 5.0; // a multiple of 0.2
+    let group_w = rows.len() * BAR + GAP;
+    let plot_w = groups.len() * group_w + GAP;
+    let legend_w = rows
+        .iter()
+        .map(|r| legend_label(r).len() * 8 + 56)
+        .max()
+        .unwrap_or(0);
+    let width = (LEFT + plot_w + legend_w).max(title.len() * 8 + 40);
+    let height = TOP + PLOT_H + 70;
+    let mut c = Canvas::new(width, height);
+    c.text(20, 16, title, 1);
+    let y_of = |v: f64| TOP + PLOT_H - ((v / top).clamp(0.0, 1.0) * PLOT_H as f64) as usize;
+    axis(&mut c, top, plot_w, &y_of);
+    for (g, (label, get)) in groups.iter().enumerate() {
+        let x0 = LEFT + GAP + g * group_w;
+        for (k, (_, n, _)) in rows.iter().enumerate() {
+            let v = finite(get(n));
+            let y = y_of(v);
+            let x = x0 + k * BAR;
+            c.fill(x, y, BAR - 4, TOP + PLOT_H - y, PALETTE[k % PALETTE.len()]);
+        }
+        let lx = x0 + (rows.len() * BAR).saturating_sub(label.len() * 16) / 2;
+        c.text(lx, TOP + PLOT_H + 12, label, 2);
+    }
+    // The os level, dashed.
+    let y1 = y_of(1.0);
+    for x in (LEFT..LEFT + plot_w).step_by(8) {
+        c.fill(x, y1, 4, 1, [0; 3]);
+    }
+    legend(&mut c, rows, LEFT + plot_w + 16);
+    c.text(
+        LEFT,
+        TOP + PLOT_H + 44,
+        "relative to os, lower is better (simulated)",
+        1,
+    );
+    c.encode()
+}
+
+/// The y axis with ticks every 0.2 and the frame of the plot area.
+fn axis(c: &mut Canvas, top: f64, plot_w: usize, y_of: &dyn Fn(f64) -> usize) {
+    c.frame(LEFT, TOP, plot_w, PLOT_H + 1);
+    let steps = (top / 0.2).round() as usize;
+    for s in 0..=steps {
+        let v = s as f64 * 0.2;
+        let y = y_of(v);
+        c.fill(LEFT - 5, y, 5, 1, [0; 3]);
+        if s % 2 == 0 || steps <= 8 {
+            c.text(LEFT - 44, y.saturating_sub(4), &format!("{v:.1}"), 1);
+        }
+    }
+}
+
+/// A legend entry: the policy and its remote-access ratio.
+fn legend_label(row: &(String, Normalised, f64)) -> String {
+    format!("{} ({:.0}% remote)", row.0, 100.0 * row.2)
+}
+
+fn legend(c: &mut Canvas, rows: &[(String, Normalised, f64)], x: usize) {
+    for (k, row) in rows.iter().enumerate() {
+        let y = TOP + k * 22;
+        c.fill(x, y, 14, 14, PALETTE[k % PALETTE.len()]);
+        c.text(x + 20, y + 3, &legend_label(row), 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chart_is_a_png_wide_enough_for_every_bar() {
+        let n = |t| Normalised {
+            time: t,
+            l3_misses: 1.0,
+            interchip: f64::INFINITY,
+        };
+        let rows = vec![
+            ("os".to_string(), n(1.0), 0.5),
+            ("kmaf".to_string(), n(0.7), 0.1),
+        ];
+        let png = chart(&rows, "SIMULATED: test").unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let dec = png::Decoder::new(std::io::Cursor::new(png));
+        let info = dec.read_info().unwrap().info().clone();
+        assert!(info.width as usize >= LEFT + 3 * (2 * BAR + GAP));
+        assert_eq!(info.height as usize, TOP + PLOT_H + 70);
+    }
+}

@@ -1,0 +1,230 @@
+//! End-to-end tests of `tdmap sim` on traces of the workloads (8 threads, traced on this
+//! one-node machine and replayed on the modelled xeon-x7550-4s): the sharing-aware
+//! policies order as the papers report (oracle ≤ kmaf ≤ os) on sharing-heavy patterns,
+//! every mapping policy ties on the private-only one, output is deterministic, and bad
+//! input exits 2 with one line. All figures here are SIMULATED.
+
+#[allow(dead_code)]
+mod workloads;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+
+const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
+const MACHINE: &str = "xeon-x7550-4s";
+
+fn scratch() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-tests")
+}
+
+/// Traces workload `name` with 8 threads at `size`, once per test binary. The sizes give
+/// 0.3-3 M accesses: long enough for tens of kMAF periods, short enough for seconds.
+fn traced(name: &str, size: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = BUILT.get_or_init(|| workloads::build(TDMAP, &scratch().join("build")));
+    let trace = scratch().join(format!("{name}-{size}.trace"));
+    if !trace.exists() {
+        let out = Command::new(TDMAP)
+            .args(["trace", "--force", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(dir.join("tdmap").join(name))
+            .args(["8", size])
+            .env("OMP_WAIT_POLICY", "passive")
+            .output()
+            .expect("tdmap trace runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    trace
+}
+
+fn sim(trace: &Path, args: &[&str]) -> Output {
+    Command::new(TDMAP)
+        .arg("sim")
+        .arg(trace)
+        .args(args)
+        .output()
+        .expect("tdmap sim runs")
+}
+
+/// `tdmap sim --json` on the x7550: policy name -> (report, normalised figures).
+fn results(trace: &Path, policies: &str) -> Vec<(String, Value)> {
+    let out = sim(
+        trace,
+        &["--machine", MACHINE, "--policies", policies, "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["simulated"], true);
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["policy"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
+fn cycles(rs: &[(String, Value)], policy: &str) -> u64 {
+    let r = &rs.iter().find(|(p, _)| p == policy).unwrap().1;
+    r["report"]["cycles_max"].as_u64().unwrap()
+}
+
+#[test]
+fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
+    for (name, size) in [("pairs", "4096"), ("pipeline", "512"), ("phase", "512")] {
+        let rs = results(&traced(name, size), "os,kmaf,oracle");
+        let (os, kmaf, oracle) = (
+            cycles(&rs, "os"),
+            cycles(&rs, "kmaf"),
+            cycles(&rs, "oracle"),
+        );
+        assert!(
+            oracle <= kmaf && kmaf <= os,
+            "{name}: oracle {oracle}, kmaf {kmaf}, os {os} cycles"
+        );
+        // Not a tie: mapping the sharing threads together must show on these patterns.
+        assert!(
+            kmaf * 10 < os * 9,
+            "{name}: kmaf {kmaf} not 10% below os {os}"
+        );
+        let moved = rs.iter().find(|(p, _)| p == "kmaf").unwrap().1["report"]["thread_migrations"]
+            .as_u64()
+            .unwrap();
+        assert!(moved > 0, "{name}: kmaf never remapped");
+    }
+}
+
+/// ep has private data only, so where threads run does not matter: every mapping policy
+/// is within 8 % of os. The 8 % is not noise in the model (it is deterministic) but
+/// kMAF's own cost: its extra faults may take 2 % of all threads' time (kMAF §5.4
+/// measured under 4 %), and a round's faults can all land on the one thread that touches
+/// the pages first, which then runs up to a few percent longer (5.4 % on this trace). `interleave` is a data policy that puts 3 pages in 4 on remote nodes by
+/// design: it must be slower, not equal.
+#[test]
+fn private_only_ep_ties_every_mapping_policy() {
+    let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,oracle,interleave";
+    let rs = results(&traced("ep", "65536"), all);
+    let os = cycles(&rs, "os") as f64;
+    for (p, _) in &rs {
+        let c = cycles(&rs, p) as f64;
+        if p == "interleave" {
+            assert!(c > os * 1.05, "interleave {c} vs os {os}");
+        } else {
+            assert!((c / os - 1.0).abs() <= 0.08, "{p}: {c} cycles vs os {os}");
+        }
+    }
+}
+
+#[test]
+fn same_trace_machine_and_seed_give_identical_output() {
+    let trace = traced("pipeline", "512");
+    let args = [
+        "--machine",
+        MACHINE,
+        "--policies",
+        "os,kmaf,sammu,oracle",
+        "--seed",
+        "7",
+    ];
+    let a = sim(&trace, &args);
+    let b = sim(&trace, &args);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout, "two runs differ");
+    let mut json = args.to_vec();
+    json.push("--json");
+    assert_eq!(sim(&trace, &json).stdout, sim(&trace, &json).stdout);
+}
+
+#[test]
+fn the_table_says_simulated_and_the_plot_is_a_png() {
+    let trace = traced("pairs", "4096");
+    let png = scratch().join("pairs.png");
+    let out = sim(
+        &trace,
+        &["--machine", MACHINE, "--policies", "kmaf,oracle", "--plot"],
+    );
+    assert_eq!(out.status.code(), Some(2), "--plot needs a path");
+    let out = Command::new(TDMAP)
+        .arg("sim")
+        .arg(&trace)
+        .args(["--machine", MACHINE, "--policies", "kmaf,oracle", "--plot"])
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("SIMULATED"), "{text}");
+    let rows: Vec<&str> = text.lines().skip(2).take(3).collect();
+    assert!(
+        rows[0].starts_with("os ") && rows[1].starts_with("kmaf") && rows[2].starts_with("oracle")
+    );
+    assert!(rows[0].contains("1.000"), "os is the baseline: {}", rows[0]);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+fn bad(trace: &Path, args: &[&str], says: &str) {
+    let out = sim(trace, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("tdmap: ") && err.contains(says), "{err}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let trace = traced("pairs", "4096");
+    let m = ["--machine", MACHINE];
+    bad(Path::new("/nonexistent/x.trace"), &m, "x.trace");
+    let junk = scratch().join("junk.trace");
+    std::fs::write(&junk, b"not a trace at all, just some bytes").unwrap();
+    bad(&junk, &m, "junk.trace");
+    // A trace cut in the middle of its frames.
+    let cut = scratch().join("cut.trace");
+    let full = std::fs::read(&trace).unwrap();
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    bad(&cut, &m, "cut.trace");
+    bad(
+        &trace,
+        &["--machine", MACHINE, "--policies", "os,nope"],
+        "unknown policy",
+    );
+    bad(&trace, &["--machine", "no-such-machine"], "no-such-machine");
+    let small = ["--machine", "package:1 core:2 pu:1"];
+    bad(&trace, &small, "--oversubscribe");
+    let trace_s = trace.to_str().unwrap();
+    bad(
+        &trace,
+        &["--machine", MACHINE, "--plot", trace_s],
+        "that is the trace",
+    );
+    bad(
+        &trace,
+        &["--machine", MACHINE, "--plot", "/nonexistent/dir/x.png"],
+        "--plot",
+    );
+    let mut over = small.to_vec();
+    over.extend(["--oversubscribe", "--policies", "kmaf,oracle"]);
+    let out = sim(&trace, &over);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
