@@ -3,7 +3,7 @@
 
 use crate::error::SharingError;
 use crate::matrix::SharingMatrix;
-use crate::table::{promote, AffinityTable, TableConfig, Touch, EMPTY};
+use crate::table::{each_member, join, promote, AffinityTable, TableConfig, Touch, EMPTY};
 use tdmap_trace::Chunk;
 
 /// Which of the trace paper's two metrics a matrix holds.
@@ -33,7 +33,15 @@ pub struct SharingModel {
 impl SharingModel {
     /// A model for `threads` threads, where thread t runs on NUMA node `node_of[t]` for
     /// accesses (faults carry their own node). Threads missing from `node_of` use node 0.
-    pub fn new(cfg: TableConfig, threads: usize, node_of: &[u32]) -> Result<Self, SharingError> {
+    /// With `cfg.all_sharers` the sharer bitset is sized for `threads`.
+    pub fn new(
+        mut cfg: TableConfig,
+        threads: usize,
+        node_of: &[u32],
+    ) -> Result<Self, SharingError> {
+        if cfg.all_sharers {
+            cfg.sharers = threads.max(1);
+        }
         if threads >= EMPTY as usize {
             return Err(SharingError::Thread {
                 thread: threads as u32,
@@ -138,6 +146,9 @@ impl SharingModel {
     /// looked up once and the NUMA vector bumped once for the run.
     #[inline(always)]
     fn page_run(&mut self, t: u16, node: usize, page: u64, addrs: &[u64]) {
+        if self.table.config().all_sharers {
+            return self.page_run_all(t, node, page, addrs);
+        }
         let k = self.table.config().sharers;
         let sbs = self.sub_block;
         let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
@@ -152,6 +163,32 @@ impl SharingModel {
                     row_amt[u] += sbs;
                 }
             });
+        }
+    }
+
+    /// `page_run` with every sharer kept (trace paper §III-B): each access counts once with
+    /// every other thread that touched the sub-block, and joining a sub-block adds its size
+    /// to the shared amount of the newcomer with each of them (so a line touched by n
+    /// threads ends with one line in each of its n·(n-1)/2 pairs).
+    #[inline(always)]
+    fn page_run_all(&mut self, t: u16, node: usize, page: u64, addrs: &[u64]) {
+        let sbs = self.sub_block;
+        let w = self.table.config().slots_per_sub_block();
+        let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
+        let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
+        for &a in addrs {
+            let sb = ((a >> sb_shift) & sb_mask) as usize;
+            let bits = &mut sbv[sb * w..sb * w + w];
+            let was_sharer = join(bits, t);
+            let mut add = |u: usize| {
+                row_acc[u] += 1;
+                if !was_sharer {
+                    row_amt[u] += sbs;
+                }
+            };
+            if !each_member(bits, t, &mut add) {
+                add(t as usize);
+            }
         }
     }
 
@@ -202,14 +239,21 @@ impl SharingModel {
     #[inline(always)]
     fn event(&mut self, t: u16, node: usize, addr: u64) {
         let Touch { sbv_at, was_sharer } = self.table.touch(t, node, addr);
-        let others = &self.table.sharer_slots(sbv_at)[1..];
+        let slots = self.table.sharer_slots(sbv_at);
         let (acc, amount, sbs) = (&mut self.accesses, &mut self.amount, self.sub_block);
-        record(t, others, |u| {
+        let mut add = |u| {
             acc.add(t as usize, u, 1);
             if !was_sharer {
                 amount.add(t as usize, u, sbs);
             }
-        });
+        };
+        if self.table.config().all_sharers {
+            if !each_member(slots, t, &mut add) {
+                add(t as usize);
+            }
+        } else {
+            record(t, &slots[1..], add);
+        }
     }
 }
 
@@ -246,8 +290,9 @@ mod tests {
         fn batched_accesses_equal_single_events(
             batches in prop::collection::vec((0u32..4, prop::collection::vec(0u64..(1 << 16), 1..64)), 1..20),
             narrow in any::<bool>(),
+            all in any::<bool>(),
         ) {
-            let mut cfg = TableConfig::exact(2);
+            let mut cfg = if all { TableConfig::all_sharers(2, 4) } else { TableConfig::exact(2) };
             cfg.wide_counters = !narrow;
             let nodes = [0, 1, 1, 0];
             let mut fast = SharingModel::new(cfg, 4, &nodes).unwrap();
@@ -266,6 +311,29 @@ mod tests {
             b.sort();
             prop_assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn all_sharers_count_every_pair_of_a_line() {
+        // Line 0 is touched by threads 0, 1, 2 (twice by 2); line 1 by 3 alone.
+        let mut m = SharingModel::new(TableConfig::all_sharers(1, 20), 20, &[]).unwrap();
+        for (t, a) in [(0, 0), (1, 8), (2, 16), (2, 24), (3, 64), (17, 0)] {
+            m.access(t, a).unwrap();
+        }
+        let amt = m.matrix(Metric::Amount);
+        for (i, j) in [(0, 1), (0, 2), (1, 2), (0, 17), (1, 17), (2, 17)] {
+            assert_eq!(amt.get(i, j), 64, "pair {i},{j}");
+        }
+        assert_eq!(amt.get(3, 3), 64, "a private line is on the diagonal");
+        assert_eq!(amt.get(0, 3), 0);
+        // Accesses: 2's two accesses each see 0 and 1; 17's sees 0, 1, 2.
+        let acc = m.matrix(Metric::Accesses);
+        assert_eq!(acc.get(0, 2), 2);
+        assert_eq!(acc.get(1, 2), 2);
+        assert_eq!(acc.get(2, 17), 1);
+        assert_eq!(m.table().sharers(0).unwrap(), vec![0, 1, 2, 17]);
+        // 20 threads need two 16-bit words per line.
+        assert_eq!(m.table().config().slots_per_sub_block(), 2);
     }
 
     #[test]
