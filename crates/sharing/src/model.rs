@@ -113,17 +113,10 @@ impl SharingModel {
     pub fn accesses(&mut self, thread: u32, addrs: &[u64]) -> Result<(), SharingError> {
         let t = self.check_thread(thread)?;
         let node = self.node_of[t as usize] as usize;
-        let shift = self.table.config().page_size.trailing_zeros();
-        let mut rest = addrs;
-        while let Some(&first) = rest.first() {
-            let page = first >> shift;
-            let run = rest
-                .iter()
-                .position(|&a| a >> shift != page)
-                .unwrap_or(rest.len());
-            let (now, later) = rest.split_at(run);
-            self.page_run(t, node, page, now);
-            rest = later;
+        if self.table.config().all_sharers {
+            self.run::<true>(t, node, addrs);
+        } else {
+            self.run::<false>(t, node, addrs);
         }
         self.flush_row(t as usize);
         self.events += addrs.len() as u64;
@@ -142,54 +135,62 @@ impl SharingModel {
         }
     }
 
-    /// The accesses of one thread to one page: the same updates as `event`, with the page
-    /// looked up once and the NUMA vector bumped once for the run.
+    /// The same updates as one `event` per access: the page is looked up and its NUMA
+    /// vector bumped once per run of accesses to it, and private events are counted in
+    /// registers. `ALL` keeps every sharer (trace paper
+    /// §III-B: each access counts with every other thread that touched the sub-block, and
+    /// joining one adds its size to the newcomer's shared amount with each of them, so a
+    /// line touched by n threads ends in all n·(n-1)/2 pairs); otherwise kMAF's last K.
     #[inline(always)]
-    fn page_run(&mut self, t: u16, node: usize, page: u64, addrs: &[u64]) {
-        if self.table.config().all_sharers {
-            return self.page_run_all(t, node, page, addrs);
-        }
-        let k = self.table.config().sharers;
-        let sbs = self.sub_block;
-        let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
+    fn run<const ALL: bool>(&mut self, t: u16, node: usize, addrs: &[u64]) {
+        let cfg = *self.table.config();
+        let (shift, sbs) = (cfg.page_size.trailing_zeros(), self.sub_block);
+        let (sb_shift, sb_mask) = (
+            cfg.sub_block.trailing_zeros(),
+            cfg.page_size / cfg.sub_block - 1,
+        );
+        let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
-        for &a in addrs {
-            let sb = ((a >> sb_shift) & sb_mask) as usize;
-            let slots = &mut sbv[sb * k..sb * k + k];
-            let was_sharer = promote(slots, t);
-            record(t, &slots[1..], |u| {
-                row_acc[u] += 1;
-                if !was_sharer {
-                    row_amt[u] += sbs;
+        let (mut own_acc, mut own_amt) = (0u64, 0u64);
+        let mut rest = addrs;
+        while let Some(&first) = rest.first() {
+            let page = first >> shift;
+            let n = rest
+                .iter()
+                .position(|&a| a >> shift != page)
+                .unwrap_or(rest.len());
+            let (now, later) = rest.split_at(n);
+            rest = later;
+            let p = self.table.slot(page);
+            self.table.bump_run(p, node, n);
+            let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
+            for &a in now {
+                let at = ((a >> sb_shift) & sb_mask) as usize * k;
+                let slots = &mut sbv[at..at + k];
+                let was_sharer = if ALL {
+                    join(slots, t)
+                } else {
+                    promote(slots, t)
+                };
+                let add = |u: usize| {
+                    row_acc[u] += 1;
+                    if !was_sharer {
+                        row_amt[u] += sbs;
+                    }
+                };
+                let shared = if ALL {
+                    each_member(slots, t, add)
+                } else {
+                    record(&slots[1..], add)
+                };
+                if !shared {
+                    own_acc += 1;
+                    own_amt += if was_sharer { 0 } else { sbs };
                 }
-            });
-        }
-    }
-
-    /// `page_run` with every sharer kept (trace paper §III-B): each access counts once with
-    /// every other thread that touched the sub-block, and joining a sub-block adds its size
-    /// to the shared amount of the newcomer with each of them (so a line touched by n
-    /// threads ends with one line in each of its n·(n-1)/2 pairs).
-    #[inline(always)]
-    fn page_run_all(&mut self, t: u16, node: usize, page: u64, addrs: &[u64]) {
-        let sbs = self.sub_block;
-        let w = self.table.config().slots_per_sub_block();
-        let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
-        let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
-        for &a in addrs {
-            let sb = ((a >> sb_shift) & sb_mask) as usize;
-            let bits = &mut sbv[sb * w..sb * w + w];
-            let was_sharer = join(bits, t);
-            let mut add = |u: usize| {
-                row_acc[u] += 1;
-                if !was_sharer {
-                    row_amt[u] += sbs;
-                }
-            };
-            if !each_member(bits, t, &mut add) {
-                add(t as usize);
             }
         }
+        row_acc[t as usize] += own_acc;
+        row_amt[t as usize] += own_amt;
     }
 
     /// Many page-fault samples of one thread, with the node of each.
@@ -247,25 +248,26 @@ impl SharingModel {
                 amount.add(t as usize, u, sbs);
             }
         };
-        if self.table.config().all_sharers {
-            if !each_member(slots, t, &mut add) {
-                add(t as usize);
-            }
+        let shared = if self.table.config().all_sharers {
+            each_member(slots, t, &mut add)
         } else {
-            record(t, &slots[1..], add);
+            record(&slots[1..], &mut add)
+        };
+        if !shared {
+            add(t as usize);
         }
     }
 }
 
-/// Records one event of thread `t` whose sub-block's other sharers are `others`: a
-/// sharing event with each (kMAF §3.2), or, with no other sharer, private data on the
-/// diagonal (trace paper §III-B); `add(u)` counts one with thread u. Callers count the
-/// access matrix every time and the amount matrix only when `t` newly joined the sharers.
-/// kMAF's text counts "all pairs of threads in the SBV entry"; with its K = 2 that is this
-/// one pair, and for K > 2 pairs without `t` are left out: this event says nothing new
-/// about them.
+/// Records one event of a thread whose sub-block's other sharers are `others`: a
+/// sharing event with each (kMAF §3.2); `add(u)` counts one with thread u. Returns false
+/// when there was no other sharer: the caller then puts the event on the diagonal as
+/// private data (trace paper §III-B). Callers count the access matrix every time and the
+/// amount matrix only when the thread newly joined the sharers. kMAF's text counts "all
+/// pairs of threads in the SBV entry"; with its K = 2 that is this one pair, and for K > 2
+/// pairs without the thread are left out: this event says nothing new about them.
 #[inline(always)]
-fn record(t: u16, others: &[u16], mut add: impl FnMut(usize)) {
+fn record(others: &[u16], mut add: impl FnMut(usize)) -> bool {
     let mut shared = false;
     for &u in others {
         if u == EMPTY {
@@ -274,9 +276,7 @@ fn record(t: u16, others: &[u16], mut add: impl FnMut(usize)) {
         shared = true;
         add(u as usize);
     }
-    if !shared {
-        add(t as usize);
-    }
+    shared
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub const EMPTY: u16 = u16::MAX;
 /// Pages per storage group.
 const GROUP_PAGES: u64 = 64;
+/// Entries of the direct-mapped cache of recently used groups (a power of two): a thread
+/// moving between a few distant arrays finds their groups without hashing.
+const RECENT: usize = 256;
 
 /// The shape of an affinity table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -152,6 +155,8 @@ pub struct AffinityTable {
     sbv: Vec<u16>,
     last_key: u64,
     last_group: usize,
+    /// (group key, group) by key modulo [`RECENT`]; key u64::MAX marks an empty entry.
+    recent: Box<[(u64, u32)]>,
     last_page: u64,
     last_p: usize,
 }
@@ -179,6 +184,7 @@ impl AffinityTable {
             sbv: Vec::new(),
             last_key: u64::MAX,
             last_group: 0,
+            recent: vec![(u64::MAX, 0); RECENT].into_boxed_slice(),
             last_page: u64::MAX,
             last_p: 0,
         })
@@ -214,16 +220,19 @@ impl AffinityTable {
         }
     }
 
-    /// Starts a run of `n` accesses from `node` to `page`: NV[node] += n, as `n` single
-    /// increments would (halving on overflow included). Returns the page's sharer lists
-    /// (`sharers` slots per sub-block) and the sub-block shift and mask, so the caller can
-    /// walk the run without looking the page up again.
+    /// The storage index of `page`, created if new and marked touched.
     #[inline(always)]
-    pub(crate) fn enter_run(&mut self, page: u64, node: usize, n: usize) -> (&mut [u16], u32, u64) {
+    pub(crate) fn slot(&mut self, page: u64) -> usize {
         if page != self.last_page {
             self.enter(page);
         }
-        let p = self.last_p;
+        self.last_p
+    }
+
+    /// NV[node] += n for the page at storage index `p`, as `n` single increments would
+    /// (halving on overflow included).
+    #[inline(always)]
+    pub(crate) fn bump_run(&mut self, p: usize, node: usize, n: usize) {
         let base = p * self.cfg.nodes + node;
         let fast = match &mut self.nv {
             Nv::Narrow(v) => {
@@ -236,27 +245,46 @@ impl AffinityTable {
         if fast.is_none() {
             (0..n).for_each(|_| self.bump(p, node));
         }
-        let w = self.sbv_words;
-        (
-            &mut self.sbv[p * w..(p + 1) * w],
-            self.sb_shift,
-            self.sb_mask,
-        )
     }
 
-    /// Moves the one-page cache to `page`, creating its group if needed: kept out of line
-    /// so the per-event path stays small.
-    #[inline(never)]
+    /// 2-byte slots per page in the sharer storage.
+    #[inline(always)]
+    pub(crate) fn sbv_words(&self) -> usize {
+        self.sbv_words
+    }
+
+    /// The sharer storage: page p's sub-blocks from `p * sbv_words()`.
+    #[inline(always)]
+    pub(crate) fn sbv_mut(&mut self) -> &mut [u16] {
+        &mut self.sbv
+    }
+
+    /// Moves the one-page cache to `page`, finding its group in the recent-group cache, or
+    /// else (kept out of line so the per-event path stays small) in the index.
+    #[inline(always)]
     fn enter(&mut self, page: u64) {
         let key = page / GROUP_PAGES;
         if key != self.last_key {
-            self.last_group = self.group(key);
+            let (k, g) = self.recent[key as usize % RECENT];
+            self.last_group = if k == key { g as usize } else { self.miss(key) };
             self.last_key = key;
         }
         let slot = (page % GROUP_PAGES) as usize;
-        self.touched[self.last_group] |= 1 << slot;
+        // Stored only when new: a store on every page change would chain the events
+        // through memory.
+        let touched = &mut self.touched[self.last_group];
+        if *touched >> slot & 1 == 0 {
+            *touched |= 1 << slot;
+        }
         self.last_page = page;
         self.last_p = self.last_group * GROUP_PAGES as usize + slot;
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, key: u64) -> usize {
+        let g = self.group(key);
+        self.recent[key as usize % RECENT] = (key, g as u32);
+        g
     }
 
     /// The sharer list (MRU first, [`EMPTY`] for unused slots) at a [`Touch::sbv_at`], or
@@ -377,7 +405,7 @@ impl AffinityTable {
             Nv::Wide(v) => v.capacity() * 4,
         };
         // hashbrown: key + value per bucket plus one control byte.
-        let index = self.index.capacity() * (8 + 4 + 1);
+        let index = self.index.capacity() * (8 + 4 + 1) + RECENT * 16;
         nv + self.sbv.capacity() * 2 + index + (self.keys.capacity() + self.touched.capacity()) * 8
     }
 }
