@@ -172,11 +172,11 @@ impl SharingModel {
                 } else {
                     promote(slots, t)
                 };
+                // Branch-free: whether the thread was a sharer is random on random sharing.
+                let joined = sbs * !was_sharer as u64;
                 let add = |u: usize| {
                     row_acc[u] += 1;
-                    if !was_sharer {
-                        row_amt[u] += sbs;
-                    }
+                    row_amt[u] += joined;
                 };
                 let shared = if ALL {
                     each_member(slots, t, add)
@@ -185,7 +185,7 @@ impl SharingModel {
                 };
                 if !shared {
                     own_acc += 1;
-                    own_amt += if was_sharer { 0 } else { sbs };
+                    own_amt += joined;
                 }
             }
         }

@@ -414,6 +414,13 @@ impl AffinityTable {
 /// one if `thread` was not present (kMAF §3.2). Returns whether it was present.
 #[inline(always)]
 pub(crate) fn promote(slots: &mut [u16], thread: u16) -> bool {
+    if let [s0, s1] = slots {
+        // kMAF's K = 2 without branches: on random sharing they would be mispredicted.
+        let (a, b) = (*s0, *s1);
+        *s1 = if a == thread { b } else { a };
+        *s0 = thread;
+        return a == thread || b == thread;
+    }
     // Carry each sharer one slot towards LRU until the thread's old slot (or the end).
     if slots[0] == thread {
         return true;
