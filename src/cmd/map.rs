@@ -132,7 +132,7 @@ fn from_trace(
     let threads = reader.header().threads as usize;
     let nodes = thread_nodes(&reader, &topo, threads);
     let mut reader = reader.prefetch();
-    let model = build_model(&mut reader, &topo, &nodes, 4096)
+    let model = build_model(&mut reader, &topo, &nodes, 4096, None)
         .map_err(|e| input(format!("{name}: {e:#}")))?;
     let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
     Ok((m, threads, topo))

@@ -355,12 +355,12 @@ impl Decoder {
         faults.clear();
         let mut split = None;
         let thread = c.thread;
-        for (i, &w) in c.records.iter().enumerate() {
+        let times = raw::times(&c.ticks, c.t1, c.records.len());
+        for (i, (&w, time)) in c.records.iter().zip(times).enumerate() {
             if wire::unpack_cpu(w).is_some() {
                 continue;
             }
             let r = wire::unpack(w);
-            let time = raw::time_of(&c.ticks, c.t1, i, c.records.len());
             acc.push(Access {
                 thread,
                 addr: r.addr,

@@ -45,10 +45,14 @@ fn node_of() -> Vec<u32> {
 }
 
 fn model_alone(name: &str, batches: &[(u32, Vec<u64>)]) -> f64 {
+    model_alone_with(name, batches, TableConfig::exact(NODES))
+}
+
+fn model_alone_with(name: &str, batches: &[(u32, Vec<u64>)], cfg: TableConfig) -> f64 {
     let n: usize = batches.iter().map(|b| b.1.len()).sum();
     let (mut best, mut best_cpu) = (0.0f64, 0.0f64);
     for _ in 0..3 {
-        let mut m = SharingModel::new(TableConfig::exact(NODES), T, &node_of()).unwrap();
+        let mut m = SharingModel::new(cfg, T, &node_of()).unwrap();
         let (t0, c0) = (Instant::now(), ThreadTime::now());
         for (t, a) in batches {
             m.accesses(*t, a).unwrap();
@@ -155,6 +159,7 @@ fn bytes_per_page() {
     for (name, cfg) in [
         ("page faults (kMAF)", TableConfig::page_faults(NODES)),
         ("exact, 64 B lines", TableConfig::exact(NODES)),
+        ("exact, all sharers", TableConfig::all_sharers(NODES, T)),
     ] {
         let mut m = SharingModel::new(cfg, T, &node_of()).unwrap();
         // 1 GiB touched page by page by 8 threads in turn.
@@ -199,6 +204,8 @@ fn main() {
         let g = generate(p, T, rounds, 4096, 1);
         let name = format!("random in 64 KiB, {p:?}");
         let alone = model_alone(&name, &g);
+        let all = TableConfig::all_sharers(NODES, T);
+        model_alone_with(&format!("{p:?}, all sharers"), &g, all);
         write_trace(&path, &g);
         let both = read_and_model(&name, &path);
         println!(

@@ -3,7 +3,7 @@
 
 use crate::error::SharingError;
 use crate::matrix::SharingMatrix;
-use crate::table::{promote, AffinityTable, TableConfig, Touch, EMPTY};
+use crate::table::{each_member, join, promote, AffinityTable, TableConfig, Touch, EMPTY};
 use tdmap_trace::Chunk;
 
 /// Which of the trace paper's two metrics a matrix holds.
@@ -33,7 +33,15 @@ pub struct SharingModel {
 impl SharingModel {
     /// A model for `threads` threads, where thread t runs on NUMA node `node_of[t]` for
     /// accesses (faults carry their own node). Threads missing from `node_of` use node 0.
-    pub fn new(cfg: TableConfig, threads: usize, node_of: &[u32]) -> Result<Self, SharingError> {
+    /// With `cfg.all_sharers` the sharer bitset is sized for `threads`.
+    pub fn new(
+        mut cfg: TableConfig,
+        threads: usize,
+        node_of: &[u32],
+    ) -> Result<Self, SharingError> {
+        if cfg.all_sharers {
+            cfg.sharers = threads.max(1);
+        }
         if threads >= EMPTY as usize {
             return Err(SharingError::Thread {
                 thread: threads as u32,
@@ -105,17 +113,10 @@ impl SharingModel {
     pub fn accesses(&mut self, thread: u32, addrs: &[u64]) -> Result<(), SharingError> {
         let t = self.check_thread(thread)?;
         let node = self.node_of[t as usize] as usize;
-        let shift = self.table.config().page_size.trailing_zeros();
-        let mut rest = addrs;
-        while let Some(&first) = rest.first() {
-            let page = first >> shift;
-            let run = rest
-                .iter()
-                .position(|&a| a >> shift != page)
-                .unwrap_or(rest.len());
-            let (now, later) = rest.split_at(run);
-            self.page_run(t, node, page, now);
-            rest = later;
+        if self.table.config().all_sharers {
+            self.run::<true>(t, node, addrs);
+        } else {
+            self.run::<false>(t, node, addrs);
         }
         self.flush_row(t as usize);
         self.events += addrs.len() as u64;
@@ -134,25 +135,62 @@ impl SharingModel {
         }
     }
 
-    /// The accesses of one thread to one page: the same updates as `event`, with the page
-    /// looked up once and the NUMA vector bumped once for the run.
+    /// The same updates as one `event` per access: the page is looked up and its NUMA
+    /// vector bumped once per run of accesses to it, and private events are counted in
+    /// registers. `ALL` keeps every sharer (trace paper
+    /// §III-B: each access counts with every other thread that touched the sub-block, and
+    /// joining one adds its size to the newcomer's shared amount with each of them, so a
+    /// line touched by n threads ends in all n·(n-1)/2 pairs); otherwise kMAF's last K.
     #[inline(always)]
-    fn page_run(&mut self, t: u16, node: usize, page: u64, addrs: &[u64]) {
-        let k = self.table.config().sharers;
-        let sbs = self.sub_block;
-        let (sbv, sb_shift, sb_mask) = self.table.enter_run(page, node, addrs.len());
+    fn run<const ALL: bool>(&mut self, t: u16, node: usize, addrs: &[u64]) {
+        let cfg = *self.table.config();
+        let (shift, sbs) = (cfg.page_size.trailing_zeros(), self.sub_block);
+        let (sb_shift, sb_mask) = (
+            cfg.sub_block.trailing_zeros(),
+            cfg.page_size / cfg.sub_block - 1,
+        );
+        let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
-        for &a in addrs {
-            let sb = ((a >> sb_shift) & sb_mask) as usize;
-            let slots = &mut sbv[sb * k..sb * k + k];
-            let was_sharer = promote(slots, t);
-            record(t, &slots[1..], |u| {
-                row_acc[u] += 1;
-                if !was_sharer {
-                    row_amt[u] += sbs;
+        let (mut own_acc, mut own_amt) = (0u64, 0u64);
+        let mut rest = addrs;
+        while let Some(&first) = rest.first() {
+            let page = first >> shift;
+            let n = rest
+                .iter()
+                .position(|&a| a >> shift != page)
+                .unwrap_or(rest.len());
+            let (now, later) = rest.split_at(n);
+            rest = later;
+            let p = self.table.slot(page);
+            self.table.bump_run(p, node, n);
+            let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
+            for &a in now {
+                let at = ((a >> sb_shift) & sb_mask) as usize * k;
+                let slots = &mut sbv[at..at + k];
+                let was_sharer = if ALL {
+                    join(slots, t)
+                } else {
+                    promote(slots, t)
+                };
+                // Branch-free: whether the thread was a sharer is random on random sharing.
+                let joined = sbs * !was_sharer as u64;
+                let add = |u: usize| {
+                    row_acc[u] += 1;
+                    row_amt[u] += joined;
+                };
+                let shared = if ALL {
+                    each_member(slots, t, add)
+                } else {
+                    record(&slots[1..], add)
+                };
+                if !shared {
+                    own_acc += 1;
+                    own_amt += joined;
                 }
-            });
+            }
         }
+        row_acc[t as usize] += own_acc;
+        row_amt[t as usize] += own_amt;
     }
 
     /// Many page-fault samples of one thread, with the node of each.
@@ -202,26 +240,34 @@ impl SharingModel {
     #[inline(always)]
     fn event(&mut self, t: u16, node: usize, addr: u64) {
         let Touch { sbv_at, was_sharer } = self.table.touch(t, node, addr);
-        let others = &self.table.sharer_slots(sbv_at)[1..];
+        let slots = self.table.sharer_slots(sbv_at);
         let (acc, amount, sbs) = (&mut self.accesses, &mut self.amount, self.sub_block);
-        record(t, others, |u| {
+        let mut add = |u| {
             acc.add(t as usize, u, 1);
             if !was_sharer {
                 amount.add(t as usize, u, sbs);
             }
-        });
+        };
+        let shared = if self.table.config().all_sharers {
+            each_member(slots, t, &mut add)
+        } else {
+            record(&slots[1..], &mut add)
+        };
+        if !shared {
+            add(t as usize);
+        }
     }
 }
 
-/// Records one event of thread `t` whose sub-block's other sharers are `others`: a
-/// sharing event with each (kMAF §3.2), or, with no other sharer, private data on the
-/// diagonal (trace paper §III-B); `add(u)` counts one with thread u. Callers count the
-/// access matrix every time and the amount matrix only when `t` newly joined the sharers.
-/// kMAF's text counts "all pairs of threads in the SBV entry"; with its K = 2 that is this
-/// one pair, and for K > 2 pairs without `t` are left out: this event says nothing new
-/// about them.
+/// Records one event of a thread whose sub-block's other sharers are `others`: a
+/// sharing event with each (kMAF §3.2); `add(u)` counts one with thread u. Returns false
+/// when there was no other sharer: the caller then puts the event on the diagonal as
+/// private data (trace paper §III-B). Callers count the access matrix every time and the
+/// amount matrix only when the thread newly joined the sharers. kMAF's text counts "all
+/// pairs of threads in the SBV entry"; with its K = 2 that is this one pair, and for K > 2
+/// pairs without the thread are left out: this event says nothing new about them.
 #[inline(always)]
-fn record(t: u16, others: &[u16], mut add: impl FnMut(usize)) {
+fn record(others: &[u16], mut add: impl FnMut(usize)) -> bool {
     let mut shared = false;
     for &u in others {
         if u == EMPTY {
@@ -230,9 +276,7 @@ fn record(t: u16, others: &[u16], mut add: impl FnMut(usize)) {
         shared = true;
         add(u as usize);
     }
-    if !shared {
-        add(t as usize);
-    }
+    shared
 }
 
 #[cfg(test)]
@@ -246,8 +290,9 @@ mod tests {
         fn batched_accesses_equal_single_events(
             batches in prop::collection::vec((0u32..4, prop::collection::vec(0u64..(1 << 16), 1..64)), 1..20),
             narrow in any::<bool>(),
+            all in any::<bool>(),
         ) {
-            let mut cfg = TableConfig::exact(2);
+            let mut cfg = if all { TableConfig::all_sharers(2, 4) } else { TableConfig::exact(2) };
             cfg.wide_counters = !narrow;
             let nodes = [0, 1, 1, 0];
             let mut fast = SharingModel::new(cfg, 4, &nodes).unwrap();
@@ -266,6 +311,29 @@ mod tests {
             b.sort();
             prop_assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn all_sharers_count_every_pair_of_a_line() {
+        // Line 0 is touched by threads 0, 1, 2 (twice by 2); line 1 by 3 alone.
+        let mut m = SharingModel::new(TableConfig::all_sharers(1, 20), 20, &[]).unwrap();
+        for (t, a) in [(0, 0), (1, 8), (2, 16), (2, 24), (3, 64), (17, 0)] {
+            m.access(t, a).unwrap();
+        }
+        let amt = m.matrix(Metric::Amount);
+        for (i, j) in [(0, 1), (0, 2), (1, 2), (0, 17), (1, 17), (2, 17)] {
+            assert_eq!(amt.get(i, j), 64, "pair {i},{j}");
+        }
+        assert_eq!(amt.get(3, 3), 64, "a private line is on the diagonal");
+        assert_eq!(amt.get(0, 3), 0);
+        // Accesses: 2's two accesses each see 0 and 1; 17's sees 0, 1, 2.
+        let acc = m.matrix(Metric::Accesses);
+        assert_eq!(acc.get(0, 2), 2);
+        assert_eq!(acc.get(1, 2), 2);
+        assert_eq!(acc.get(2, 17), 1);
+        assert_eq!(m.table().sharers(0).unwrap(), vec![0, 1, 2, 17]);
+        // 20 threads need two 16-bit words per line.
+        assert_eq!(m.table().config().slots_per_sub_block(), 2);
     }
 
     #[test]

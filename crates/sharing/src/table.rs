@@ -14,6 +14,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub const EMPTY: u16 = u16::MAX;
 /// Pages per storage group.
 const GROUP_PAGES: u64 = 64;
+/// Entries of the direct-mapped cache of recently used groups (a power of two): a thread
+/// moving between a few distant arrays finds their groups without hashing.
+const RECENT: usize = 256;
 
 /// The shape of an affinity table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -28,6 +31,10 @@ pub struct TableConfig {
     pub nodes: usize,
     /// 4-byte NUMA-vector counters instead of kMAF's 2-byte ones.
     pub wide_counters: bool,
+    /// Keep every thread that touched a sub-block, as a bitset of `sharers` bits, instead
+    /// of kMAF's last `sharers` threads: the trace paper's exact count (§III-B), where a
+    /// block shared by n threads counts for all n·(n-1)/2 pairs.
+    pub all_sharers: bool,
 }
 
 impl TableConfig {
@@ -40,6 +47,7 @@ impl TableConfig {
             sharers: 2,
             nodes,
             wide_counters: false,
+            all_sharers: false,
         }
     }
 
@@ -52,13 +60,34 @@ impl TableConfig {
             sharers: 2,
             nodes,
             wide_counters: true,
+            all_sharers: false,
+        }
+    }
+
+    /// For exact traces, counted as the trace paper does (§III-B): per 64-byte line, every
+    /// one of `threads` threads that touched it is a sharer.
+    pub fn all_sharers(nodes: usize, threads: usize) -> TableConfig {
+        TableConfig {
+            sharers: threads.max(1),
+            all_sharers: true,
+            ..TableConfig::exact(nodes)
+        }
+    }
+
+    /// 2-byte slots per sub-block: K thread ids, or a bitset of `sharers` bits.
+    pub fn slots_per_sub_block(&self) -> usize {
+        if self.all_sharers {
+            self.sharers.div_ceil(16)
+        } else {
+            self.sharers
         }
     }
 
     /// Bytes of one entry by kMAF Eq. 7 (2-byte thread ids).
     pub fn entry_bytes(&self) -> usize {
         let counter = if self.wide_counters { 4 } else { 2 };
-        counter * self.nodes + (self.page_size / self.sub_block) as usize * 2 * self.sharers
+        counter * self.nodes
+            + (self.page_size / self.sub_block) as usize * 2 * self.slots_per_sub_block()
     }
 
     fn validate(&self) -> Result<(), SharingError> {
@@ -118,6 +147,7 @@ pub struct AffinityTable {
     sb_shift: u32,
     sb_mask: u64,
     sbv_words: usize,
+    slots: usize,
     index: HashMap<u64, u32, BuildHasherDefault<GroupHasher>>,
     keys: Vec<u64>,
     touched: Vec<u64>,
@@ -125,6 +155,8 @@ pub struct AffinityTable {
     sbv: Vec<u16>,
     last_key: u64,
     last_group: usize,
+    /// (group key, group) by key modulo [`RECENT`]; key u64::MAX marks an empty entry.
+    recent: Box<[(u64, u32)]>,
     last_page: u64,
     last_p: usize,
 }
@@ -139,7 +171,8 @@ impl AffinityTable {
             page_shift: cfg.page_size.trailing_zeros(),
             sb_shift: cfg.sub_block.trailing_zeros(),
             sb_mask: spp - 1,
-            sbv_words: spp as usize * cfg.sharers,
+            sbv_words: spp as usize * cfg.slots_per_sub_block(),
+            slots: cfg.slots_per_sub_block(),
             index: HashMap::default(),
             keys: Vec::new(),
             touched: Vec::new(),
@@ -151,6 +184,7 @@ impl AffinityTable {
             sbv: Vec::new(),
             last_key: u64::MAX,
             last_group: 0,
+            recent: vec![(u64::MAX, 0); RECENT].into_boxed_slice(),
             last_page: u64::MAX,
             last_p: 0,
         })
@@ -162,7 +196,8 @@ impl AffinityTable {
     }
 
     /// Records that `thread`, running on `node`, accessed `addr`: NV[node] += 1 and the
-    /// thread becomes the MRU sharer of the sub-block (kMAF §3.2, Figure 5).
+    /// thread becomes the MRU sharer of the sub-block (kMAF §3.2, Figure 5), or joins its
+    /// sharer set with `all_sharers`.
     #[inline(always)]
     pub fn touch(&mut self, thread: u16, node: usize, addr: u64) -> Touch {
         let page = addr >> self.page_shift;
@@ -172,24 +207,32 @@ impl AffinityTable {
         let p = self.last_p;
         self.bump(p, node);
         let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
-        let at = p * self.sbv_words + sb * self.cfg.sharers;
-        let was_sharer = promote(&mut self.sbv[at..at + self.cfg.sharers], thread);
+        let at = p * self.sbv_words + sb * self.slots;
+        let slots = &mut self.sbv[at..at + self.slots];
+        let was_sharer = if self.cfg.all_sharers {
+            join(slots, thread)
+        } else {
+            promote(slots, thread)
+        };
         Touch {
             sbv_at: at,
             was_sharer,
         }
     }
 
-    /// Starts a run of `n` accesses from `node` to `page`: NV[node] += n, as `n` single
-    /// increments would (halving on overflow included). Returns the page's sharer lists
-    /// (`sharers` slots per sub-block) and the sub-block shift and mask, so the caller can
-    /// walk the run without looking the page up again.
+    /// The storage index of `page`, created if new and marked touched.
     #[inline(always)]
-    pub(crate) fn enter_run(&mut self, page: u64, node: usize, n: usize) -> (&mut [u16], u32, u64) {
+    pub(crate) fn slot(&mut self, page: u64) -> usize {
         if page != self.last_page {
             self.enter(page);
         }
-        let p = self.last_p;
+        self.last_p
+    }
+
+    /// NV[node] += n for the page at storage index `p`, as `n` single increments would
+    /// (halving on overflow included).
+    #[inline(always)]
+    pub(crate) fn bump_run(&mut self, p: usize, node: usize, n: usize) {
         let base = p * self.cfg.nodes + node;
         let fast = match &mut self.nv {
             Nv::Narrow(v) => {
@@ -202,33 +245,53 @@ impl AffinityTable {
         if fast.is_none() {
             (0..n).for_each(|_| self.bump(p, node));
         }
-        let w = self.sbv_words;
-        (
-            &mut self.sbv[p * w..(p + 1) * w],
-            self.sb_shift,
-            self.sb_mask,
-        )
     }
 
-    /// Moves the one-page cache to `page`, creating its group if needed: kept out of line
-    /// so the per-event path stays small.
-    #[inline(never)]
+    /// 2-byte slots per page in the sharer storage.
+    #[inline(always)]
+    pub(crate) fn sbv_words(&self) -> usize {
+        self.sbv_words
+    }
+
+    /// The sharer storage: page p's sub-blocks from `p * sbv_words()`.
+    #[inline(always)]
+    pub(crate) fn sbv_mut(&mut self) -> &mut [u16] {
+        &mut self.sbv
+    }
+
+    /// Moves the one-page cache to `page`, finding its group in the recent-group cache, or
+    /// else (kept out of line so the per-event path stays small) in the index.
+    #[inline(always)]
     fn enter(&mut self, page: u64) {
         let key = page / GROUP_PAGES;
         if key != self.last_key {
-            self.last_group = self.group(key);
+            let (k, g) = self.recent[key as usize % RECENT];
+            self.last_group = if k == key { g as usize } else { self.miss(key) };
             self.last_key = key;
         }
         let slot = (page % GROUP_PAGES) as usize;
-        self.touched[self.last_group] |= 1 << slot;
+        // Stored only when new: a store on every page change would chain the events
+        // through memory.
+        let touched = &mut self.touched[self.last_group];
+        if *touched >> slot & 1 == 0 {
+            *touched |= 1 << slot;
+        }
         self.last_page = page;
         self.last_p = self.last_group * GROUP_PAGES as usize + slot;
     }
 
-    /// The sharer list (MRU first, [`EMPTY`] for unused slots) at a [`Touch::sbv_at`].
+    #[inline(never)]
+    fn miss(&mut self, key: u64) -> usize {
+        let g = self.group(key);
+        self.recent[key as usize % RECENT] = (key, g as u32);
+        g
+    }
+
+    /// The sharer list (MRU first, [`EMPTY`] for unused slots) at a [`Touch::sbv_at`], or
+    /// with `all_sharers` the sharer bitset (bit t%16 of word t/16).
     #[inline]
     pub fn sharer_slots(&self, at: usize) -> &[u16] {
-        &self.sbv[at..at + self.cfg.sharers]
+        &self.sbv[at..at + self.slots]
     }
 
     #[inline(always)]
@@ -265,8 +328,9 @@ impl AffinityTable {
             Nv::Narrow(v) => v.resize(v.len() + n, 0),
             Nv::Wide(v) => v.resize(v.len() + n, 0),
         }
+        let empty = if self.cfg.all_sharers { 0 } else { EMPTY };
         self.sbv
-            .resize(self.sbv.len() + pages * self.sbv_words, EMPTY);
+            .resize(self.sbv.len() + pages * self.sbv_words, empty);
         g
     }
 
@@ -290,18 +354,18 @@ impl AffinityTable {
         self.locate(addr).map(|p| self.nv_of(p))
     }
 
-    /// The sharers of the sub-block holding `addr`, MRU first, without empty slots.
+    /// The sharers of the sub-block holding `addr`, MRU first, without empty slots (in
+    /// thread order with `all_sharers`).
     pub fn sharers(&self, addr: u64) -> Option<Vec<u16>> {
         let p = self.locate(addr)?;
         let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
-        let at = p * self.sbv_words + sb * self.cfg.sharers;
-        Some(
-            self.sharer_slots(at)
-                .iter()
-                .copied()
-                .filter(|&t| t != EMPTY)
-                .collect(),
-        )
+        let slots = self.sharer_slots(p * self.sbv_words + sb * self.slots);
+        if self.cfg.all_sharers {
+            let mut v = Vec::new();
+            each_member(slots, u16::MAX, |u| v.push(u as u16));
+            return Some(v);
+        }
+        Some(slots.iter().copied().filter(|&t| t != EMPTY).collect())
     }
 
     /// kMAF §3.3: after migrating the page holding `addr`, halve its NUMA vector.
@@ -341,7 +405,7 @@ impl AffinityTable {
             Nv::Wide(v) => v.capacity() * 4,
         };
         // hashbrown: key + value per bucket plus one control byte.
-        let index = self.index.capacity() * (8 + 4 + 1);
+        let index = self.index.capacity() * (8 + 4 + 1) + RECENT * 16;
         nv + self.sbv.capacity() * 2 + index + (self.keys.capacity() + self.touched.capacity()) * 8
     }
 }
@@ -350,6 +414,13 @@ impl AffinityTable {
 /// one if `thread` was not present (kMAF §3.2). Returns whether it was present.
 #[inline(always)]
 pub(crate) fn promote(slots: &mut [u16], thread: u16) -> bool {
+    if let [s0, s1] = slots {
+        // kMAF's K = 2 without branches: on random sharing they would be mispredicted.
+        let (a, b) = (*s0, *s1);
+        *s1 = if a == thread { b } else { a };
+        *s0 = thread;
+        return a == thread || b == thread;
+    }
     // Carry each sharer one slot towards LRU until the thread's old slot (or the end).
     if slots[0] == thread {
         return true;
@@ -363,6 +434,34 @@ pub(crate) fn promote(slots: &mut [u16], thread: u16) -> bool {
         carry = old;
     }
     false
+}
+
+/// Adds `thread` to a sharer bitset. Returns whether it was already there.
+#[inline(always)]
+pub(crate) fn join(bits: &mut [u16], thread: u16) -> bool {
+    let (w, b) = (thread as usize / 16, 1u16 << (thread % 16));
+    let was = bits[w] & b != 0;
+    bits[w] |= b;
+    was
+}
+
+/// Calls `f(u)` for each thread u in a sharer bitset except `skip`; returns whether there
+/// was any.
+#[inline(always)]
+pub(crate) fn each_member(bits: &[u16], skip: u16, mut f: impl FnMut(usize)) -> bool {
+    let mut any = false;
+    for (w, &word) in bits.iter().enumerate() {
+        let mut x = word;
+        if w == skip as usize / 16 {
+            x &= !(1u16 << (skip % 16));
+        }
+        while x != 0 {
+            any = true;
+            f(w * 16 + x.trailing_zeros() as usize);
+            x &= x - 1;
+        }
+    }
+    any
 }
 
 #[cfg(test)]

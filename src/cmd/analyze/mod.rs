@@ -25,6 +25,11 @@ pub struct Args {
     /// amount of shared memory (the trace paper's two metrics).
     #[arg(long, value_enum, default_value = "accesses")]
     metric: MetricArg,
+    /// Sharers kept per block: a number K (kMAF's last K threads), or `all` (every
+    /// thread that touched the block, the trace paper's exact count). Default: all for
+    /// access traces, kMAF's 2 for page-fault samples.
+    #[arg(long, value_name = "N|all", value_parser = parse_sharers)]
+    sharers: Option<Sharers>,
     /// Sharing pairs to list.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -42,6 +47,27 @@ pub struct Args {
 enum MetricArg {
     Accesses,
     Amount,
+}
+
+/// How many sharers of a block the model keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sharers {
+    /// kMAF's last K threads.
+    Last(usize),
+    /// Every thread (trace paper §III-B).
+    All,
+}
+
+fn parse_sharers(s: &str) -> Result<Sharers, String> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(Sharers::All);
+    }
+    match s.parse::<usize>() {
+        Ok(k) if (1..=64).contains(&k) => Ok(Sharers::Last(k)),
+        _ => Err(format!(
+            "invalid sharer count {s:?}: give a number from 1 to 64, or all"
+        )),
+    }
 }
 
 /// Parses 4K, 2M, 1G or a plain number of bytes.
@@ -74,7 +100,7 @@ pub fn run(args: Args) -> Result<i32> {
     let nodes = thread_nodes(&reader, &topo, threads);
     let header = reader.header().clone();
     let mut reader = reader.prefetch();
-    let model = build_model(&mut reader, &topo, &nodes, sizes[0].min(4096))
+    let model = build_model(&mut reader, &topo, &nodes, sizes[0].min(4096), args.sharers)
         .map_err(|e| input(format!("{name}: {e:#}")))?;
     let metric = match args.metric {
         MetricArg::Accesses => Metric::Accesses,
@@ -131,13 +157,16 @@ pub(super) fn thread_nodes(
         .collect()
 }
 
-/// Feeds the whole trace to a model. Exact traces share per cache line; a trace of
-/// page-fault samples uses kMAF's 1 KiB sub-blocks (chosen from the first chunk).
+/// Feeds the whole trace to a model. Exact traces share per cache line and by default
+/// keep every sharer (trace paper §III-B); a trace of page-fault samples uses kMAF's
+/// 1 KiB sub-blocks and 2 sharers (chosen from the first chunk). `sharers` overrides
+/// the sharers kept.
 pub(super) fn build_model(
     reader: &mut Prefetch,
     topo: &tdmap_topo::Topology,
     nodes: &[u32],
     page: u64,
+    sharers: Option<Sharers>,
 ) -> Result<SharingModel> {
     let threads = reader.header().threads as usize;
     let line = (reader.header().line_size as u64).clamp(1, page);
@@ -148,13 +177,19 @@ pub(super) fn build_model(
         let m = match &mut model {
             Some(m) => m,
             None => {
+                let n = topo.num_nodes().max(1);
                 let mut cfg = match chunk {
                     Chunk::Accesses(_) => TableConfig {
                         sub_block: line,
-                        ..TableConfig::exact(topo.num_nodes().max(1))
+                        ..TableConfig::all_sharers(n, threads)
                     },
-                    Chunk::Faults(_) => TableConfig::page_faults(topo.num_nodes().max(1)),
+                    Chunk::Faults(_) => TableConfig::page_faults(n),
                 };
+                match sharers {
+                    Some(Sharers::Last(k)) => (cfg.all_sharers, cfg.sharers) = (false, k),
+                    Some(Sharers::All) => cfg.all_sharers = true,
+                    None => {}
+                }
                 cfg.page_size = page;
                 cfg.sub_block = cfg.sub_block.min(page);
                 model.insert(SharingModel::new(cfg, threads, nodes)?)
@@ -258,7 +293,15 @@ fn write_heatmap(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_sharers, parse_size, Sharers};
+
+    #[test]
+    fn sharer_counts_parse() {
+        assert_eq!(parse_sharers("all"), Ok(Sharers::All));
+        assert_eq!(parse_sharers("2"), Ok(Sharers::Last(2)));
+        assert!(parse_sharers("0").is_err());
+        assert!(parse_sharers("two").is_err());
+    }
 
     #[test]
     fn page_sizes_parse() {

@@ -141,11 +141,12 @@ impl Report {
             self.machine, self.nodes, self.recorded_machine
         );
         let _ = writeln!(s, "threads on nodes {:?}", self.thread_nodes);
-        let _ = writeln!(
-            s,
-            "sharing per {} B block, {} sharers kept\n",
-            self.table.sub_block, self.table.sharers
-        );
+        let kept = if self.table.all_sharers {
+            "all sharers kept".to_string()
+        } else {
+            format!("last {} sharers kept", self.table.sharers)
+        };
+        let _ = writeln!(s, "sharing per {} B block, {kept}\n", self.table.sub_block);
         let _ = writeln!(
             s,
             "thread affinity (kMAF Eq. 1-2, normalised, off-diagonal):"

@@ -118,7 +118,9 @@ fn read_full(src: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// The time of record `i` of `n` in a chunk: spread evenly between the clock ticks
-/// around it (the runtime reads the clock once per `TICK_EVERY` records).
+/// around it (the runtime reads the clock once per `TICK_EVERY` records). The reference
+/// that [`times`] is checked against.
+#[cfg(test)]
 pub fn time_of(ticks: &[u64], t1: u64, i: usize, n: usize) -> u64 {
     let k = i / wire::TICK_EVERY;
     let first = k * wire::TICK_EVERY;
@@ -127,7 +129,37 @@ pub fn time_of(ticks: &[u64], t1: u64, i: usize, n: usize) -> u64 {
     interpolate(ticks[k], end.max(ticks[k]), i - first, next.min(n) - first)
 }
 
+/// The times of all `n` records of a chunk, as [`time_of`] gives them one by one, without
+/// a division per record (the conversion's hot loop).
+pub fn times(ticks: &[u64], t1: u64, n: usize) -> impl Iterator<Item = u64> + '_ {
+    (0..n.div_ceil(wire::TICK_EVERY)).flat_map(move |k| {
+        let first = k * wire::TICK_EVERY;
+        let next = first + wire::TICK_EVERY;
+        let end = if next < n { ticks[k + 1] } else { t1 };
+        let t0 = ticks[k];
+        let len = (next.min(n) - first) as u64;
+        let span = end
+            .max(t0)
+            .saturating_sub(t0)
+            .min(u64::MAX / wire::TICK_EVERY as u64);
+        // floor(span·i/len) = i·(span/len) + floor(i·(span%len)/len), the last carried.
+        let (q, r) = (span / len, span % len);
+        let (mut at, mut rem) = (t0, 0u64);
+        (0..len).map(move |_| {
+            let t = at;
+            at += q;
+            rem += r;
+            if rem >= len {
+                rem -= len;
+                at += 1;
+            }
+            t
+        })
+    })
+}
+
 /// Spreads `n` records evenly over `t0..t1`.
+#[cfg(test)]
 fn interpolate(t0: u64, t1: u64, i: usize, n: usize) -> u64 {
     // Spans are nanoseconds within one tick and i < TICK_EVERY, so u64 cannot overflow.
     let span = t1
@@ -199,6 +231,21 @@ mod tests {
         assert_eq!(interpolate(100, 200, 2, 4), 150);
         assert!(interpolate(100, 200, 3, 4) < 200);
         assert_eq!(interpolate(5, 5, 3, 4), 5);
+    }
+
+    #[test]
+    fn times_in_one_pass_equal_time_of_each_record() {
+        let e = wire::TICK_EVERY;
+        for (ticks, t1, n) in [
+            (vec![1000u64, 2000, 2999, 0], 5000u64, 2 * e + 7),
+            (vec![7, 7, 9, 1 << 40], 1 << 41, 4 * e),
+            (vec![500, 400, 0, 0], 450, e + 1),
+            (vec![3, 0, 0, 0], 1_000_003, 5),
+        ] {
+            let fast: Vec<u64> = times(&ticks, t1, n).collect();
+            let slow: Vec<u64> = (0..n).map(|i| time_of(&ticks, t1, i, n)).collect();
+            assert_eq!(fast, slow, "ticks {ticks:?} t1 {t1} n {n}");
+        }
     }
 
     #[test]
