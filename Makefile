@@ -11,8 +11,9 @@ build: setup
 	$(CARGO) build --release
 
 ## The main job on a bundled default: the machine, then an exact trace of a workload whose
-## sharing is known (thread i shares with thread 7-i), its analysis, and its mapping onto
-## the kMAF paper's 4-socket machine. Outputs go to target/demo/.
+## sharing is known (thread i shares with thread 7-i), its analysis, its mapping onto the
+## kMAF paper's 4-socket machine, and a simulated comparison of the mapping policies on
+## that machine. Outputs go to target/demo/.
 DEMO := target/demo
 demo: build workloads
 	@mkdir -p $(DEMO)
@@ -30,6 +31,9 @@ demo: build workloads
 	@echo
 	@echo "== tdmap map: where each thread should run on xeon-x7550-4s"
 	./target/release/tdmap map --trace $(DEMO)/pairs.trace --machine xeon-x7550-4s --algorithm matching --format omp-places
+	@echo
+	@echo "== tdmap sim: SIMULATED comparison of every policy on xeon-x7550-4s (this machine has one node)"
+	./target/release/tdmap sim $(DEMO)/pairs.trace --machine xeon-x7550-4s --plot $(DEMO)/sim.png
 
 lint: setup
 	$(CARGO) fmt --all -- --check
