@@ -3,6 +3,7 @@
 mod analyze;
 mod cc;
 mod map;
+mod run;
 mod topo;
 mod trace;
 mod trace_check;
@@ -41,6 +42,11 @@ enum Command {
     /// else this machine. Threads sit on the node of the CPU recorded for them, or else
     /// in blocks (thread t of T on node t*N/T).
     Analyze(analyze::Args),
+    /// Run a program under kMAF-style online thread and data mapping, then report.
+    ///
+    /// The program's output is untouched; the report goes to stderr (or --report FILE);
+    /// tdmap exits with the program's exit code.
+    Run(run::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -75,5 +81,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Trace(args) => trace::run(args),
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

@@ -8,6 +8,7 @@ mod error;
 mod fsroot;
 mod linux;
 mod mem;
+mod owner;
 pub mod perf;
 #[cfg(feature = "scotch")]
 pub mod scotch;
@@ -18,6 +19,7 @@ pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
+pub use owner::{owned_by_caller, process_uids};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
 pub use spawn::{spawn_gated, GatedChild};
 
