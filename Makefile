@@ -43,6 +43,8 @@ unit: setup
 vm-test: setup
 	$(CARGO) build -p tdmap --bin tdmap
 	$(CARGO) build -p tdmap-sys --example numa_check --example fault_check
+	@mkdir -p target/vm
+	gcc -O2 -Wall -pthread -o target/vm/quarters tests/vm/quarters.c
 	bash tests/vm/test.sh
 
 ## Everything CI checks.

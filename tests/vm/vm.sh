@@ -21,6 +21,7 @@ TIMEOUT=${VM_TIMEOUT:-240}
 TDMAP_BIN=${TDMAP_BIN:-$repo/target/debug/tdmap}
 NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
+QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
 
 die() { echo "vm: $1" >&2; exit 2; }
 
@@ -50,8 +51,8 @@ kernel=$(find_kernel)
 for c in qemu-system-x86_64 busybox cpio timeout ldd; do
   command -v "$c" >/dev/null || die "'$c' not found; run scripts/setup.sh as root"
 done
-for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN"; do
-  [ -x "$b" ] || die "$b missing; build it: cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check"
+for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN" "$QUARTERS_BIN"; do
+  [ -x "$b" ] || die "$b missing; build it: make vm-test (cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check; gcc -pthread -o target/vm/quarters tests/vm/quarters.c)"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tdmap-vm.XXXXXX")
@@ -88,9 +89,11 @@ add_exe "$(command -v busybox)" busybox
 add_exe "$TDMAP_BIN" tdmap
 add_exe "$NUMA_CHECK_BIN" numa_check
 add_exe "$FAULT_CHECK_BIN" fault_check
+add_exe "$QUARTERS_BIN" quarters
 sort -u "$work/libdirs" | paste -sd: >"$root/etc/ld-library-path"
 cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"
+cp "$here/run-check.sh" "$root/run-check.sh"
 chmod 755 "$root/init"
 (cd "$root" && find . -print0 | cpio --null -o -H newc -R +0:+0 --quiet) >"$work/initramfs.cpio"
 
