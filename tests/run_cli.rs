@@ -4,6 +4,7 @@
 //! workload's sharing) is measured by `online_matrix_correlates_with_the_exact_one`.
 
 mod common;
+#[allow(dead_code)]
 mod workloads;
 
 use common::{assert_bad_input, tdmap};
@@ -145,7 +146,11 @@ fn online_similarity(name: &str, size: &str) -> f64 {
 #[test]
 #[ignore = "needs extra page faults (soft-dirty or NUMA hinting), absent on this kernel"]
 fn online_matrix_correlates_with_the_exact_one() {
-    for (name, size) in [("pairs", "4096"), ("pipeline", "4096"), ("stencil1d", "4096")] {
+    for (name, size) in [
+        ("pairs", "4096"),
+        ("pipeline", "4096"),
+        ("stencil1d", "4096"),
+    ] {
         let s = online_similarity(name, size);
         eprintln!("{name}: similarity {s:.3}");
         assert!(s >= 0.8, "{name}: {s:.3} < 0.8");

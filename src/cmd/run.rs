@@ -71,7 +71,10 @@ pub fn run(args: Args) -> Result<i32> {
     let topo = tdmap_topo::MachineSpec::parse("")
         .load(None)
         .context("cannot read this machine's topology")?;
-    let (prog, rest) = args.command.split_first().expect("clap requires the program");
+    let (prog, rest) = args
+        .command
+        .split_first()
+        .expect("clap requires the program");
     let mut child = tdmap_sys::spawn_gated(prog, rest)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let fs = FsRoot::default();

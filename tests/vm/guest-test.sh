@@ -30,6 +30,6 @@ fi
 # tdmap run moves a master-initialised program's pages to its threads' nodes (2 nodes x 2
 # CPUs: four threads, two per node).
 if [ -z "$flags" ] && [ "$cpn" = 2 ] && [ "$dist" = "10,17;17,10" ]; then
-  sh /run-check.sh 14 || status=1
+  sh /run-check.sh 8 || status=1
 fi
 exit "$status"

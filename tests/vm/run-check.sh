@@ -8,7 +8,7 @@
 set -u
 old=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo 0)
 echo 0 >/proc/sys/kernel/numa_balancing
-/bin/tdmap run --report /tmp/run-report.txt -- /bin/quarters "${1:-14}" >/tmp/quarters.out
+/bin/tdmap run --report /tmp/run-report.txt -- /bin/quarters "${1:-8}" >/tmp/quarters.out
 rc=$?
 echo "$old" >/proc/sys/kernel/numa_balancing
 sed 's/^/run| /' /tmp/quarters.out /tmp/run-report.txt

@@ -4,8 +4,8 @@ use crate::error::MonitorError;
 use crate::threads::ThreadIndex;
 use std::collections::BTreeSet;
 use tdmap_map::{cost::PuDistance, map_threads, Algorithm, Distance, Options};
-use tdmap_sharing::{migration_target, should_migrate, Metric, SharingMatrix, SharingModel};
 use tdmap_sharing::TableConfig;
+use tdmap_sharing::{migration_target, should_migrate, Metric, SharingMatrix, SharingModel};
 use tdmap_topo::Topology;
 
 /// One sampled page fault, as the monitor needs it.
@@ -102,15 +102,23 @@ impl<'t> Monitor<'t> {
     /// entry is the node of the CPU it faulted on (kMAF §3.2). Returns the samples used.
     pub fn ingest(&mut self, faults: &[Fault]) -> Result<u64, MonitorError> {
         let mut used = 0;
-        for f in faults {
-            let Some(t) = self.threads.index(f.tid) else {
-                self.ignored += 1;
+        let (mut addrs, mut nodes) = (Vec::new(), Vec::new());
+        // Runs of one thread go to the model at once: it settles a thread's row of
+        // sharing once per call, not once per sample.
+        for run in faults.chunk_by(|a, b| a.tid == b.tid) {
+            let Some(t) = self.threads.index(run[0].tid) else {
+                self.ignored += run.len() as u64;
                 continue;
             };
-            let node = self.node_of_cpu(f.cpu);
-            self.model.fault(u32::from(t), f.addr, node as u32)?;
-            self.touched.insert(f.addr >> self.page_shift());
-            used += 1;
+            addrs.clear();
+            nodes.clear();
+            for f in run {
+                addrs.push(f.addr);
+                nodes.push(self.node_of_cpu(f.cpu) as u32);
+                self.touched.insert(f.addr >> self.page_shift());
+            }
+            self.model.faults(u32::from(t), &addrs, &nodes)?;
+            used += run.len() as u64;
         }
         Ok(used)
     }
@@ -145,7 +153,9 @@ impl<'t> Monitor<'t> {
     fn current(&self) -> Vec<u64> {
         let (n, cap) = (self.threads.len(), self.cfg.max_threads);
         let m = self.model.matrix(Metric::Accesses);
-        (0..n * n).map(|k| m.as_slice()[k / n * cap + k % n]).collect()
+        (0..n * n)
+            .map(|k| m.as_slice()[k / n * cap + k % n])
+            .collect()
     }
 
     /// All sharing seen during the run, without aging, over the threads seen.

@@ -34,7 +34,10 @@ mod tests {
 
     #[test]
     fn uid_line_is_parsed_and_a_missing_one_is_named() {
-        assert_eq!(parse_uids("Name:\tx\nUid:\t1000\t0\t0\t0\n"), Some((1000, 0)));
+        assert_eq!(
+            parse_uids("Name:\tx\nUid:\t1000\t0\t0\t0\n"),
+            Some((1000, 0))
+        );
         assert_eq!(parse_uids("Name:\tx\n"), None);
     }
 

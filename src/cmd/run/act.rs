@@ -46,7 +46,6 @@ pub struct Actions<'t> {
     counts: Counts,
 }
 
-
 impl<'t> Actions<'t> {
     /// An actuator for process `pid`.
     pub fn new(topo: &'t Topology, pid: i32, dry_run: bool) -> Actions<'t> {
@@ -176,8 +175,11 @@ impl<'t> Actions<'t> {
 pub fn read_mapping(path: &std::path::Path) -> Result<Vec<usize>> {
     let bad = |why: String| crate::exit::input(format!("--mapping {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| bad(format!("not JSON ({e}); write it with tdmap map --format json")))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "not JSON ({e}); write it with tdmap map --format json"
+        ))
+    })?;
     let entries = v["mapping"]
         .as_array()
         .ok_or_else(|| bad("no \"mapping\" array; write it with tdmap map --format json".into()))?;

@@ -179,7 +179,13 @@ pub fn monitor(
         lost,
         other_process: other,
         ignored_threads: mon.ignored(),
-        threads: mon.threads().tids().iter().copied().zip(per_thread).collect(),
+        threads: mon
+            .threads()
+            .tids()
+            .iter()
+            .copied()
+            .zip(per_thread)
+            .collect(),
         metrics: thread_metrics(&matrix),
         matrix,
         data: data_metrics(mon.table(), 4096).ok(),

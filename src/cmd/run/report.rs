@@ -147,33 +147,69 @@ impl<'o> Report<'o> {
     }
 
     fn write_text(&self, s: &mut String) -> std::fmt::Result {
-        writeln!(s, "== tdmap run: {} exited with {} after {:.2} s", self.program, self.exit_code, self.wall_s)?;
-        writeln!(s, "mode {}, sampler kernel{}, algorithm {}, period {} ms, {} periods",
-            self.mode, if self.soft_dirty_extra_faults { " + soft-dirty extra faults" } else { " (first-touch faults only)" },
-            self.algorithm, self.period_ms, self.periods)?;
+        writeln!(
+            s,
+            "== tdmap run: {} exited with {} after {:.2} s",
+            self.program, self.exit_code, self.wall_s
+        )?;
+        writeln!(
+            s,
+            "mode {}, sampler kernel{}, algorithm {}, period {} ms, {} periods",
+            self.mode,
+            if self.soft_dirty_extra_faults {
+                " + soft-dirty extra faults"
+            } else {
+                " (first-touch faults only)"
+            },
+            self.algorithm,
+            self.period_ms,
+            self.periods
+        )?;
         let sm = &self.samples;
-        writeln!(s, "samples: {} taken, {} lost, {} of other processes, {} of untracked threads",
-            sm.taken, sm.lost, sm.other_process, sm.ignored_threads)?;
+        writeln!(
+            s,
+            "samples: {} taken, {} lost, {} of other processes, {} of untracked threads",
+            sm.taken, sm.lost, sm.other_process, sm.ignored_threads
+        )?;
         writeln!(s, "threads seen: {}", self.threads.len())?;
         for t in &self.threads {
             let pin = match (t.pinned_cpu, t.node) {
                 (Some(c), Some(n)) => format!("pinned to CPU {c} (node {n})"),
                 _ => "not pinned".into(),
             };
-            writeln!(s, "  thread {} tid {} samples {} {}", t.thread, t.tid, t.samples, pin)?;
+            writeln!(
+                s,
+                "  thread {} tid {} samples {} {}",
+                t.thread, t.tid, t.samples, pin
+            )?;
         }
-        writeln!(s, "sharing (kMAF Eq. 1-2, normalised): heterogeneity {:.4}, amount {:.4}",
-            self.metrics.heterogeneity, self.metrics.amount)?;
+        writeln!(
+            s,
+            "sharing (kMAF Eq. 1-2, normalised): heterogeneity {:.4}, amount {:.4}",
+            self.metrics.heterogeneity, self.metrics.amount
+        )?;
         for (i, j, w) in self.matrix.top_pairs(5) {
             writeln!(s, "  threads {i}-{j}: {w} sharing events")?;
         }
         if let Some(d) = self.data {
-            writeln!(s, "data (kMAF Eq. 4): {} pages, average exclusivity {:.1}%", d.pages, 100.0 * d.avg_exclusivity)?;
+            writeln!(
+                s,
+                "data (kMAF Eq. 4): {} pages, average exclusivity {:.1}%",
+                d.pages,
+                100.0 * d.avg_exclusivity
+            )?;
         }
         let m = self.migrations;
-        writeln!(s, "thread mappings {}, threads pinned {} ({} failed)", m.mappings, m.thread_moves, m.thread_move_failures)?;
-        writeln!(s, "pages passing Eq. 6 {}, moved {} in {} batches ({} failed)",
-            m.page_candidates, m.page_moves, m.move_batches, m.page_move_failures)?;
+        writeln!(
+            s,
+            "thread mappings {}, threads pinned {} ({} failed)",
+            m.mappings, m.thread_moves, m.thread_move_failures
+        )?;
+        writeln!(
+            s,
+            "pages passing Eq. 6 {}, moved {} in {} batches ({} failed)",
+            m.page_candidates, m.page_moves, m.move_batches, m.page_move_failures
+        )?;
         let t = &self.time_ms;
         writeln!(s, "time: sampling {:.1} ms, model {:.1} ms, mapping {:.1} ms, migration {:.1} ms; total {:.1} ms = {:.2}% of the wall time (overhead estimate)",
             t.sampling, t.model, t.mapping, t.migration, t.total, self.overhead_pct)

@@ -24,7 +24,8 @@ fn pairs() -> Vec<Fault> {
 fn threads_get_indexes_in_order_of_first_appearance() {
     let t = topo();
     let mut m = Monitor::new(&t, Config::default()).unwrap();
-    m.ingest(&[f(77, 0, 0), f(5, 0x40, 0), f(77, 0x80, 0)]).unwrap();
+    m.ingest(&[f(77, 0, 0), f(5, 0x40, 0), f(77, 0x80, 0)])
+        .unwrap();
     assert_eq!(m.threads().tids(), &[77, 5]);
 }
 
@@ -53,7 +54,10 @@ fn a_new_thread_alone_gets_a_pu_when_the_rest_stays() {
     m.ingest(&pairs()).unwrap();
     let first = m.plan_threads().unwrap().unwrap().mapping;
     m.ingest(&[f(200, 0x20000, 5)]).unwrap();
-    let plan = m.plan_threads().unwrap().expect("the new thread needs a PU");
+    let plan = m
+        .plan_threads()
+        .unwrap()
+        .expect("the new thread needs a PU");
     assert_eq!(plan.changed, vec![4]);
     assert_eq!(&plan.mapping[..4], &first[..]);
 }
