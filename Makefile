@@ -72,6 +72,12 @@ bench-trace: setup
 bench-sampler: setup
 	$(CARGO) bench -p tdmap-sys --bench sampler
 
+## Overhead of tdmap run (dry-run and full) against the bare workloads, and batched vs
+## raw move_pages (issue 7; a few minutes on 2 cores).
+.PHONY: bench-run
+bench-run: setup
+	bash bench/run.sh
+
 clean:
 	$(CARGO) clean
 
