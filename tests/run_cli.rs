@@ -113,7 +113,7 @@ fn a_dry_run_reports_threads_and_samples_and_keeps_the_checksum() {
 }
 
 #[test]
-fn full_mode_on_one_node_pins_threads_and_keeps_the_checksum() {
+fn full_mode_keeps_the_checksum_and_counts_the_threads() {
     let prog = gcc("cginit");
     let bare = Command::new(&prog).args(["4", "65536"]).output().unwrap();
     let (stdout, r, code) = run_json(&["--period", "20"], &prog, &["4", "65536"]);
