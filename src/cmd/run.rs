@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long)]
     data_only: bool,
     /// Apply this static mapping (`tdmap map --format json`) as threads appear: thread k
-    /// is the k-th thread seen faulting. Pages still follow Eq. 6 unless --threads-only.
+    /// is the k-th thread seen faulting (see tdmap-monitor). Pages follow Eq. 6 unless
+    /// --threads-only.
     #[arg(long, value_name = "FILE")]
     mapping: Option<PathBuf>,
     /// Print the report as JSON.

@@ -102,6 +102,14 @@ impl<'t> Monitor<'t> {
     /// entry is the node of the CPU it faulted on (kMAF §3.2). Returns the samples used.
     pub fn ingest(&mut self, faults: &[Fault]) -> Result<u64, MonitorError> {
         let mut used = 0;
+        // Threads new in this batch get their indexes in tid order: the kernel hands out
+        // tids in creation order, and per-CPU rings scramble the order of first faults.
+        let mut new: Vec<u32> = faults.iter().map(|f| f.tid).collect();
+        new.sort_unstable();
+        new.dedup();
+        for tid in new {
+            self.threads.index(tid);
+        }
         let (mut addrs, mut nodes) = (Vec::new(), Vec::new());
         // Runs of one thread go to the model at once: it settles a thread's row of
         // sharing once per call, not once per sample.

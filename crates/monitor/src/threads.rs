@@ -1,8 +1,9 @@
-//! Stable thread indexes for the sharing matrix: the k-th distinct tid seen in the
-//! samples (in drain order) is thread k, and keeps that index for the whole run even
-//! after it exits. Without a runtime inside the program this is the only order tdmap
-//! can know; for a program whose threads fault first in creation order it matches the
-//! creation order that `tdmap map --mapping` files and OpenMP thread numbers use.
+//! Stable thread indexes for the sharing matrix: threads are numbered in order of first
+//! appearance in the samples, batch by batch (one drain of the rings), and within one
+//! batch in ascending tid order; an index is kept for the whole run, even after its
+//! thread exits. Linux hands out tids in creation order (until they wrap), so threads
+//! created close together, as a parallel region's are, get their creation order: the
+//! order `tdmap trace`, `tdmap map --mapping` files and OpenMP thread numbers use.
 
 use std::collections::HashMap;
 

@@ -21,12 +21,18 @@ fn pairs() -> Vec<Fault> {
 }
 
 #[test]
-fn threads_get_indexes_in_order_of_first_appearance() {
+fn threads_are_numbered_by_batch_of_first_appearance_then_tid() {
     let t = topo();
     let mut m = Monitor::new(&t, Config::default()).unwrap();
     m.ingest(&[f(77, 0, 0), f(5, 0x40, 0), f(77, 0x80, 0)])
         .unwrap();
-    assert_eq!(m.threads().tids(), &[77, 5]);
+    assert_eq!(m.threads().tids(), &[5, 77], "one batch: tid order");
+    m.ingest(&[f(9, 0, 0), f(3, 0x40, 0)]).unwrap();
+    assert_eq!(
+        m.threads().tids(),
+        &[5, 77, 3, 9],
+        "later batches come after"
+    );
 }
 
 #[test]
