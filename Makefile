@@ -47,6 +47,8 @@ unit: setup
 vm-test: setup c-test-build
 	$(CARGO) build -p tdmap --bin tdmap
 	$(CARGO) build -p tdmap-sys --example numa_check --example fault_check
+	@mkdir -p target/vm
+	gcc -O2 -Wall -pthread -o target/vm/quarters tests/vm/quarters.c
 	bash tests/vm/test.sh
 
 ## libmai (crates/mai, include/mai.h): C tests, the stencil example and the Fortran
@@ -83,6 +85,12 @@ bench-trace: setup
 ## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
 bench-sampler: setup
 	$(CARGO) bench -p tdmap-sys --bench sampler
+
+## Overhead of tdmap run (dry-run and full) against the bare workloads, and batched vs
+## raw move_pages (issue 7; a few minutes on 2 cores).
+.PHONY: bench-run
+bench-run: setup
+	bash bench/run.sh
 
 clean:
 	$(CARGO) clean

@@ -4,6 +4,7 @@ mod analyze;
 mod canvas;
 mod cc;
 mod map;
+mod run;
 mod sim;
 mod topo;
 mod trace;
@@ -45,6 +46,11 @@ enum Command {
     Analyze(analyze::Args),
     /// Replay a trace on a modelled NUMA machine under each policy (SIMULATED figures).
     Sim(sim::Args),
+    /// Run a program under kMAF-style online thread and data mapping, then report.
+    ///
+    /// The program's output is untouched; the report goes to stderr (or --report FILE);
+    /// tdmap exits with the program's exit code.
+    Run(run::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -80,5 +86,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

@@ -43,4 +43,9 @@ case " $flags " in
     echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null
     [ -x /bin/test_policies ] && /bin/test_policies wrong_cyclic ;;
 esac
+# tdmap run moves a master-initialised program's pages to its threads' nodes (2 nodes x 2
+# CPUs: four threads, two per node).
+if [ -z "$flags" ] && [ "$cpn" = 2 ] && [ "$dist" = "10,17;17,10" ]; then
+  sh /run-check.sh 8 || status=1
+fi
 exit "$status"

@@ -24,6 +24,7 @@ TDMAP_BIN=${TDMAP_BIN:-$repo/target/debug/tdmap}
 NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
 MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
+QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
 
 die() { echo "vm: $1" >&2; exit 2; }
 
@@ -53,8 +54,8 @@ kernel=$(find_kernel)
 for c in qemu-system-x86_64 busybox cpio timeout ldd; do
   command -v "$c" >/dev/null || die "'$c' not found; run scripts/setup.sh as root"
 done
-for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN"; do
-  [ -x "$b" ] || die "$b missing; build it: cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check"
+for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN" "$QUARTERS_BIN"; do
+  [ -x "$b" ] || die "$b missing; build it: make vm-test (cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check; gcc -pthread -o target/vm/quarters tests/vm/quarters.c)"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tdmap-vm.XXXXXX")
@@ -94,9 +95,11 @@ add_exe "$FAULT_CHECK_BIN" fault_check
 for t in test_policies test_auto stencil_mai; do
   if [ -x "$MAI_TEST_DIR/$t" ]; then add_exe "$MAI_TEST_DIR/$t" "$t"; fi
 done
+add_exe "$QUARTERS_BIN" quarters
 sort -u "$work/libdirs" | paste -sd: >"$root/etc/ld-library-path"
 cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"
+cp "$here/run-check.sh" "$root/run-check.sh"
 chmod 755 "$root/init"
 (cd "$root" && find . -print0 | cpio --null -o -H newc -R +0:+0 --quiet) >"$work/initramfs.cpio"
 

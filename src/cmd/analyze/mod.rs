@@ -8,8 +8,8 @@ use crate::exit::{input, OK};
 use anyhow::{Context, Result};
 use report::Report;
 use std::io::Write;
-use std::path::PathBuf;
-use tdmap_sharing::{Metric, SharingModel, TableConfig};
+use std::path::{Path, PathBuf};
+use tdmap_sharing::{Metric, SharingMatrix, SharingModel, TableConfig};
 use tdmap_trace::{Chunk, Prefetch, Reader};
 
 /// Arguments of `tdmap analyze`.
@@ -261,7 +261,31 @@ fn write_heatmap(
             path.display()
         )));
     }
-    let m = model.matrix(metric);
+    write_matrix_heatmap(path, model.matrix(metric), metric)
+}
+
+/// Checks that `path` names a heatmap format tdmap writes (.png or .svg), before any work.
+pub(crate) fn check_heatmap_path(path: &Path) -> Result<()> {
+    match heatmap_ext(path).as_str() {
+        "png" | "svg" => Ok(()),
+        _ => Err(input(format!(
+            "--heatmap {}: name a .png or .svg file",
+            path.display()
+        ))),
+    }
+}
+
+fn heatmap_ext(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// Writes sharing matrix `m` of `metric` as a heatmap at `path` (.png or .svg); shared
+/// with `tdmap run`, which draws the matrix it detected online.
+pub(crate) fn write_matrix_heatmap(path: &Path, m: &SharingMatrix, metric: Metric) -> Result<()> {
+    check_heatmap_path(path)?;
     let cells = m.to_f64_rows();
     let (title, unit) = match metric {
         Metric::Accesses => ("Sharing: accesses to shared blocks", "accesses"),
@@ -273,20 +297,10 @@ fn write_heatmap(
         title,
         unit,
     };
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let bytes = match ext.as_str() {
-        "png" => h.png()?,
-        "svg" => h.svg().into_bytes(),
-        _ => {
-            return Err(input(format!(
-                "--heatmap {}: name a .png or .svg file",
-                path.display()
-            )))
-        }
+    let bytes = if heatmap_ext(path) == "png" {
+        h.png()?
+    } else {
+        h.svg().into_bytes()
     };
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }

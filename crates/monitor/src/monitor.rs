@@ -1,0 +1,290 @@
+//! The monitor's state and its per-period decisions (kMAF §3.2–3.4).
+
+use crate::error::MonitorError;
+use crate::threads::ThreadIndex;
+use std::collections::BTreeSet;
+use tdmap_map::{cost::PuDistance, map_threads, Algorithm, Distance, Options};
+use tdmap_sharing::TableConfig;
+use tdmap_sharing::{migration_target, should_migrate, Metric, SharingMatrix, SharingModel};
+use tdmap_topo::Topology;
+
+/// One sampled page fault, as the monitor needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    /// The faulting thread's tid.
+    pub tid: u32,
+    /// The faulting virtual address.
+    pub addr: u64,
+    /// The OS index of the CPU the thread ran on.
+    pub cpu: u32,
+}
+
+/// What the monitor decides and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// The thread-mapping algorithm (greedy by default, kMAF used drb).
+    pub algorithm: Algorithm,
+    /// A new mapping replaces the current one only if it lowers the cost by more than this
+    /// fraction of it: SAMMU notes that needless thread migrations hurt CG-like programs.
+    pub margin: f64,
+    /// Threads tracked; samples of later threads are counted as ignored.
+    pub max_threads: usize,
+    /// Decide thread mappings (off with `--data-only`).
+    pub threads: bool,
+    /// Decide page moves (off with `--threads-only`).
+    pub data: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            algorithm: Algorithm::Greedy,
+            margin: 0.10,
+            max_threads: 256,
+            threads: true,
+            data: true,
+        }
+    }
+}
+
+/// A thread mapping to apply: `mapping[k]` is the logical PU of thread k.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadPlan {
+    /// The whole mapping, one PU per thread seen.
+    pub mapping: Vec<usize>,
+    /// The threads whose PU changes (new threads included).
+    pub changed: Vec<usize>,
+    /// Cost of the mapping in force before (with new threads placed as planned).
+    pub old_cost: f64,
+    /// Cost of the planned mapping.
+    pub new_cost: f64,
+}
+
+/// kMAF's state for one program: the affinity table and sharing matrix, the threads
+/// seen, the mapping in force and the pages touched this period.
+pub struct Monitor<'t> {
+    topo: &'t Topology,
+    dist: PuDistance<'t>,
+    cfg: Config,
+    model: SharingModel,
+    threads: ThreadIndex,
+    touched: BTreeSet<u64>,
+    mapping: Option<Vec<usize>>,
+    /// Sharing never aged (for the report), and the aged matrix as last left.
+    total: Vec<u64>,
+    last: Vec<u64>,
+    ignored: u64,
+    periods: u64,
+}
+
+impl<'t> Monitor<'t> {
+    /// A monitor for a program running on `topo`, with kMAF's page-fault table (§3.5.1:
+    /// 1 KiB sub-blocks, 2 sharers) and one NUMA-vector counter per node.
+    pub fn new(topo: &'t Topology, cfg: Config) -> Result<Monitor<'t>, MonitorError> {
+        let table = TableConfig::page_faults(topo.num_nodes().max(1));
+        let cap = cfg.max_threads;
+        Ok(Monitor {
+            topo,
+            dist: PuDistance::new(topo, Distance::Hops)?,
+            cfg,
+            model: SharingModel::new(table, cap, &[])?,
+            threads: ThreadIndex::new(cap),
+            touched: BTreeSet::new(),
+            mapping: None,
+            total: vec![0; cap * cap],
+            last: vec![0; cap * cap],
+            ignored: 0,
+            periods: 0,
+        })
+    }
+
+    /// Feeds drained samples: each one's thread gets its stable index, and its NUMA vector
+    /// entry is the node of the CPU it faulted on (kMAF §3.2). Returns the samples used.
+    pub fn ingest(&mut self, faults: &[Fault]) -> Result<u64, MonitorError> {
+        let mut used = 0;
+        // Threads new in this batch get their indexes in tid order: the kernel hands out
+        // tids in creation order, and per-CPU rings scramble the order of first faults.
+        let mut new: Vec<u32> = faults.iter().map(|f| f.tid).collect();
+        new.sort_unstable();
+        new.dedup();
+        for tid in new {
+            self.threads.index(tid);
+        }
+        let (mut addrs, mut nodes) = (Vec::new(), Vec::new());
+        // Runs of one thread go to the model at once: it settles a thread's row of
+        // sharing once per call, not once per sample.
+        for run in faults.chunk_by(|a, b| a.tid == b.tid) {
+            let Some(t) = self.threads.index(run[0].tid) else {
+                self.ignored += run.len() as u64;
+                continue;
+            };
+            addrs.clear();
+            nodes.clear();
+            for f in run {
+                addrs.push(f.addr);
+                nodes.push(self.node_of_cpu(f.cpu) as u32);
+                self.touched.insert(f.addr >> self.page_shift());
+            }
+            self.model.faults(u32::from(t), &addrs, &nodes)?;
+            used += run.len() as u64;
+        }
+        Ok(used)
+    }
+
+    fn page_shift(&self) -> u32 {
+        self.model.table().config().page_size.trailing_zeros()
+    }
+
+    /// The logical node of OS CPU `cpu` (node 0 for a CPU the topology does not know).
+    pub fn node_of_cpu(&self, cpu: u32) -> usize {
+        self.topo
+            .pu_by_os(cpu as usize)
+            .map_or(0, |pu| self.topo.node_of_pu(pu))
+    }
+
+    /// The thread index table (tids in order of first appearance).
+    pub fn threads(&self) -> &ThreadIndex {
+        &self.threads
+    }
+
+    /// The mapping in force, if one was planned.
+    pub fn mapping(&self) -> Option<&[usize]> {
+        self.mapping.as_deref()
+    }
+
+    /// Samples of threads beyond `max_threads`.
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// The current (aged) access-sharing matrix of the threads seen, row-major.
+    fn current(&self) -> Vec<u64> {
+        let (n, cap) = (self.threads.len(), self.cfg.max_threads);
+        let m = self.model.matrix(Metric::Accesses);
+        (0..n * n)
+            .map(|k| m.as_slice()[k / n * cap + k % n])
+            .collect()
+    }
+
+    /// All sharing seen during the run, without aging, over the threads seen.
+    pub fn total_matrix(&self) -> SharingMatrix {
+        let (n, cap) = (self.threads.len(), self.cfg.max_threads);
+        let cur = self.current();
+        let cells = (0..n * n)
+            .map(|k| {
+                let at = k / n * cap + k % n;
+                self.total[at] + cur[k] - self.last[at]
+            })
+            .collect();
+        SharingMatrix::from_rows(n, cells).expect("sharing matrices are symmetric")
+    }
+
+    /// kMAF §3.4.1: maps the threads seen onto the machine. Returns the mapping to apply
+    /// when there is none yet (once some sharing is seen), when the new mapping costs
+    /// less than `(1 - margin)` × the one in force, or when new threads need a PU (then
+    /// only they move). None otherwise, and always with `--data-only`.
+    pub fn plan_threads(&mut self) -> Result<Option<ThreadPlan>, MonitorError> {
+        let n = self.threads.len();
+        if !self.cfg.threads || n == 0 {
+            return Ok(None);
+        }
+        let m: Vec<f64> = self.current().iter().map(|&c| c as f64).collect();
+        let shared = (0..n * n).any(|k| k / n != k % n && m[k] > 0.0);
+        if self.mapping.is_none() && !shared {
+            return Ok(None);
+        }
+        let opts = Options {
+            seed: 0,
+            oversubscribe: true,
+        };
+        let new = map_threads(self.cfg.algorithm, self.topo, &m, n, &opts)?;
+        let old = self.mapping.clone().unwrap_or_default();
+        // The mapping in force, with any new thread placed where the new mapping says.
+        let cur: Vec<usize> = old.iter().chain(&new[old.len()..]).copied().collect();
+        let cost = |map: &[usize]| tdmap_map::cost::cost_with(&self.dist, &m, n, map);
+        let (old_cost, new_cost) = (cost(&cur), cost(&new));
+        let chosen = if old.is_empty() || new_cost < old_cost * (1.0 - self.cfg.margin) {
+            new
+        } else if cur.len() > old.len() {
+            cur
+        } else {
+            return Ok(None);
+        };
+        let changed: Vec<usize> = (0..n).filter(|&k| old.get(k) != Some(&chosen[k])).collect();
+        self.mapping = Some(chosen.clone());
+        Ok(Some(ThreadPlan {
+            mapping: chosen,
+            changed,
+            old_cost,
+            new_cost,
+        }))
+    }
+
+    /// Pages touched this period whose NUMA vector passes kMAF Eq. 6, as (page address,
+    /// vector), in address order. None before the first thread mapping (kMAF §3.3), unless
+    /// threads are not mapped at all (`--data-only`).
+    pub fn page_candidates(&self) -> Vec<(u64, Vec<u32>)> {
+        if !self.cfg.data || (self.cfg.threads && self.mapping.is_none()) {
+            return Vec::new();
+        }
+        let shift = self.page_shift();
+        let table = self.model.table();
+        self.touched
+            .iter()
+            .map(|&p| p << shift)
+            .filter_map(|a| table.nv(a).map(|nv| (a, nv)))
+            .filter(|(_, nv)| should_migrate(nv))
+            .collect()
+    }
+
+    /// The moves to make among `candidates`, given each one's current logical node (None
+    /// for a page not present or unknown, which is left alone): (page address, node).
+    pub fn plan_pages(
+        &self,
+        candidates: &[(u64, Vec<u32>)],
+        current: &[Option<usize>],
+    ) -> Vec<(u64, usize)> {
+        candidates
+            .iter()
+            .zip(current)
+            .filter_map(|((a, nv), cur)| {
+                let cur = (*cur)? as u32;
+                migration_target(nv, Some(cur)).map(|n| (*a, n as usize))
+            })
+            .collect()
+    }
+
+    /// kMAF §3.3: a page was moved, so its NUMA vector is halved.
+    pub fn moved(&mut self, addr: u64) {
+        self.model.table_mut().halve_nv(addr);
+    }
+
+    /// Ends a period: forgets the touched pages and ages the matrix ×0.75 (kMAF §3.4.2),
+    /// keeping the un-aged total for the report.
+    pub fn end_period(&mut self) {
+        let cap = self.cfg.max_threads;
+        let n = self.threads.len();
+        let m = self.model.matrix(Metric::Accesses).as_slice();
+        for i in 0..n {
+            for j in 0..n {
+                let at = i * cap + j;
+                self.total[at] += m[at] - self.last[at];
+            }
+        }
+        self.model.age();
+        let m = self.model.matrix(Metric::Accesses).as_slice();
+        for i in 0..n {
+            self.last[i * cap..i * cap + n].copy_from_slice(&m[i * cap..i * cap + n]);
+        }
+        self.touched.clear();
+        self.periods += 1;
+    }
+
+    /// The affinity table, for the report's data metrics.
+    pub fn table(&self) -> &tdmap_sharing::AffinityTable {
+        self.model.table()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+use super::*;
+
+fn topo() -> Topology {
+    // 4 nodes of 16 PUs; OS CPU c is on node c / 16.
+    tdmap_topo::preset("xeon-x7550-4s").unwrap()
+}
+
+fn f(tid: u32, addr: u64, cpu: u32) -> Fault {
+    Fault { tid, addr, cpu }
+}
+
+/// Threads 100,101 share page 0x1000 (faulting on node 0) and 102,103 share page 0x9000
+/// (faulting on node 1).
+fn pairs() -> Vec<Fault> {
+    let mut v = Vec::new();
+    for _ in 0..3 {
+        v.extend([f(100, 0x1000, 0), f(101, 0x1008, 1)]);
+        v.extend([f(102, 0x9000, 16), f(103, 0x9008, 17)]);
+    }
+    v
+}
+
+#[test]
+fn threads_are_numbered_by_batch_of_first_appearance_then_tid() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&[f(77, 0, 0), f(5, 0x40, 0), f(77, 0x80, 0)])
+        .unwrap();
+    assert_eq!(m.threads().tids(), &[5, 77], "one batch: tid order");
+    m.ingest(&[f(9, 0, 0), f(3, 0x40, 0)]).unwrap();
+    assert_eq!(
+        m.threads().tids(),
+        &[5, 77, 3, 9],
+        "later batches come after"
+    );
+}
+
+#[test]
+fn first_mapping_waits_for_sharing_then_keeps_pairs_together() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&[f(1, 0x1000, 0), f(2, 0x5000, 0)]).unwrap();
+    assert_eq!(m.plan_threads().unwrap(), None, "no sharing seen yet");
+    m.ingest(&pairs()).unwrap();
+    let plan = m.plan_threads().unwrap().expect("first mapping");
+    let map = &plan.mapping;
+    assert_eq!(map.len(), 6);
+    let (a, b, c) = (map[2], map[3], map[4]);
+    assert!(t.pu_distance(a, b) < t.pu_distance(a, c), "{map:?}");
+    assert_eq!(plan.changed, (0..6).collect::<Vec<_>>());
+    // The same sharing again: no mapping can be 10% better, so nothing moves.
+    m.ingest(&pairs()).unwrap();
+    assert_eq!(m.plan_threads().unwrap(), None);
+}
+
+#[test]
+fn a_new_thread_alone_gets_a_pu_when_the_rest_stays() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&pairs()).unwrap();
+    let first = m.plan_threads().unwrap().unwrap().mapping;
+    m.ingest(&[f(200, 0x20000, 5)]).unwrap();
+    let plan = m
+        .plan_threads()
+        .unwrap()
+        .expect("the new thread needs a PU");
+    assert_eq!(plan.changed, vec![4]);
+    assert_eq!(&plan.mapping[..4], &first[..]);
+}
+
+#[test]
+fn pages_move_only_after_the_first_mapping_and_by_eq6() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&pairs()).unwrap();
+    assert!(
+        m.page_candidates().is_empty(),
+        "no page moves before a thread mapping"
+    );
+    m.plan_threads().unwrap().unwrap();
+    let cands = m.page_candidates();
+    let addrs: Vec<u64> = cands.iter().map(|c| c.0).collect();
+    assert_eq!(addrs, vec![0x1000, 0x9000]);
+    // 0x1000 is already on node 0; 0x9000 sits on node 0 and goes to node 1.
+    let moves = m.plan_pages(&cands, &[Some(0), Some(0)]);
+    assert_eq!(moves, vec![(0x9000, 1)]);
+    assert!(
+        m.plan_pages(&cands, &[None, None]).is_empty(),
+        "unknown pages stay"
+    );
+    m.moved(0x9000);
+    assert_eq!(m.table().nv(0x9000).unwrap(), vec![0, 3, 0, 0], "halved");
+}
+
+#[test]
+fn a_shared_page_fails_eq6() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&pairs()).unwrap();
+    m.plan_threads().unwrap();
+    m.end_period();
+    // 3 faults from node 0 and 3 from node 2: 3 > 2*3+1 is false.
+    m.ingest(&[f(100, 0x40000, 0), f(101, 0x40008, 32)].repeat(3))
+        .unwrap();
+    assert!(m.page_candidates().is_empty());
+}
+
+#[test]
+fn modes_switch_decisions_off() {
+    let t = topo();
+    let data_only = Config {
+        threads: false,
+        ..Config::default()
+    };
+    let mut m = Monitor::new(&t, data_only).unwrap();
+    m.ingest(&pairs()).unwrap();
+    assert_eq!(m.plan_threads().unwrap(), None);
+    assert_eq!(m.page_candidates().len(), 2, "no mapping to wait for");
+    let threads_only = Config {
+        data: false,
+        ..Config::default()
+    };
+    let mut m = Monitor::new(&t, threads_only).unwrap();
+    m.ingest(&pairs()).unwrap();
+    assert!(m.plan_threads().unwrap().is_some());
+    assert!(m.page_candidates().is_empty());
+}
+
+#[test]
+fn aging_shrinks_the_live_matrix_but_not_the_total() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&pairs()).unwrap();
+    let before = m.total_matrix();
+    assert!(before.get(0, 1) > 0);
+    m.end_period();
+    assert!(m.current()[1] < before.get(0, 1), "aged ×0.75");
+    assert_eq!(m.total_matrix(), before);
+    // The same pattern on fresh pages adds exactly as much sharing again.
+    let fresh: Vec<Fault> = pairs()
+        .into_iter()
+        .map(|x| f(x.tid, x.addr + 0x100000, x.cpu))
+        .collect();
+    m.ingest(&fresh).unwrap();
+    m.end_period();
+    assert_eq!(m.total_matrix().get(0, 1), 2 * before.get(0, 1));
+}
+
+#[test]
+fn threads_beyond_the_capacity_are_ignored_not_errors() {
+    let t = topo();
+    let cfg = Config {
+        max_threads: 2,
+        ..Config::default()
+    };
+    let mut m = Monitor::new(&t, cfg).unwrap();
+    assert_eq!(m.ingest(&[f(1, 0, 0), f(2, 0, 0), f(3, 0, 0)]).unwrap(), 2);
+    assert_eq!(m.ignored(), 1);
+}

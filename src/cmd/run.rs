@@ -1,0 +1,109 @@
+//! `tdmap run -- PROG ARGS`: kMAF (§3) in user space. The program starts held at a gate,
+//! the kernel page-fault sampler attaches to it, then it runs unmodified while tdmap,
+//! every period, feeds the samples to the sharing model, maps the threads, moves pages by
+//! Eq. 6 and ages the matrix (decisions in tdmap-monitor, syscalls in tdmap-sys).
+//!
+//! Output: the program keeps its stdout and stderr (inherited, untouched). The report
+//! goes to stderr after the program ends, as text or with `--json` as one JSON document,
+//! or to `--report FILE`; stdout is never written, so the program's stdout is the same
+//! with and without tdmap. tdmap exits with the program's exit code (128 + signal number
+//! if a signal ended it), or 2 when the program cannot be started.
+
+mod act;
+mod looper;
+mod report;
+
+use crate::exit::input;
+use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use tdmap_map::Algorithm;
+use tdmap_sys::perf::{PerfSampler, SamplerConfig};
+use tdmap_sys::FsRoot;
+
+/// Arguments of `tdmap run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Decision period in milliseconds (kMAF: 100).
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    period: u64,
+    /// Thread-mapping algorithm: greedy, drb, matching, ... (as `tdmap map`).
+    #[arg(long, default_value = "greedy")]
+    algorithm: String,
+    /// Where samples come from: kernel (perf page faults, plus soft-dirty extra faults
+    /// where the kernel has them), inject (not implemented yet), or auto (= kernel).
+    #[arg(long, default_value = "auto")]
+    sampler: String,
+    /// A new thread mapping is applied only if it lowers the cost by more than this
+    /// fraction of the current one.
+    #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
+    margin: f64,
+    /// Detect and decide, but move no thread and no page.
+    #[arg(long)]
+    dry_run: bool,
+    /// Map threads only, move no page (kMAF Figure 11).
+    #[arg(long, conflicts_with = "data_only")]
+    threads_only: bool,
+    /// Move pages only, do not map threads (kMAF Figure 11).
+    #[arg(long)]
+    data_only: bool,
+    /// Apply this static mapping (`tdmap map --format json`) as threads appear: thread k
+    /// is the k-th thread seen faulting (see tdmap-monitor). Pages follow Eq. 6 unless
+    /// --threads-only.
+    #[arg(long, value_name = "FILE")]
+    mapping: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the report to FILE instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Write the detected sharing matrix as a heatmap (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    heatmap: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+/// Runs the program under the monitor and returns the program's exit code.
+pub fn run(args: Args) -> Result<i32> {
+    let settings = looper::Settings::from_args(&args)?;
+    let topo = tdmap_topo::MachineSpec::parse("")
+        .load(None)
+        .context("cannot read this machine's topology")?;
+    let (prog, rest) = args
+        .command
+        .split_first()
+        .expect("clap requires the program");
+    let mut child = tdmap_sys::spawn_gated(prog, rest)
+        .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
+    let fs = FsRoot::default();
+    let sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())
+        .map_err(|e| input(format!("cannot sample page faults: {e}")))?;
+    child
+        .release()
+        .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
+    let outcome = looper::monitor(&topo, &settings, &mut child, sampler)?;
+    let report = report::Report::new(&topo, &settings, prog, &outcome);
+    report.emit(&args, &outcome)?;
+    Ok(outcome.exit_code)
+}
+
+/// Parses `--sampler` and `--algorithm`.
+fn parse_choices(args: &Args) -> Result<Algorithm> {
+    match args.sampler.as_str() {
+        "auto" | "kernel" => {}
+        "inject" => {
+            return Err(input(
+                "--sampler inject is not implemented yet; use --sampler kernel (the default)",
+            ))
+        }
+        s => {
+            return Err(input(format!(
+                "unknown --sampler '{s}'; use auto, kernel or inject"
+            )))
+        }
+    }
+    args.algorithm.parse::<Algorithm>().map_err(input)
+}
