@@ -158,7 +158,11 @@ fn from_model(
         matrix_accesses: Vec<Vec<u64>>,
     }
     let name = path.display();
-    let bad = |why: String| input(format!("{name}: {why}; give the JSON that `tdmap trace --model-only` wrote"));
+    let bad = |why: String| {
+        input(format!(
+            "{name}: {why}; give the JSON that `tdmap trace --model-only` wrote"
+        ))
+    };
     let text = std::fs::read_to_string(path)
         .map_err(|e| input(format!("cannot read model {name}: {e}")))?;
     let file: ModelFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
@@ -169,7 +173,12 @@ fn from_model(
     if n == 0 || file.matrix_accesses.iter().any(|r| r.len() != n) {
         return Err(bad("the matrix is not square".into()));
     }
-    let m = file.matrix_accesses.concat().into_iter().map(|v| v as f64).collect();
+    let m = file
+        .matrix_accesses
+        .concat()
+        .into_iter()
+        .map(|v| v as f64)
+        .collect();
     let topo = super::analyze::load_machine(machine, &file.machine)?;
     Ok((m, n, topo))
 }

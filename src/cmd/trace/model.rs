@@ -39,7 +39,7 @@ struct ModelFile {
     status: String,
     exit_code: Option<i32>,
     signal: Option<i32>,
-    /// The machine the program ran on (this one).
+    /// The machine the program ran on: "local", as in a trace's header.
     machine: String,
     page_size: u64,
     threads: Vec<ThreadOut>,
@@ -91,7 +91,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            topo.name.as_str(),
+            "local",
         )
     };
     let mut feed = Feed::new(&topo, header.line_size as u64, args.sharers)?;
@@ -258,7 +258,10 @@ impl Feed {
         self.threads.sort_by_key(|t| t.id);
         let rows = |m: Metric| -> Vec<Vec<u64>> {
             let m = self.model.matrix(m);
-            m.as_slice().chunks(m.n().max(1)).map(<[u64]>::to_vec).collect()
+            m.as_slice()
+                .chunks(m.n().max(1))
+                .map(<[u64]>::to_vec)
+                .collect()
         };
         let mut pages: Vec<PageOut> = self
             .model
@@ -294,7 +297,7 @@ impl Feed {
             status: format!("{:?}", header.status),
             exit_code: status.code(),
             signal: status.signal(),
-            machine: topo.name.clone(),
+            machine: header.machine.clone(),
             page_size: header.page_size as u64,
             threads: self.threads,
             filtered: self.filtered,
