@@ -5,30 +5,11 @@
 # the whole `tdmap trace` (run + conversion to the compressed trace), and of the whole
 # `tdmap trace --filter-lines`; each the median of REPS runs, as slowdowns against gcc.
 # Also the compressed trace size in bytes per access. Figures are measured, not simulated.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-THREADS=${THREADS:-2}
-REPS=${REPS:-3}
-OUT=${BENCH_DIR:-target/bench-trace}
-TDMAP=target/release/tdmap
-export OMP_WAIT_POLICY=passive
-
-cargo build --release -q -p tdmap -p tdmap-rt
-make -s -j2 -C workloads gcc tdmap TDMAP="$PWD/$TDMAP" BUILD="$PWD/$OUT/build" >/dev/null
-mkdir -p "$OUT"
+source "$(dirname "$0")/common.sh"
 
 # Sizes giving about 25 million accesses at 2 threads.
 SIZES="ep:2000000 stencil1d:2048 stencil3d:36 pairs:393216 alltoall:1280 pipeline:65536 cginit:100000 phase:196608"
 
-now() { date +%s%N; }
-# Median; the mean of the two middle values for an even count.
-median() { sort -g | awk '{v[NR]=$1} END {m=int((NR+1)/2); print (NR%2 ? v[m] : (v[m]+v[m+1])/2)}'; }
-# Runs "$@" REPS times and prints the median wall time in seconds.
-timed() {
-  for _ in $(seq "$REPS"); do
-    local s; s=$(now); "$@" >/dev/null 2>&1; awk -v a="$s" -v b="$(now)" 'BEGIN{printf "%.6f\n", (b-a)/1e9}'
-  done | median
-}
 json_field() { grep "\"$1\"" | head -1 | sed 's/.*: *//; s/,$//'; }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"

@@ -122,14 +122,29 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
     };
     let file = feed.finish(&topo, &header, &status, started.elapsed().as_secs_f64())?;
     write_json(output, &file)?;
-    eprintln!(
-        "tdmap: {events} events, {} threads, {} pages, model {} KiB, {:?} -> {}",
-        file.threads.len(),
-        file.pages.len(),
-        file.model_bytes / 1024,
-        trace_status,
-        output.display()
-    );
+    let summary = serde_json::json!({
+        "output": output,
+        "status": file.status,
+        "exit_code": file.exit_code,
+        "signal": file.signal,
+        "threads": file.threads.len(),
+        "events": events,
+        "pages": file.pages.len(),
+        "model_bytes": file.model_bytes,
+        "run_seconds": file.run_seconds,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        eprintln!(
+            "tdmap: {events} events, {} threads, {} pages, model {} KiB, {} -> {}",
+            file.threads.len(),
+            file.pages.len(),
+            file.model_bytes / 1024,
+            file.status,
+            output.display()
+        );
+    }
     let failed = ctl.crashed.is_some() || status.signal().is_some() || ctl.write_errno.is_some();
     Ok(if failed { FAILED } else { child_code(&status) })
 }
