@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace bench-trace-model
 
 setup:
 	bash scripts/setup.sh
@@ -81,6 +81,9 @@ workloads: setup
 ## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
 bench-trace: setup
 	bash bench/trace.sh
+
+bench-trace-model: setup
+	bash bench/trace_model.sh
 
 ## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
 bench-sampler: setup

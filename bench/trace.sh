@@ -5,23 +5,11 @@
 # the whole `tdmap trace` (run + conversion to the compressed trace), and of the whole
 # `tdmap trace --filter-lines`; each the median of REPS runs, as slowdowns against gcc.
 # Also the compressed trace size in bytes per access. Figures are measured, not simulated.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-THREADS=${THREADS:-2}
-REPS=${REPS:-3}
-OUT=${BENCH_DIR:-target/bench-trace}
-TDMAP=target/release/tdmap
-export OMP_WAIT_POLICY=passive
-
-cargo build --release -q -p tdmap -p tdmap-rt
-make -s -j2 -C workloads gcc tdmap TDMAP="$PWD/$TDMAP" BUILD="$PWD/$OUT/build" >/dev/null
-mkdir -p "$OUT"
+source "$(dirname "$0")/common.sh"
 
 # Sizes giving about 25 million accesses at 2 threads.
 SIZES="ep:2000000 stencil1d:2048 stencil3d:36 pairs:393216 alltoall:1280 pipeline:65536 cginit:100000 phase:196608"
 
-# shellcheck source=bench/lib.sh
-. bench/lib.sh
 json_field() { grep "\"$1\"" | head -1 | sed 's/.*: *//; s/,$//'; }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"

@@ -6,6 +6,8 @@
 //! M[i][j] = number of 64-byte lines accessed (read or written) by both thread i and j.
 //! (It is the "amount of memory shared" metric of trace-based mapping §III-B.)
 
+#[path = "trace/model_only.rs"]
+mod model_only;
 mod workloads;
 
 use std::collections::HashMap;
@@ -133,8 +135,16 @@ fn traced_sharing_matches_each_workloads_expected_blocks_at_8_and_16_threads() {
 /// sharer of each line kept, as the trace paper counts), from all its top pairs, and the
 /// lines touched.
 fn analyze_matrix(trace: &Path, t: usize) -> (Vec<Vec<f64>>, f64) {
+    let (mut m, json) = analyze_pairs(trace, t, "amount");
+    m.iter_mut().flatten().for_each(|v| *v /= 64.0); // bytes to lines
+    (m, json["footprint_bytes"].as_f64().unwrap() / 64.0)
+}
+
+/// The off-diagonal sharing matrix of `metric` that `tdmap analyze --json` reports (from
+/// all its top pairs), and its whole JSON.
+fn analyze_pairs(trace: &Path, t: usize, metric: &str) -> (Vec<Vec<f64>>, serde_json::Value) {
     let out = Command::new(TDMAP)
-        .args(["analyze", "--json", "--metric", "amount", "--top", "100000"])
+        .args(["analyze", "--json", "--metric", metric, "--top", "100000"])
         .arg(trace)
         .output()
         .unwrap();
@@ -150,10 +160,10 @@ fn analyze_matrix(trace: &Path, t: usize) -> (Vec<Vec<f64>>, f64) {
             p[0].as_u64().unwrap() as usize,
             p[1].as_u64().unwrap() as usize,
         );
-        m[i][j] = p[2].as_f64().unwrap() / 64.0; // bytes to lines
+        m[i][j] = p[2].as_f64().unwrap();
         m[j][i] = m[i][j];
     }
-    (m, json["footprint_bytes"].as_f64().unwrap() / 64.0)
+    (m, json)
 }
 
 #[test]

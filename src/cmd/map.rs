@@ -12,7 +12,7 @@ use tdmap_map::{Algorithm, Distance, MapError, Options};
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace", "model"])))]
 pub struct Args {
     /// The sharing matrix: CSV, one row per thread, cells separated by commas or blanks.
     #[arg(long, value_name = "M.csv")]
@@ -21,6 +21,10 @@ pub struct Args {
     /// built first. Without --machine, the machine recorded in the trace is used.
     #[arg(long, value_name = "T")]
     trace: Option<PathBuf>,
+    /// The JSON of `tdmap trace --model-only`: its matrix of accesses to shared lines.
+    /// Without --machine, the machine it was recorded on is used.
+    #[arg(long, value_name = "M.json")]
+    model: Option<PathBuf>,
     #[command(flatten)]
     machine: super::MachineArgs,
     /// The algorithm: greedy, matching, drb, compact, scatter, random, identity or
@@ -63,13 +67,16 @@ pub fn run(args: Args) -> Result<i32> {
             )))
         }
     };
-    let (m, n, topo) = match (&args.matrix, &args.trace) {
-        (Some(path), _) => {
+    let (m, n, topo) = match (&args.matrix, &args.trace, &args.model) {
+        (Some(path), _, _) => {
             let (m, n) = read_matrix(path)?;
             (m, n, args.machine.load().map_err(input)?)
         }
-        (None, Some(path)) => from_trace(path, &args.machine)?,
-        (None, None) => return Err(input("give --matrix M.csv or --trace T")),
+        (None, Some(path), _) => from_trace(path, &args.machine)?,
+        (None, None, Some(path)) => from_model(path, &args.machine)?,
+        (None, None, None) => {
+            return Err(input("give --matrix M.csv, --trace T or --model M.json"))
+        }
     };
     let opts = Options {
         seed: args.seed,
@@ -136,6 +143,44 @@ fn from_trace(
         .map_err(|e| input(format!("{name}: {e:#}")))?;
     let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
     Ok((m, threads, topo))
+}
+
+/// The matrix of accesses to shared lines in a `tdmap trace --model-only` file, and the
+/// machine to map on.
+fn from_model(
+    path: &Path,
+    machine: &super::MachineArgs,
+) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
+    #[derive(serde::Deserialize)]
+    struct ModelFile {
+        format: String,
+        machine: String,
+        matrix_accesses: Vec<Vec<u64>>,
+    }
+    let name = path.display();
+    let bad = |why: String| {
+        input(format!(
+            "{name}: {why}; give the JSON that `tdmap trace --model-only` wrote"
+        ))
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| input(format!("cannot read model {name}: {e}")))?;
+    let file: ModelFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    if file.format != super::trace::MODEL_FORMAT {
+        return Err(bad(format!("unknown format {:?}", file.format)));
+    }
+    let n = file.matrix_accesses.len();
+    if n == 0 || file.matrix_accesses.iter().any(|r| r.len() != n) {
+        return Err(bad("the matrix is not square".into()));
+    }
+    let m = file
+        .matrix_accesses
+        .concat()
+        .into_iter()
+        .map(|v| v as f64)
+        .collect();
+    let topo = super::analyze::load_machine(machine, &file.machine)?;
+    Ok((m, n, topo))
 }
 
 /// Runs one algorithm; wrong input is exit 2, a Scotch failure exit 1.

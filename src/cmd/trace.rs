@@ -5,8 +5,15 @@
 //! The runtime inside the program writes raw chunks to a scratch file beside the output;
 //! this process compresses them into the trace format afterwards, off the program's hot
 //! path. A control file carries the runtime's handshake, crashes and write failures.
+//!
+//! With `--model-only` (for programs too large to trace) no trace is written: this
+//! process reads the chunks while the program runs and feeds the sharing model (see
+//! `model.rs`), so the program itself stays as thin as when tracing.
 
+mod model;
 mod raw;
+
+pub use model::FORMAT as MODEL_FORMAT;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
@@ -36,6 +43,17 @@ pub struct Args {
     /// Only count accesses in the callbacks and write no trace (measures their cost).
     #[arg(long)]
     count_only: bool,
+    /// Write no trace: feed the sharing model while the program runs and write its
+    /// result as JSON (header, both sharing matrices, kMAF metrics, each page's NUMA
+    /// vector and first toucher) to -o (default PROGRAM.model.json), for programs too
+    /// large to trace. `tdmap map --model FILE` maps from it. Memory follows the pages
+    /// touched, not the number of accesses.
+    #[arg(long, conflicts_with = "count_only")]
+    model_only: bool,
+    /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
+    /// or `all` (every thread, the trace paper's exact count; the default).
+    #[arg(long, value_name = "N|all", value_parser = super::analyze::parse_sharers, requires = "model_only")]
+    sharers: Option<super::analyze::Sharers>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -84,7 +102,10 @@ pub fn run(args: Args) -> Result<i32> {
         ))
     })?;
     let has_runtime = check_instrumented(&exe)?;
-    let output = args.output.clone().unwrap_or_else(|| default_output(&exe));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&exe, args.model_only));
     if output.exists() && !args.force && !args.count_only {
         return Err(input(format!(
             "{} exists; pass --force to overwrite it or -o to choose another file",
@@ -92,6 +113,9 @@ pub fn run(args: Args) -> Result<i32> {
         )));
     }
     let scratch = scratch_files(&output)?;
+    if args.model_only {
+        return model::run(&args, &output, &scratch, has_runtime);
+    }
     let started = Instant::now();
     let status = spawn(&args, &scratch)?;
     let mut sum = Summary {
@@ -101,19 +125,7 @@ pub fn run(args: Args) -> Result<i32> {
     sum.exit_code = status.code();
     sum.signal = status.signal();
     let ctl = Control::read(&scratch.ctl);
-    if !ctl.hello && has_runtime {
-        anyhow::bail!(
-            "the tdmap runtime inside '{}' did not start (it must create {}); check that directory is writable",
-            prog.to_string_lossy(),
-            scratch.ctl.display()
-        );
-    }
-    if !ctl.hello {
-        return Err(input(format!(
-            "'{}' was not built with `tdmap cc` (no tdmap runtime answered); rebuild it with `tdmap cc` or `tdmap c++` and trace again",
-            prog.to_string_lossy()
-        )));
-    }
+    check_hello(&ctl, &args, &scratch, has_runtime)?;
     if args.count_only {
         sum.accesses = ctl.done.unwrap_or(0);
         sum.status = "counted".into();
@@ -146,6 +158,24 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(if failed { FAILED } else { child_code(&status) })
 }
 
+/// Fails unless the runtime answered: exit 1 if an instrumented program's runtime could
+/// not start, exit 2 if the program holds no runtime at all.
+fn check_hello(ctl: &Control, args: &Args, scratch: &Scratch, has_runtime: bool) -> Result<()> {
+    let prog = args.command[0].to_string_lossy();
+    if !ctl.hello && has_runtime {
+        anyhow::bail!(
+            "the tdmap runtime inside '{prog}' did not start (it must create {}); check that directory is writable",
+            scratch.ctl.display()
+        );
+    }
+    if !ctl.hello {
+        return Err(input(format!(
+            "'{prog}' was not built with `tdmap cc` (no tdmap runtime answered); rebuild it with `tdmap cc` or `tdmap c++` and trace again"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses an ELF file without the runtime's marker before running it; true when the
 /// marker is there (false for scripts, which only the runtime's handshake can tell).
 fn check_instrumented(exe: &Path) -> Result<bool> {
@@ -161,12 +191,13 @@ fn check_instrumented(exe: &Path) -> Result<bool> {
     Ok(is_elf)
 }
 
-fn default_output(exe: &Path) -> PathBuf {
+fn default_output(exe: &Path, model: bool) -> PathBuf {
     let name = exe
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "tdmap".into());
-    PathBuf::from(format!("{name}.trace"))
+    let ext = if model { "model.json" } else { "trace" };
+    PathBuf::from(format!("{name}.{ext}"))
 }
 
 /// Names the runtime's scratch files beside the output, after checking it can write there.
@@ -196,6 +227,17 @@ fn scratch_files(output: &Path) -> Result<Scratch> {
 }
 
 fn spawn(args: &Args, scratch: &Scratch) -> Result<ExitStatus> {
+    let name = args.command[0].to_string_lossy();
+    let mut child = command(args, scratch)
+        .spawn()
+        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    child
+        .wait()
+        .with_context(|| format!("waiting for '{name}'"))
+}
+
+/// The program's command line with the runtime's environment.
+fn command(args: &Args, scratch: &Scratch) -> Command {
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env(wire::ENV_DATA, &scratch.data)
@@ -205,13 +247,7 @@ fn spawn(args: &Args, scratch: &Scratch) -> Result<ExitStatus> {
         wire::ENV_COUNT_ONLY,
         if args.count_only { "1" } else { "0" },
     );
-    let name = args.command[0].to_string_lossy();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
-    child
-        .wait()
-        .with_context(|| format!("waiting for '{name}'"))
+    cmd
 }
 
 /// What the runtime said through the control file.

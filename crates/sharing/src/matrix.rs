@@ -27,6 +27,16 @@ impl SharingMatrix {
         ok.then_some(SharingMatrix { n, cells })
     }
 
+    /// The same matrix padded with zero rows and columns to `n` threads (never shrinks):
+    /// for models whose threads appear while they run.
+    pub fn grown(&self, n: usize) -> SharingMatrix {
+        let mut m = SharingMatrix::new(n.max(self.n));
+        for (i, row) in self.cells.chunks_exact(self.n.max(1)).enumerate() {
+            m.cells[i * m.n..i * m.n + self.n].copy_from_slice(row);
+        }
+        m
+    }
+
     /// Number of threads.
     pub fn n(&self) -> usize {
         self.n

@@ -70,6 +70,33 @@ impl SharingModel {
         })
     }
 
+    /// Grows the model to `threads` threads (never shrinks), keeping everything counted so
+    /// far, and sets the node of each thread named in `node_of` as [`SharingModel::new`]
+    /// does: for a stream read while the program runs, whose threads appear one by one.
+    pub fn grow(&mut self, threads: usize, node_of: &[u32]) -> Result<(), SharingError> {
+        let threads = threads.max(self.node_of.len());
+        let nodes = self.table.config().nodes;
+        if threads >= EMPTY as usize {
+            return Err(SharingError::Thread {
+                thread: threads as u32,
+                threads: EMPTY as usize - 1,
+            });
+        }
+        if let Some(&bad) = node_of.iter().find(|&&n| n as usize >= nodes) {
+            return Err(SharingError::Node { node: bad, nodes });
+        }
+        self.table.widen_sharers(threads);
+        self.accesses = self.accesses.grown(threads);
+        self.amount = self.amount.grown(threads);
+        self.node_of.resize(threads, 0);
+        self.row_acc.resize(threads, 0);
+        self.row_amt.resize(threads, 0);
+        for (slot, &n) in self.node_of.iter_mut().zip(node_of) {
+            *slot = n as u16;
+        }
+        Ok(())
+    }
+
     /// The affinity table.
     pub fn table(&self) -> &AffinityTable {
         &self.table
@@ -334,6 +361,34 @@ mod tests {
         assert_eq!(m.table().sharers(0).unwrap(), vec![0, 1, 2, 17]);
         // 20 threads need two 16-bit words per line.
         assert_eq!(m.table().config().slots_per_sub_block(), 2);
+    }
+
+    proptest! {
+        /// A model grown thread by thread as they appear ends exactly as one sized for
+        /// all threads from the start, across the 16-thread steps of the sharer bitset.
+        #[test]
+        fn growing_as_threads_appear_equals_sizing_up_front(
+            batches in prop::collection::vec((0u32..40, prop::collection::vec(0u64..(1 << 14), 1..32)), 1..30),
+            all in any::<bool>(),
+        ) {
+            let t = 40;
+            let cfg = if all { TableConfig::all_sharers(1, t) } else { TableConfig::exact(1) };
+            let mut whole = SharingModel::new(cfg, t, &[]).unwrap();
+            let mut grown = SharingModel::new(cfg, 1, &[]).unwrap();
+            for (th, addrs) in &batches {
+                whole.accesses(*th, addrs).unwrap();
+                if *th as usize >= grown.matrix(Metric::Accesses).n() {
+                    grown.grow(*th as usize + 1, &[]).unwrap();
+                }
+                grown.accesses(*th, addrs).unwrap();
+            }
+            grown.grow(t, &[]).unwrap();
+            prop_assert_eq!(whole.matrix(Metric::Accesses), grown.matrix(Metric::Accesses));
+            prop_assert_eq!(whole.matrix(Metric::Amount), grown.matrix(Metric::Amount));
+            for a in (0..(1u64 << 14)).step_by(64) {
+                prop_assert_eq!(whole.table().sharers(a), grown.table().sharers(a));
+            }
+        }
     }
 
     #[test]

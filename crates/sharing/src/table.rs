@@ -349,6 +349,28 @@ impl AffinityTable {
         }
     }
 
+    /// With `all_sharers`, widens every sub-block's sharer bitset to hold `threads`
+    /// threads (existing sharers kept); does nothing in last-K mode or when it is wide
+    /// enough. For streams whose thread count is only known as threads appear.
+    pub fn widen_sharers(&mut self, threads: usize) {
+        if !self.cfg.all_sharers || threads <= self.cfg.sharers {
+            return;
+        }
+        let old = self.slots;
+        self.cfg.sharers = threads;
+        let new = self.cfg.slots_per_sub_block();
+        if new > old {
+            let mut sbv = Vec::with_capacity(self.sbv.len() / old * new);
+            for sb in self.sbv.chunks_exact(old) {
+                sbv.extend_from_slice(sb);
+                sbv.resize(sbv.len() + new - old, 0);
+            }
+            self.sbv = sbv;
+            self.sbv_words = self.sbv_words / old * new;
+            self.slots = new;
+        }
+    }
+
     /// The NUMA vector of the page holding `addr`, if it was touched.
     pub fn nv(&self, addr: u64) -> Option<Vec<u32>> {
         self.locate(addr).map(|p| self.nv_of(p))

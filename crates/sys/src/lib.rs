@@ -32,6 +32,25 @@ pub fn page_size() -> usize {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
+/// Frees the disk blocks of the first `len` bytes of `file` (rounded down to whole 4 KiB
+/// blocks) without changing its size or offsets: a reader that has consumed the front of
+/// a file another process keeps appending to gives the space back as it goes.
+pub fn punch_hole(file: &std::fs::File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = len & !4095;
+    if len == 0 {
+        return Ok(());
+    }
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: the descriptor is owned by `file`, alive for the call; fallocate reads no memory.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), mode, 0, len as libc::off_t) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// A set of CPUs (OS indexes), kept sorted and without duplicates.
 pub type CpuList = Vec<usize>;
 

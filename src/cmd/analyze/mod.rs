@@ -2,7 +2,7 @@
 //! metrics, the top sharing pairs, a heatmap of the matrix and a verdict in §2.3's terms.
 
 mod heatmap;
-mod report;
+pub(super) mod report;
 
 use crate::exit::{input, OK};
 use anyhow::{Context, Result};
@@ -58,7 +58,7 @@ pub(super) enum Sharers {
     All,
 }
 
-fn parse_sharers(s: &str) -> Result<Sharers, String> {
+pub(super) fn parse_sharers(s: &str) -> Result<Sharers, String> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(Sharers::All);
     }

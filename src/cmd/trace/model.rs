@@ -1,0 +1,401 @@
+//! `tdmap trace --model-only`: the sharing model fed while the program runs, for programs
+//! too large to trace (issue 5: "feeds the sharing model and writes the matrix and the
+//! page vectors").
+//!
+//! The model does not run inside the program: the runtime stays as it is when tracing
+//! (lock-free, async-signal-safe, one `write` per chunk) and appends raw chunks to its
+//! scratch file; this process follows that file as it grows, feeds each chunk to the
+//! model exactly as `tdmap analyze` feeds a trace's chunks (accesses, then the
+//! first-touch faults, then the rest), and frees the disk blocks it has read. Memory is
+//! the model's (per touched page) plus one chunk; no access is kept.
+
+use super::raw::{RawEvent, RawReader};
+use super::{check_hello, child_code, status_of, Args, Control, Decoder, Scratch};
+use crate::cmd::analyze::report::Report;
+use crate::cmd::analyze::Sharers;
+use crate::exit::{input, FAILED};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+use tdmap_sharing::{Metric, SharingModel, TableConfig};
+use tdmap_trace::{Access, Fault, Header, TraceStatus};
+
+/// Marks the JSON file this mode writes, for readers such as `tdmap map --model`.
+pub const FORMAT: &str = "tdmap-model-v1";
+/// Consumed bytes of the scratch file between two hole punches.
+const PUNCH_EVERY: u64 = 64 << 20;
+
+/// What `--model-only` writes.
+#[derive(Debug, Serialize)]
+struct ModelFile {
+    format: &'static str,
+    program: Vec<String>,
+    status: String,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    /// The machine the program ran on: "local", as in a trace's header.
+    machine: String,
+    page_size: u64,
+    threads: Vec<ThreadOut>,
+    /// Accesses the line filter dropped (with --filter-lines).
+    filtered: u64,
+    /// Heap bytes of the affinity table at the end.
+    model_bytes: usize,
+    run_seconds: f64,
+    /// Rows of the matrix of accesses to shared lines (trace paper §III-B, first metric).
+    matrix_accesses: Vec<Vec<u64>>,
+    /// Rows of the matrix of shared bytes (trace paper §III-B, second metric).
+    matrix_amount: Vec<Vec<u64>>,
+    /// Every touched page: its NUMA vector and who touched it first.
+    pages: Vec<PageOut>,
+    /// What `tdmap analyze --json` reports for a trace of the same run (kMAF metrics).
+    analysis: Report,
+}
+
+#[derive(Debug, Serialize)]
+struct ThreadOut {
+    id: u32,
+    os_tid: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct PageOut {
+    /// Address of the page's first byte.
+    addr: u64,
+    /// Accesses to the page from each NUMA node (kMAF's NUMA vector).
+    nv: Vec<u32>,
+    /// The thread that touched it first, and that thread's node then.
+    first_thread: Option<u32>,
+    first_node: Option<u32>,
+}
+
+/// Runs the program and the model beside it; writes `output` and returns the exit code.
+pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
+    let name = args.command[0].to_string_lossy();
+    let started = Instant::now();
+    let mut child = super::command(args, scratch)
+        .spawn()
+        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    let topo = this_machine()?;
+    let header = Header {
+        page_size: tdmap_sys::page_size() as u32,
+        status: TraceStatus::Incomplete,
+        ..Header::new(
+            args.command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            "local",
+        )
+    };
+    let mut feed = Feed::new(&topo, header.line_size as u64, args.sharers)?;
+    let mut follow = Follow::new(&scratch.data, &mut child);
+    let torn = feed
+        .consume(&mut follow)
+        .with_context(|| format!("reading {}", scratch.data.display()))?;
+    let status = match follow.status {
+        Some(s) => s,
+        None => child.wait().context("waiting for the program")?,
+    };
+    let ctl = Control::read(&scratch.ctl);
+    check_hello(&ctl, args, scratch, has_runtime)?;
+    let trace_status = status_of(&ctl, &status, torn);
+    let sum = super::Summary {
+        exit_code: status.code(),
+        ..super::Summary::default()
+    };
+    super::explain(&sum, &ctl, &status);
+    let events = feed.model.events();
+    if events == 0 {
+        anyhow::bail!("the program recorded no accesses, so no model was written");
+    }
+    let header = Header {
+        status: trace_status,
+        threads: feed.threads.len() as u32,
+        ..header
+    };
+    let file = feed.finish(&topo, &header, &status, started.elapsed().as_secs_f64())?;
+    write_json(output, &file)?;
+    let summary = serde_json::json!({
+        "output": output,
+        "status": file.status,
+        "exit_code": file.exit_code,
+        "signal": file.signal,
+        "threads": file.threads.len(),
+        "events": events,
+        "pages": file.pages.len(),
+        "model_bytes": file.model_bytes,
+        "run_seconds": file.run_seconds,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        eprintln!(
+            "tdmap: {events} events, {} threads, {} pages, model {} KiB, {} -> {}",
+            file.threads.len(),
+            file.pages.len(),
+            file.model_bytes / 1024,
+            file.status,
+            output.display()
+        );
+    }
+    let failed = ctl.crashed.is_some() || status.signal().is_some() || ctl.write_errno.is_some();
+    Ok(if failed { FAILED } else { child_code(&status) })
+}
+
+fn this_machine() -> Result<tdmap_topo::Topology> {
+    tdmap_topo::MachineSpec::parse("")
+        .load(None)
+        .map_err(|e| anyhow::anyhow!("cannot read this machine's topology: {e}"))
+}
+
+fn write_json(output: &Path, file: &ModelFile) -> Result<()> {
+    let mut w = std::io::BufWriter::new(
+        File::create(output).with_context(|| format!("creating {}", output.display()))?,
+    );
+    serde_json::to_writer(&mut w, file)?;
+    writeln!(w)?;
+    w.flush()
+        .with_context(|| format!("writing {}", output.display()))
+}
+
+/// The model and what it needs besides the chunks.
+struct Feed {
+    model: SharingModel,
+    dec: Decoder,
+    threads: Vec<ThreadOut>,
+    /// Node of each thread: where it ran at its first first touch (0 until then).
+    nodes: Vec<u32>,
+    known_node: Vec<bool>,
+    first: HashMap<u64, (u32, u32)>,
+    filtered: u64,
+}
+
+impl Feed {
+    /// A model shaped as `tdmap analyze` shapes one for an access trace: per cache line,
+    /// every sharer kept unless `sharers` says otherwise; sized for one thread, grown as
+    /// threads register.
+    fn new(topo: &tdmap_topo::Topology, line: u64, sharers: Option<Sharers>) -> Result<Feed> {
+        let page = 4096;
+        let mut cfg = TableConfig {
+            sub_block: line.clamp(1, page),
+            ..TableConfig::all_sharers(topo.num_nodes().max(1), 1)
+        };
+        match sharers {
+            Some(Sharers::Last(k)) => (cfg.all_sharers, cfg.sharers) = (false, k),
+            Some(Sharers::All) | None => {}
+        }
+        cfg.page_size = page;
+        Ok(Feed {
+            model: SharingModel::new(cfg, 1, &[])?,
+            dec: Decoder::new(tdmap_sys::page_size() as u64),
+            threads: Vec::new(),
+            nodes: vec![0],
+            known_node: vec![false],
+            first: HashMap::new(),
+            filtered: 0,
+        })
+    }
+
+    /// Feeds every chunk until the program has exited and the file is read; returns
+    /// whether it ended inside a chunk.
+    fn consume(&mut self, src: &mut Follow) -> Result<bool> {
+        let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, src));
+        let (mut acc, mut faults) = (Vec::new(), Vec::new());
+        let mut addrs = Vec::new();
+        while let Some(ev) = rd.next_event()? {
+            match ev {
+                RawEvent::Thread { id, os_tid, .. } => {
+                    self.threads.push(ThreadOut { id, os_tid });
+                    self.grow(id)?;
+                }
+                RawEvent::End { filtered, .. } => self.filtered += filtered,
+                RawEvent::Accesses(c) => {
+                    let t = c.thread;
+                    self.grow(t)?;
+                    let split = self.dec.chunk(&c, &mut acc, &mut faults);
+                    addrs.clear();
+                    addrs.extend(acc.iter().map(|a: &Access| a.addr));
+                    self.model.accesses(t, &addrs[..split])?;
+                    if !faults.is_empty() {
+                        self.first_touches(t, &faults)?;
+                        self.model.accesses(t, &addrs[split..])?;
+                    }
+                }
+            }
+        }
+        Ok(rd.torn)
+    }
+
+    /// Feeds a chunk's first touches as faults (as a trace of them would be) and
+    /// remembers them; the first one tells the thread's node.
+    fn first_touches(&mut self, t: u32, faults: &[Fault]) -> Result<()> {
+        let fa: Vec<u64> = faults.iter().map(|f| f.addr).collect();
+        let fnodes: Vec<u32> = faults.iter().map(|f| f.node).collect();
+        self.model
+            .faults(t, &fa, &fnodes)
+            .context("a first touch is on a node this machine lacks")?;
+        for f in faults {
+            self.first.entry(f.addr).or_insert((t, f.node));
+        }
+        if !self.known_node[t as usize] && faults[0].cpu != u32::MAX {
+            self.known_node[t as usize] = true;
+            self.nodes[t as usize] = faults[0].node;
+            self.model.grow(self.nodes.len(), &self.nodes)?;
+        }
+        Ok(())
+    }
+
+    /// Makes room for thread `t`.
+    fn grow(&mut self, t: u32) -> Result<()> {
+        let n = t as usize + 1;
+        if n > self.nodes.len() {
+            self.nodes.resize(n, 0);
+            self.known_node.resize(n, false);
+            self.model.grow(n, &self.nodes)?;
+        }
+        Ok(())
+    }
+
+    fn finish(
+        mut self,
+        topo: &tdmap_topo::Topology,
+        header: &Header,
+        status: &ExitStatus,
+        run_seconds: f64,
+    ) -> Result<ModelFile> {
+        self.threads.sort_by_key(|t| t.id);
+        let rows = |m: Metric| -> Vec<Vec<u64>> {
+            let m = self.model.matrix(m);
+            m.as_slice()
+                .chunks(m.n().max(1))
+                .map(<[u64]>::to_vec)
+                .collect()
+        };
+        let mut pages: Vec<PageOut> = self
+            .model
+            .table()
+            .pages()
+            .map(|(p, nv)| {
+                let addr = p * self.model.table().config().page_size;
+                let first = self.first.get(&addr);
+                PageOut {
+                    addr,
+                    nv,
+                    first_thread: first.map(|f| f.0),
+                    first_node: first.map(|f| f.1),
+                }
+            })
+            .collect();
+        pages.sort_by_key(|p| p.addr);
+        let name = header.program.first().cloned().unwrap_or_default();
+        let sizes = [4096, 2 << 20];
+        let mut analysis = Report::new(
+            &name,
+            header,
+            &self.model,
+            topo,
+            &sizes,
+            Metric::Accesses,
+            10,
+        )?;
+        analysis.set_thread_nodes(self.nodes.clone());
+        Ok(ModelFile {
+            format: FORMAT,
+            program: header.program.clone(),
+            status: format!("{:?}", header.status),
+            exit_code: status.code(),
+            signal: status.signal(),
+            machine: header.machine.clone(),
+            page_size: header.page_size as u64,
+            threads: self.threads,
+            filtered: self.filtered,
+            model_bytes: self.model.table().memory_bytes(),
+            run_seconds,
+            matrix_accesses: rows(Metric::Accesses),
+            matrix_amount: rows(Metric::Amount),
+            pages,
+            analysis,
+        })
+    }
+}
+
+/// Reads the runtime's data file as it grows: at its end, waits for more while the
+/// program runs, and ends once the program has exited and everything is read. Frees the
+/// disk blocks behind it, so the file never holds more than a few chunks' worth.
+struct Follow<'a> {
+    path: PathBuf,
+    file: Option<File>,
+    child: &'a mut Child,
+    status: Option<ExitStatus>,
+    read: u64,
+    punched: u64,
+}
+
+impl<'a> Follow<'a> {
+    fn new(path: &Path, child: &'a mut Child) -> Follow<'a> {
+        Follow {
+            path: path.to_path_buf(),
+            file: None,
+            child,
+            status: None,
+            read: 0,
+            punched: 0,
+        }
+    }
+
+    /// Notes whether the program has exited; false while it runs.
+    fn exited(&mut self) -> std::io::Result<bool> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait()?;
+        }
+        Ok(self.status.is_some())
+    }
+
+    fn punch(&mut self) {
+        if let Some(f) = &self.file {
+            if self.read - self.punched >= PUNCH_EVERY {
+                // Only disk space is at stake: a file system without holes keeps the bytes.
+                let _ = tdmap_sys::punch_hole(f, self.read);
+                self.punched = self.read;
+            }
+        }
+    }
+}
+
+impl Read for Follow<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            // Checked before reading, so a read that finds nothing after the exit is
+            // the true end: every write of the program happened before it exited.
+            let exited = self.exited()?;
+            if self.file.is_none() {
+                // The runtime creates the file; read+write so that holes can be punched.
+                let opened = File::options().read(true).write(true).open(&self.path);
+                match opened {
+                    Ok(f) => self.file = Some(f),
+                    Err(_) if exited => return Ok(0),
+                    Err(_) => {}
+                }
+            }
+            if let Some(f) = &mut self.file {
+                let n = f.read(buf)?;
+                if n > 0 {
+                    self.read += n as u64;
+                    self.punch();
+                    return Ok(n);
+                }
+                if exited {
+                    return Ok(0);
+                }
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `tdmap trace --model-only`: the model fed while the program runs gives what `tdmap
+//! trace` then `tdmap analyze` give for the same run shape, `tdmap map --model` maps from
+//! it, the model's memory does not grow with the number of accesses, and bad input is
+//! handled as `tdmap trace` handles it.
+
+use super::{analyze_pairs, built, compile, run, scratch, traced, workloads, TDMAP};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `tdmap trace --model-only --force -o SCRATCH/out -- prog args`.
+fn model_to(out: &str, prog: &Path, args: &[String]) -> (PathBuf, Output) {
+    std::fs::create_dir_all(scratch()).unwrap();
+    let json = scratch().join(out);
+    let mut cmd = Command::new(TDMAP);
+    cmd.args(["trace", "--model-only", "--force", "-o"])
+        .arg(&json)
+        .arg("--")
+        .arg(prog)
+        .args(args);
+    (json.clone(), run(&mut cmd))
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Runs workload `name` at `t` threads under `--model-only`; the JSON and the stdout.
+fn modelled(name: &str, t: usize) -> (PathBuf, serde_json::Value, String) {
+    let w = workloads::ALL.iter().find(|w| w.name == name).unwrap();
+    let prog = built().join("tdmap").join(name);
+    let args = [t.to_string(), w.size.to_string()];
+    let (path, out) = model_to(&format!("{name}-{t}.model.json"), &prog, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "--model-only {name} {t}: {err}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (path.clone(), read_json(&path), stdout)
+}
+
+fn matrix(json: &serde_json::Value, key: &str) -> Vec<Vec<f64>> {
+    json[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn model_only_gives_the_matrices_of_trace_then_analyze() {
+    let t = 8;
+    for name in ["pairs", "stencil1d"] {
+        let (_, json, stdout) = modelled(name, t);
+        let w = workloads::ALL.iter().find(|w| w.name == name).unwrap();
+        let tr = traced(name, w.size, t);
+        assert_eq!(stdout, tr.stdout, "{name}: the checksum changed");
+        assert_eq!(json["format"], "tdmap-model-v1");
+        assert_eq!(json["status"], "Complete");
+        let threads = json["threads"].as_array().unwrap();
+        let ids: Vec<u64> = threads.iter().map(|t| t["id"].as_u64().unwrap()).collect();
+        assert_eq!(ids, (0..t as u64).collect::<Vec<_>>(), "{name}: thread ids");
+        assert!(threads.iter().all(|t| t["os_tid"].as_u64().unwrap() > 0));
+        for (metric, key) in [("amount", "matrix_amount"), ("accesses", "matrix_accesses")] {
+            let (want, _) = analyze_pairs(&tr.trace, t, metric);
+            let got = matrix(&json, key);
+            let score = workloads::similarity(&got, &want, 1.0);
+            assert!(
+                score >= 0.99,
+                "{name} {metric}: correlation {score:.4}\nmodel {got:?}\nanalyze {want:?}"
+            );
+        }
+        let pages = json["pages"].as_array().unwrap();
+        assert!(!pages.is_empty());
+        let nodes = json["analysis"]["nodes"].as_u64().unwrap() as usize;
+        for p in pages {
+            assert_eq!(p["addr"].as_u64().unwrap() % 4096, 0);
+            assert_eq!(p["nv"].as_array().unwrap().len(), nodes);
+        }
+        assert!(pages.iter().any(|p| p["first_thread"].is_u64()));
+        assert_eq!(json["analysis"]["threads"], t);
+        assert!(json["analysis"]["accesses"].is_object(), "kMAF metrics");
+    }
+}
+
+#[test]
+fn tdmap_map_maps_pairs_from_a_model_file() {
+    let (path, _, _) = modelled("pairs", 8);
+    let out = Command::new(TDMAP)
+        .args(["map", "--machine", "xeon-x7550-4s", "--json", "--model"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let map = json["mapping"].as_array().unwrap();
+    assert_eq!(map.len(), 8);
+    for i in 0..4 {
+        assert_eq!(
+            map[i]["core"],
+            map[7 - i]["core"],
+            "thread {i} and its pair share data: {map:?}"
+        );
+    }
+    let bad = scratch().join("not-a-model.json");
+    std::fs::write(&bad, "{\"format\": \"something else\"}").unwrap();
+    let out = Command::new(TDMAP)
+        .args(["map", "--model"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_models_memory_does_not_grow_with_the_accesses() {
+    let exe = compile(
+        "sweep.c",
+        "#include <stdlib.h>\n#include <stdio.h>\nvolatile long a[1 << 14];\n\
+         int main(int c, char **v){ long s = 0; int k = atoi(v[1]);\n\
+         for (int r = 0; r < k; r++) for (int i = 0; i < (1 << 14); i++) s += a[i]++;\n\
+         printf(\"%ld\\n\", s); return 0; }\n",
+    );
+    let mut seen = Vec::new();
+    for reps in [1, 40] {
+        let (path, out) = model_to("sweep.model.json", &exe, &[reps.to_string()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json = read_json(&path);
+        let events = json["analysis"]["events"].as_u64().unwrap();
+        let pages = json["pages"].as_array().unwrap().len();
+        seen.push((events, json["model_bytes"].as_u64().unwrap(), pages));
+    }
+    let ((e1, b1, p1), (e40, b40, p40)) = (seen[0], seen[1]);
+    assert!(e40 > 30 * e1, "40 sweeps count {e40} events vs {e1}");
+    assert_eq!(p1, p40, "the same pages are touched");
+    // Where the address layout puts the array against the table's 64-page groups can
+    // change a group or two; 40 times the accesses must not change more.
+    assert!(
+        b40 < 2 * b1,
+        "the model grew with the accesses: {b1} -> {b40} bytes"
+    );
+}
+
+#[test]
+fn model_only_refuses_bad_input_as_trace_does() {
+    std::fs::create_dir_all(scratch()).unwrap();
+    let out_path = scratch().join("true.model.json");
+    let out = Command::new(TDMAP)
+        .args(["trace", "--model-only", "-o"])
+        .arg(&out_path)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out_path.exists());
+    let keep = scratch().join("keep.model.json");
+    std::fs::write(&keep, b"precious").unwrap();
+    let out = Command::new(TDMAP)
+        .args(["trace", "--model-only", "-o"])
+        .arg(&keep)
+        .arg("--")
+        .arg(built().join("tdmap").join("ep"))
+        .arg("2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&keep).unwrap(), b"precious");
+}
+
+#[test]
+fn a_crash_under_model_only_is_flushed_and_marked() {
+    let exe = compile(
+        "crash-model.c",
+        "#include <stdlib.h>\nvolatile long a[4096];\nint main(void){ for (int i = 0; i < 4096; i++) a[i] = i; abort(); }\n",
+    );
+    let (path, out) = model_to("crash.model.json", &exe, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let json = read_json(&path);
+    assert_eq!(json["status"], "Crashed");
+    assert!(
+        json["analysis"]["events"].as_u64().unwrap() >= 4096,
+        "not flushed"
+    );
+    assert_eq!(json["signal"], 6);
+}
