@@ -28,6 +28,7 @@ macro_rules! ctx {
             thread_pu: &$s.thread_pu,
             now: $s.now,
             period: $s.period,
+            work: $s.clocks.iter().sum(),
         }
     };
 }
@@ -99,6 +100,7 @@ impl<'t> Simulator<'t> {
             thread_pu: &[],
             now: 0,
             period: 1,
+            work: 0,
         };
         let thread_pu = policy.initial_mapping(&ctx);
         let bad = |why: String| SimError::BadPolicyOutput {
@@ -344,6 +346,14 @@ impl<'t> Simulator<'t> {
                 p.present = false;
             }
             self.flush_tlbs(charge);
+        }
+        for &page in &out.inject_pages {
+            if let Some(p) = self.pages.get_mut(&page) {
+                p.present = false;
+                for tlb in &mut self.tlbs {
+                    while tlb.remove(page).is_some() {}
+                }
+            }
         }
         out.clear();
     }
