@@ -1,7 +1,7 @@
 //! End-to-end tests of `tdmap sim` on traces of the workloads (8 threads, traced on this
 //! one-node machine and replayed on the modelled xeon-x7550-4s): the sharing-aware
 //! policies order as the papers report (oracle ≤ kmaf ≤ os) on sharing-heavy patterns,
-//! every mapping policy ties on the private-only one, output is deterministic, and bad
+//! every mapping policy ties (within 3 %) on the private-only one, output is deterministic, and bad
 //! input exits 2 with one line. All figures here are SIMULATED.
 
 #[allow(dead_code)]
@@ -107,11 +107,11 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
 }
 
 /// ep has private data only, so where threads run does not matter: every mapping policy
-/// is within 8 % of os. The 8 % is not noise in the model (it is deterministic) but
-/// kMAF's own cost: its extra faults may take 2 % of all threads' time (kMAF §5.4
-/// measured under 4 %), and a round's faults can all land on the one thread that touches
-/// the pages first, which then runs up to a few percent longer (5.4 % on this trace). `interleave` is a data policy that puts 3 pages in 4 on remote nodes by
-/// design: it must be slower, not equal.
+/// (sammu included: it must not remap on the few sharing events of a reduction) is
+/// within 3 % of os. The 3 % is not noise in the model (it is deterministic) but kMAF's
+/// own cost: its extra faults may take 2 % of the threads' work (kMAF §5.4 measured under
+/// 4 %), spread over the run by the sweep. `interleave` is a data policy that puts 3
+/// pages in 4 on remote nodes by design: it must be slower, not equal.
 #[test]
 fn private_only_ep_ties_every_mapping_policy() {
     let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,oracle,interleave";
@@ -122,7 +122,7 @@ fn private_only_ep_ties_every_mapping_policy() {
         if p == "interleave" {
             assert!(c > os * 1.05, "interleave {c} vs os {os}");
         } else {
-            assert!((c / os - 1.0).abs() <= 0.08, "{p}: {c} cycles vs os {os}");
+            assert!((c / os - 1.0).abs() <= 0.03, "{p}: {c} cycles vs os {os}");
         }
     }
 }

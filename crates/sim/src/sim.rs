@@ -28,8 +28,18 @@ macro_rules! ctx {
             thread_pu: &$s.thread_pu,
             now: $s.now,
             period: $s.period,
+            work: $s.clocks.iter().sum(),
         }
     };
+}
+
+/// The cycles the mechanisms cost the threads, by kind, for the report.
+#[derive(Debug, Clone, Copy, Default)]
+struct Overhead {
+    injected_faults: u64,
+    fault_cycles: u64,
+    thread_migration_cycles: u64,
+    page_migration_cycles: u64,
 }
 
 /// A page table entry.
@@ -64,6 +74,7 @@ pub struct Simulator<'t> {
     accesses: u64,
     tlb_misses: u64,
     faults: u64,
+    overhead: Overhead,
     thread_migrations: u64,
     page_migrations: u64,
     ticks: u64,
@@ -89,6 +100,7 @@ impl<'t> Simulator<'t> {
             thread_pu: &[],
             now: 0,
             period: 1,
+            work: 0,
         };
         let thread_pu = policy.initial_mapping(&ctx);
         let bad = |why: String| SimError::BadPolicyOutput {
@@ -132,6 +144,7 @@ impl<'t> Simulator<'t> {
             accesses: 0,
             tlb_misses: 0,
             faults: 0,
+            overhead: Overhead::default(),
             thread_migrations: 0,
             page_migrations: 0,
             ticks: 0,
@@ -260,8 +273,12 @@ impl<'t> Simulator<'t> {
         let node = self.pages[&page].node as usize;
         let cost = match kind {
             FaultKind::FirstTouch => self.cfg.costs.fault,
-            FaultKind::Injected => self.cfg.costs.injected_fault,
+            FaultKind::Injected => {
+                self.overhead.injected_faults += 1;
+                self.cfg.costs.injected_fault
+            }
         };
+        self.overhead.fault_cycles += cost;
         (node, cost)
     }
 
@@ -317,6 +334,7 @@ impl<'t> Simulator<'t> {
             if t < self.clocks.len() && pu < self.machine.pus() && self.thread_pu[t] != pu {
                 self.place_thread(t, pu);
                 self.clocks[t] += self.cfg.costs.thread_migration;
+                self.overhead.thread_migration_cycles += self.cfg.costs.thread_migration;
                 self.thread_migrations += 1;
             }
         }
@@ -327,7 +345,15 @@ impl<'t> Simulator<'t> {
             for p in self.pages.values_mut() {
                 p.present = false;
             }
-            self.flush_tlbs();
+            self.flush_tlbs(charge);
+        }
+        for &page in &out.inject_pages {
+            if let Some(p) = self.pages.get_mut(&page) {
+                p.present = false;
+                for tlb in &mut self.tlbs {
+                    while tlb.remove(page).is_some() {}
+                }
+            }
         }
         out.clear();
     }
@@ -359,11 +385,13 @@ impl<'t> Simulator<'t> {
             self.mem.stats.traffic_inter += self.cfg.page_size;
         }
         self.clocks[charge] += self.cfg.costs.page_migration;
+        self.overhead.page_migration_cycles += self.cfg.costs.page_migration;
         self.page_migrations += 1;
     }
 
-    /// Shootdown of every TLB: the entries' counters are reported as evictions.
-    fn flush_tlbs(&mut self) {
+    /// Shootdown of every TLB: the entries' counters are reported as evictions. Page
+    /// migrations they cause are charged to thread `charge`, whose access set it off.
+    fn flush_tlbs(&mut self, charge: usize) {
         for core in 0..self.tlbs.len() {
             for e in self.tlbs[core].flush() {
                 if self.tlb_events {
@@ -380,7 +408,7 @@ impl<'t> Simulator<'t> {
                     let ctx = ctx!(self);
                     self.policy.on_tlb_event(&ctx, &ev, &mut out);
                     for &(page, node) in &out.page_moves {
-                        self.migrate_page(page, node, 0);
+                        self.migrate_page(page, node, charge);
                     }
                 }
             }
@@ -418,6 +446,10 @@ impl<'t> Simulator<'t> {
             mem: self.mem.stats,
             tlb_misses: self.tlb_misses,
             faults: self.faults,
+            injected_faults: self.overhead.injected_faults,
+            fault_cycles: self.overhead.fault_cycles,
+            thread_migration_cycles: self.overhead.thread_migration_cycles,
+            page_migration_cycles: self.overhead.page_migration_cycles,
             thread_migrations: self.thread_migrations,
             page_migrations: self.page_migrations,
             ticks: self.ticks,

@@ -58,6 +58,15 @@ pub struct SimReport {
     pub tlb_misses: u64,
     /// Page faults (first touch and injected).
     pub faults: u64,
+    /// Of those, the injected ones (kMAF extra faults, NUMA hinting faults).
+    pub injected_faults: u64,
+    /// Cycles the threads spent in page faults of both kinds.
+    pub fault_cycles: u64,
+    /// Cycles the threads spent in thread migrations (kernel side; cold caches not
+    /// included).
+    pub thread_migration_cycles: u64,
+    /// Cycles the threads spent in page migrations.
+    pub page_migration_cycles: u64,
     /// Thread migrations performed.
     pub thread_migrations: u64,
     /// Page migrations performed.

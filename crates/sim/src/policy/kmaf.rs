@@ -7,7 +7,7 @@
 //! and the present bit of every page is cleared so that the next access to each faults.
 
 use super::basic::{pu_order, spread, ThreadOrder};
-use super::{Actions, FaultEvent, Policy, PolicyCtx};
+use super::{Actions, FaultEvent, FaultKind, Policy, PolicyCtx};
 use tdmap_map::{Algorithm, Distance};
 use tdmap_sharing::{migration_target, Metric, SharingModel, TableConfig};
 
@@ -29,12 +29,13 @@ pub struct KmafParams {
     /// page-fault sampling finds at block boundaries are noise: remapping on them would
     /// only move threads away from their pages.
     pub min_sharing: f64,
-    /// The share of the threads' time that extra faults may cost (kMAF §5.4 measured
-    /// under 4 % overhead in all). A round clears every present bit, so it costs about
-    /// one fault per page known; a round is injected at a period only when that fits in
-    /// this share of the threads' time since the last round. On the papers' long runs that
-    /// is every period; on a short trace, whose pages are reused far less per period, it
-    /// keeps the mechanism from costing more than the run itself.
+    /// The share of the threads' work that extra faults may cost (kMAF §5.4 measured
+    /// under 4 % overhead in all). Each period clears the present bit of the next pages
+    /// of a sweep over every page known, as many as this share of the work done since
+    /// the last period pays for at one fault each. On the papers' long runs that is
+    /// every page every period; on a short trace, whose pages are reused far less per
+    /// period, it keeps the mechanism from costing more than the run itself, and it
+    /// spreads the faults over the run instead of one burst on whichever thread runs.
     pub fault_budget: f64,
     /// The cost of one extra fault in cycles, for the budget ([`crate::Costs`]).
     pub fault_cycles: u64,
@@ -59,8 +60,17 @@ pub struct Kmaf {
     model: Option<SharingModel>,
     mapped: bool,
     mappings: u64,
-    /// When the last round of extra faults was injected.
-    injected_at: u64,
+    /// Every page faulted in so far, in first-touch order: the sweep's address space.
+    known: Vec<u64>,
+    /// The next page of the sweep.
+    cursor: usize,
+    /// Extra faults the budget affords and the sweep has not spent yet.
+    credit: f64,
+    /// The threads' work ([`PolicyCtx::work`]) at the last period.
+    work_at: u64,
+    /// Faults of each thread on pages of each node (`[thread * nodes + node]`), aged
+    /// with the matrix: where each thread's data lives, for the cost of moving it.
+    node_faults: Vec<f64>,
     /// Fault samples in the model at the last mapping.
     seen: u64,
 }
@@ -73,7 +83,11 @@ impl Kmaf {
             model: None,
             mapped: false,
             mappings: 0,
-            injected_at: 0,
+            known: Vec::new(),
+            cursor: 0,
+            credit: 0.0,
+            work_at: 0,
+            node_faults: Vec::new(),
             seen: 0,
         }
     }
@@ -101,30 +115,53 @@ impl Kmaf {
         } else {
             Distance::Hops
         };
-        let old_cost = tdmap_map::cost(ctx.topo, m, n, ctx.thread_pu, kind).ok()?;
-        let new_cost = tdmap_map::cost(ctx.topo, m, n, &new, kind).ok()?;
+        let old_cost = tdmap_map::cost(ctx.topo, m, n, ctx.thread_pu, kind).ok()?
+            + self.data_cost(ctx, ctx.thread_pu);
+        let new_cost =
+            tdmap_map::cost(ctx.topo, m, n, &new, kind).ok()? + self.data_cost(ctx, &new);
         (new_cost < old_cost * (1.0 - self.params.remap_gain)).then_some(new)
     }
 }
 
 impl Kmaf {
-    /// Whether a round of extra faults (one per page known) fits in the budget by now.
-    fn budget_allows(&self, ctx: &PolicyCtx) -> bool {
-        let pages = self.model.as_ref().map_or(0, |m| m.table().tracked_pages());
-        let cost = pages as f64 * self.params.fault_cycles as f64;
-        // Against all threads' time: the paper's overhead is the share of the whole run.
-        // A round's faults may all land on one thread (the one that touches the pages
-        // first), which can then be slower by up to `threads` times the budget.
-        let time = ctx.now.saturating_sub(self.injected_at) as f64 * ctx.threads as f64;
-        cost <= self.params.fault_budget * time
+    /// The extra memory latency a mapping gives the threads' sampled accesses to pages on
+    /// other nodes than their own. kMAF §3.3 moves pages after threads; until it does, a
+    /// thread moved to another node leaves its data behind, and a remap that only
+    /// shortens sharing distances can lose more than it wins (stencils: private slabs,
+    /// sharing at their borders only).
+    fn data_cost(&self, ctx: &PolicyCtx, mapping: &[usize]) -> f64 {
+        let (nodes, lat) = (ctx.machine.nodes(), &ctx.machine.mem_latency);
+        let mut total = 0.0;
+        for (t, &pu) in mapping.iter().enumerate() {
+            let a = ctx.machine.node_of_pu[pu];
+            let row = &self.node_faults[t * nodes..(t + 1) * nodes];
+            for (n, &f) in row.iter().enumerate() {
+                total += f * lat[a * nodes + n].saturating_sub(lat[n * nodes + n]) as f64;
+            }
+        }
+        total
     }
-}
 
-impl Kmaf {
-    fn inject_if_affordable(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
-        if self.budget_allows(ctx) {
-            out.inject_faults = true; // kMAF §3.1.2: extra faults on every page
-            self.injected_at = ctx.now;
+    /// kMAF §3.1.2: clears the present bit of the next pages of a sweep over every page
+    /// known, as many as the fault budget affords for the threads' work since the last
+    /// period. The credit grows with the work done, so a serial phase, where one thread
+    /// runs, earns one thread's share and not every idle thread's.
+    fn sweep(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
+        let work = ctx.work.saturating_sub(self.work_at);
+        self.work_at = ctx.work;
+        let len = self.known.len();
+        let per_fault = self.params.fault_cycles.max(1) as f64;
+        // At most one full round banked: a long quiet stretch buys no burst later.
+        self.credit =
+            (self.credit + self.params.fault_budget * work as f64 / per_fault).min(len as f64);
+        let n = self.credit as usize;
+        if n == 0 {
+            return;
+        }
+        self.credit -= n as f64;
+        for _ in 0..n {
+            out.inject_pages.push(self.known[self.cursor]);
+            self.cursor = (self.cursor + 1) % len;
         }
     }
 }
@@ -137,16 +174,24 @@ impl Policy for Kmaf {
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
         let cfg = TableConfig::page_faults(ctx.machine.nodes());
         self.model = SharingModel::new(cfg, ctx.threads, &[]).ok();
+        self.node_faults = vec![0.0; ctx.threads * ctx.machine.nodes()];
         spread(
             &pu_order(ctx.topo, ThreadOrder::Random(self.params.seed)),
             ctx.threads,
         )
     }
 
-    fn on_fault(&mut self, _ctx: &PolicyCtx, ev: &FaultEvent, out: &mut Actions) {
+    fn on_fault(&mut self, ctx: &PolicyCtx, ev: &FaultEvent, out: &mut Actions) {
         let Some(model) = self.model.as_mut() else {
             return;
         };
+        if ev.kind == FaultKind::FirstTouch {
+            self.known.push(ev.page);
+        }
+        let slot = ev.thread as usize * ctx.machine.nodes() + ev.page_node;
+        if let Some(f) = self.node_faults.get_mut(slot) {
+            *f += 1.0;
+        }
         // The simulator only reports threads and nodes of the run, which the model was
         // built for: this cannot fail.
         if model.fault(ev.thread, ev.addr, ev.node as u32).is_err() || !self.mapped {
@@ -169,7 +214,7 @@ impl Policy for Kmaf {
         if model.events() == self.seen {
             // No new samples: the mapping would not change, and aging a matrix that gets
             // nothing new would only leave its integer remainders (x - x/4 keeps 1..3).
-            self.inject_if_affordable(ctx, out);
+            self.sweep(ctx, out);
             return;
         }
         self.seen = model.events();
@@ -189,14 +234,16 @@ impl Policy for Kmaf {
         if let Some(model) = self.model.as_mut() {
             model.age(); // kMAF §3.4.2: ×0.75 after each mapping
         }
-        self.inject_if_affordable(ctx, out);
+        for f in &mut self.node_faults {
+            *f *= 0.75;
+        }
+        self.sweep(ctx, out);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::FaultKind;
     use crate::{Machine, SimConfig};
 
     /// kMAF §3.3: Eq. 6 moves a page only after the first thread mapping, then halves
@@ -214,6 +261,7 @@ mod tests {
                 thread_pu: &[],
                 now: 0,
                 period: 1,
+                work: 0,
             };
             k.initial_mapping(&ctx)
         };
@@ -224,25 +272,31 @@ mod tests {
             thread_pu: &pus,
             now: 10_000_000,
             period: 1,
+            work: 20_000_000,
         };
-        let fault = |node: usize| FaultEvent {
+        let fault = |node: usize, kind| FaultEvent {
             thread: 1,
             node,
             addr: 0x5000,
             page: 5,
             page_node: 0,
-            kind: FaultKind::Injected,
+            kind,
         };
         let mut out = Actions::default();
-        for _ in 0..5 {
-            k.on_fault(&ctx, &fault(2), &mut out);
+        k.on_fault(&ctx, &fault(2, FaultKind::FirstTouch), &mut out);
+        for _ in 0..4 {
+            k.on_fault(&ctx, &fault(2, FaultKind::Injected), &mut out);
         }
         assert!(out.page_moves.is_empty(), "moved before mapping: {out:?}");
         k.on_tick(&ctx, &mut out);
-        assert!(out.inject_faults, "a round of extra faults");
+        assert_eq!(
+            out.inject_pages,
+            vec![5],
+            "the sweep clears the one page known"
+        );
         assert_eq!(k.mappings(), 1);
         out.clear();
-        k.on_fault(&ctx, &fault(2), &mut out);
+        k.on_fault(&ctx, &fault(2, FaultKind::Injected), &mut out);
         assert_eq!(
             out.page_moves,
             vec![(5, 2)],

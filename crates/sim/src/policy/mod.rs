@@ -36,6 +36,9 @@ pub struct PolicyCtx<'a> {
     pub now: u64,
     /// The policy period in cycles (the time between two ticks).
     pub period: u64,
+    /// The cycles every thread has run so far, added up: the work done, which grows only
+    /// with the threads that run (a serial phase adds one thread's time, not all).
+    pub work: u64,
 }
 
 impl PolicyCtx<'_> {
@@ -113,12 +116,18 @@ pub struct Actions {
     pub page_moves: Vec<(u64, usize)>,
     /// Clear the present bit of every page, so that the next access to each faults.
     pub inject_faults: bool,
+    /// Clear the present bit of these pages only (a scan over part of the address
+    /// space, as kMAF's and Linux's page-table walks do).
+    pub inject_pages: Vec<u64>,
 }
 
 impl Actions {
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
-        self.thread_moves.is_empty() && self.page_moves.is_empty() && !self.inject_faults
+        self.thread_moves.is_empty()
+            && self.page_moves.is_empty()
+            && !self.inject_faults
+            && self.inject_pages.is_empty()
     }
 
     /// Forgets everything, keeping the buffers.
@@ -126,6 +135,7 @@ impl Actions {
         self.thread_moves.clear();
         self.page_moves.clear();
         self.inject_faults = false;
+        self.inject_pages.clear();
     }
 }
 

@@ -32,6 +32,12 @@ pub struct SammuParams {
     /// Remap only when the new mapping's cost is lower by this fraction; without it,
     /// equivalent mappings that only permute labels would migrate threads every period.
     pub remap_gain: f64,
+    /// Remap only when sharing events (off the diagonal) are at least this share of the
+    /// events in the (aged) matrix, as kMAF does ([`super::KmafParams::min_sharing`]):
+    /// below it the threads work on private data, where any mapping is as good as
+    /// another, and a remap on the few sharing events of a reduction or of block
+    /// boundaries only moves threads away from their caches and pages.
+    pub min_sharing: f64,
     /// Seed of the OS's initial placement, which SAMMU starts from.
     pub seed: u64,
     /// The thread mapping algorithm.
@@ -48,6 +54,7 @@ impl Default for SammuParams {
             aging: 0.75,
             shift_form: true,
             remap_gain: 0.05,
+            min_sharing: 0.1,
             seed: 1,
             map: map_greedy,
         }
@@ -220,6 +227,14 @@ impl Sammu {
         }
     }
 
+    /// Whether the off-diagonal `a` holds at least `min_sharing` of the matrix's events
+    /// (the diagonal counts a thread's events on pages only it used recently).
+    fn shared_enough(&self, a: &[f64]) -> bool {
+        let off: f64 = a.iter().sum::<f64>() / 2.0;
+        let diag: f64 = (0..self.n).map(|i| self.sm[i * self.n + i]).sum();
+        off > 0.0 && off >= self.p.min_sharing * (off + diag)
+    }
+
     /// The symmetric sharing matrix the mapping algorithm sees.
     fn affinity(&self) -> Vec<f64> {
         let n = self.n;
@@ -262,7 +277,7 @@ impl Policy for Sammu {
     fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
         // §2.7.1: map every 100 ms, then age the matrix by 0.75.
         let a = self.affinity();
-        if a.iter().any(|&x| x > 0.0) {
+        if self.shared_enough(&a) {
             let new = (self.p.map)(&a, self.n, ctx.topo);
             let old_cost = mapping_cost(&a, self.n, ctx.thread_pu, ctx.topo);
             let new_cost = mapping_cost(&a, self.n, &new, ctx.topo);

@@ -29,6 +29,7 @@ fn with_ctx<R>(topo: &tdmap_topo::Topology, f: impl FnOnce(&PolicyCtx) -> R) -> 
         thread_pu: &pus,
         now: 0,
         period: 1,
+        work: 0,
     })
 }
 
