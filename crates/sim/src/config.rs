@@ -43,14 +43,7 @@ impl Default for Costs {
 
 /// Latencies used when the topology gives none (a synthetic or live machine): the
 /// Nehalem-EX figures of the presets.
-pub const DEFAULT_LATENCIES: Latencies = Latencies {
-    l1: 4.0,
-    l2: 10.0,
-    l3: 40.0,
-    mem_local: 200.0,
-    interchip: 40.0,
-    ghz: 2.0,
-};
+pub const DEFAULT_LATENCIES: Latencies = tdmap_topo::NEHALEM_EX;
 
 /// Everything the model needs besides the topology.
 #[derive(Debug, Clone, PartialEq, Serialize)]

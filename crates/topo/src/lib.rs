@@ -12,7 +12,7 @@ mod model;
 mod render;
 mod spec;
 
-pub use discover::preset::{preset, preset_names, PRESETS};
+pub use discover::preset::{preset, preset_names, NEHALEM_EX, PRESETS};
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
 pub use distances::{Distances, DistancesSource};
 pub use error::TopoError;

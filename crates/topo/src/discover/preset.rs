@@ -23,7 +23,7 @@ pub struct Preset {
 
 /// Nehalem-EX latencies (cycles): L1 4, L2 10 and L3 ~40 are the microarchitecture's
 /// published figures; the papers give none. Memory ~200 cycles local at 2 GHz.
-const NEHALEM_EX: Latencies = Latencies {
+pub const NEHALEM_EX: Latencies = Latencies {
     l1: 4.0,
     l2: 10.0,
     l3: 40.0,
