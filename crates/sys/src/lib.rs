@@ -25,12 +25,7 @@ pub use meminfo::{node_memory, NodeMemory};
 pub use owner::{owned_by_caller, process_uids};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
 pub use spawn::{spawn_gated, GatedChild};
-
-/// The kernel's page size in bytes.
-pub fn page_size() -> usize {
-    // SAFETY: sysconf only reads a constant.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
-}
+pub use vm::page_size;
 
 /// Frees the disk blocks of the first `len` bytes of `file` (rounded down to whole 4 KiB
 /// blocks) without changing its size or offsets: a reader that has consumed the front of

@@ -41,20 +41,7 @@ fn soft_dirty_bit(fs: &FsRoot, addr: usize) -> Result<bool, SysError> {
 /// `CONFIG_MEM_SOFT_DIRTY` accepts the "4" but never sets the bit.
 pub fn soft_dirty_available(fs: &FsRoot) -> Result<bool, SysError> {
     let len = page_size();
-    // SAFETY: an anonymous private mapping at a kernel-chosen address aliases nothing.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last_os("mmap"));
-    }
+    let p = crate::vm::mmap_anon(len)?;
     let page = p as *mut u8;
     let probe = || -> Result<bool, SysError> {
         // SAFETY: `page` is the live, writable mapping made above.
@@ -67,7 +54,7 @@ pub fn soft_dirty_available(fs: &FsRoot) -> Result<bool, SysError> {
     };
     let answer = probe();
     // SAFETY: exactly the mapping made above, not used after this.
-    unsafe { libc::munmap(p, len) };
+    unsafe { crate::vm::munmap(p, len)? };
     answer
 }
 
@@ -98,23 +85,12 @@ mod tests {
         let fs = FsRoot::default();
         let on = soft_dirty_available(&fs).unwrap();
         let len = page_size();
-        // SAFETY: a fresh anonymous private mapping aliases nothing.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
+        let p = crate::vm::mmap_anon(len).unwrap();
         // SAFETY: p is the live mapping above.
         unsafe { std::ptr::write_volatile(p as *mut u8, 1) };
-        let fresh = soft_dirty_bit(&fs, p as usize).unwrap();
+        let fresh = soft_dirty_bit(&fs, p).unwrap();
         // SAFETY: exactly the mapping above.
-        unsafe { libc::munmap(p, len) };
+        unsafe { crate::vm::munmap(p, len).unwrap() };
         assert_eq!(
             on, fresh,
             "probe says {on}, a fresh page reads soft-dirty={fresh}"

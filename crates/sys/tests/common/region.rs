@@ -12,22 +12,9 @@ impl Region {
     /// Maps `pages` fresh pages; panics if the kernel refuses (tests only).
     pub fn new(pages: usize) -> Region {
         let len = pages * page_size();
-        // SAFETY: an anonymous private mapping at a kernel-chosen address aliases nothing.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED, "mmap of {len} bytes failed");
-        Region {
-            addr: p as usize,
-            len,
-        }
+        let addr = tdmap_sys::vm::mmap_anon(len)
+            .unwrap_or_else(|e| panic!("mmap of {len} bytes failed: {e}"));
+        Region { addr, len }
     }
 
     /// The first address.
@@ -60,12 +47,8 @@ impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: the range is exactly the mapping made in `new`, and no reference to it
         // outlives the Region.
-        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+        let _ = unsafe { tdmap_sys::vm::munmap(self.addr, self.len) };
     }
 }
 
-/// The kernel's page size.
-pub fn page_size() -> usize {
-    // SAFETY: sysconf only reads a constant.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
-}
+pub use tdmap_sys::page_size;
