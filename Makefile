@@ -49,6 +49,7 @@ vm-test: setup c-test-build
 	$(CARGO) build -p tdmap-sys --example numa_check --example fault_check
 	@mkdir -p target/vm
 	gcc -O2 -Wall -pthread -o target/vm/quarters tests/vm/quarters.c
+	$(MAKE) -s -C workloads gcc BUILD=$(CURDIR)/target/vm/wl
 	bash tests/vm/test.sh
 
 ## libmai (crates/mai, include/mai.h): C tests, the stencil example and the Fortran

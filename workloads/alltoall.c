@@ -17,6 +17,7 @@ int main(int argc, char **argv)
     n = (n + 8L * T - 1) / (8L * T) * (8L * T);
     uint64_t *m[2] = {xalloc(sizeof(uint64_t) * (size_t)(n * n)),
                       xalloc(sizeof(uint64_t) * (size_t)(n * n))};
+    for (long rep = 0; rep < repeats; rep++)
 #pragma omp parallel num_threads(T) reduction(+ : total)
     {
 #pragma omp for schedule(static)

@@ -16,12 +16,17 @@
 
 #define LINE 64
 
-/* Parses `THREADS [SIZE]`; exits 2 with a usage line on bad input. */
+/* How many times the parallel part runs (the optional third argument, default 1): the
+ * same sharing pattern again, so that online detection (`tdmap run`), which needs runs
+ * of seconds like the iterative programs it is meant for, sees it long enough. */
+static long repeats = 1;
+
+/* Parses `THREADS [SIZE [REPEAT]]`; exits 2 with a usage line on bad input. */
 static void parse_args(int argc, char **argv, int *threads, long *size, long def_size)
 {
     char *end;
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: %s THREADS [SIZE]\n", argv[0]);
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: %s THREADS [SIZE [REPEAT]]\n", argv[0]);
         exit(2);
     }
     *threads = (int)strtol(argv[1], &end, 10);
@@ -34,6 +39,13 @@ static void parse_args(int argc, char **argv, int *threads, long *size, long def
         *size = strtol(argv[2], &end, 10);
         if (*end || *size < 1) {
             fprintf(stderr, "%s: SIZE must be a positive integer, got '%s'\n", argv[0], argv[2]);
+            exit(2);
+        }
+    }
+    if (argc == 4) {
+        repeats = strtol(argv[3], &end, 10);
+        if (*end || repeats < 1) {
+            fprintf(stderr, "%s: REPEAT must be a positive integer, got '%s'\n", argv[0], argv[3]);
             exit(2);
         }
     }
@@ -60,8 +72,19 @@ static inline uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* Runs fn(0) on the main thread and fn(1..T-1) on new threads created in order;
- * returns the wrapping sum of the values the threads return. */
+static void *(*repeated_fn)(void *);
+
+/* Runs the thread function `repeats` times in a row, summing what it returns. */
+static void *repeat_fn(void *arg)
+{
+    uint64_t sum = 0;
+    for (long r = 0; r < repeats; r++)
+        sum += (uint64_t)(uintptr_t)repeated_fn(arg);
+    return (void *)(uintptr_t)sum;
+}
+
+/* Runs fn(0) on the main thread and fn(1..T-1) on new threads created in order, each
+ * `repeats` times; returns the wrapping sum of the values the threads return. */
 static uint64_t run_threads(int T, void *(*fn)(void *))
 {
     pthread_t *tids = calloc((size_t)T, sizeof *tids);
@@ -70,13 +93,14 @@ static uint64_t run_threads(int T, void *(*fn)(void *))
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
+    repeated_fn = fn;
     for (int i = 1; i < T; i++) {
-        if (pthread_create(&tids[i], NULL, fn, (void *)(intptr_t)i) != 0) {
+        if (pthread_create(&tids[i], NULL, repeat_fn, (void *)(intptr_t)i) != 0) {
             fprintf(stderr, "pthread_create failed for thread %d\n", i);
             exit(1);
         }
     }
-    total = (uint64_t)(uintptr_t)fn((void *)(intptr_t)0);
+    total = (uint64_t)(uintptr_t)repeat_fn((void *)(intptr_t)0);
     for (int i = 1; i < T; i++) {
         void *ret;
         pthread_join(tids[i], &ret);

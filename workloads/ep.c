@@ -12,6 +12,7 @@ int main(int argc, char **argv)
     long n;
     uint64_t total = 0;
     parse_args(argc, argv, &T, &n, 16384);
+    for (long rep = 0; rep < repeats; rep++)
 #pragma omp parallel num_threads(T) reduction(+ : total)
     {
         uint64_t *mine = xalloc(sizeof(uint64_t) * (size_t)n);

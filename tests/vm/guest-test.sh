@@ -47,5 +47,7 @@ esac
 # CPUs: four threads, two per node).
 if [ -z "$flags" ] && [ "$cpn" = 2 ] && [ "$dist" = "10,17;17,10" ]; then
   sh /run-check.sh 8 || status=1
+  # The matrix detected online against each workload's sharing (issue 7 must-show 1).
+  sh /corr-check.sh || status=1
 fi
 exit "$status"

@@ -24,9 +24,10 @@ fail() { echo "vm-test: FAIL $1"; failed=$((failed + 1)); }
 
 for shape in 2x2 4x1; do
   run_vm "$shape"
-  # The 2x2 guest also runs tdmap run's check (issue 7 must-show 2).
+  # The 2x2 guest also runs tdmap run's checks (issue 7 must-shows 2 and 1).
   run_ok=1
   [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| run_check: 0 of' || run_ok=0; }
+  [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| corr_check: 0 of' || run_ok=0; }
   if [ "$rc" -eq 0 ] && [ "$run_ok" -eq 1 ] && echo "$out" | grep -q '^guest| numa_check: 0 of' &&
     echo "$out" | grep -q '^guest| fault_check: 0 of'; then
     pass "$shape guest: all checks passed"

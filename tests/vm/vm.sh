@@ -14,7 +14,8 @@
 # Environment: VM_TIMEOUT (default 240), VM_KERNEL (default: newest
 # /boot/vmlinuz-*-amd64), TDMAP_BIN, NUMA_CHECK_BIN (default: target/debug builds),
 # MAI_TEST_DIR (default target/c-tests: libmai's C tests, `make c-test` builds them; the
-# guest runs those present, with libmai.so found through their RUNPATH).
+# guest runs those present, with libmai.so found through their RUNPATH), WORKLOAD_DIR
+# (default target/vm/wl/gcc: the gcc builds of workloads/, for corr-check.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,7 @@ NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
 MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
 QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
+WORKLOAD_DIR=${WORKLOAD_DIR:-$repo/target/vm/wl/gcc}
 
 die() { echo "vm: $1" >&2; exit 2; }
 
@@ -96,10 +98,15 @@ for t in test_policies test_auto stencil_mai; do
   if [ -x "$MAI_TEST_DIR/$t" ]; then add_exe "$MAI_TEST_DIR/$t" "$t"; fi
 done
 add_exe "$QUARTERS_BIN" quarters
+# The workloads (gcc builds) for corr-check.sh.
+for w in "$WORKLOAD_DIR"/*; do
+  if [ -x "$w" ]; then add_exe "$w" "$(basename "$w")"; fi
+done
 sort -u "$work/libdirs" | paste -sd: >"$root/etc/ld-library-path"
 cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"
 cp "$here/run-check.sh" "$root/run-check.sh"
+cp "$here/corr-check.sh" "$root/corr-check.sh"
 chmod 755 "$root/init"
 (cd "$root" && find . -print0 | cpio --null -o -H newc -R +0:+0 --quiet) >"$work/initramfs.cpio"
 
