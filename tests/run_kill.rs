@@ -37,7 +37,10 @@ fn started_child(parent: u32, name: &str) -> Option<u32> {
     while Instant::now() < deadline {
         let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
             .unwrap_or_default();
-        for pid in children.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+        for pid in children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+        {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             if comm.trim() == name {
                 return Some(pid);

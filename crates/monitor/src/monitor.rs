@@ -98,6 +98,21 @@ impl<'t> Monitor<'t> {
         })
     }
 
+    /// True if some fault comes from a thread without an index yet.
+    pub fn has_new_threads(&self, faults: &[Fault]) -> bool {
+        faults.iter().any(|f| !self.threads.contains(f.tid))
+    }
+
+    /// Gives indexes to the program's live threads `tids` (ascending: creation order)
+    /// that have none. Called when a new thread faults: a thread created earlier but
+    /// not seen faulting yet must not get a later index than it, or the matrix's thread
+    /// numbers would stop following creation order (the order of `tdmap trace`).
+    pub fn register_threads(&mut self, tids: &[u32]) {
+        for &tid in tids {
+            self.threads.index(tid);
+        }
+    }
+
     /// Feeds drained samples: each one's thread gets its stable index, and its NUMA vector
     /// entry is the node of the CPU it faulted on (kMAF §3.2). Returns the samples used.
     pub fn ingest(&mut self, faults: &[Fault]) -> Result<u64, MonitorError> {

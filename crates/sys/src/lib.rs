@@ -22,7 +22,7 @@ pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 pub use meminfo::{node_memory, NodeMemory};
-pub use owner::{owned_by_caller, process_uids};
+pub use owner::{owned_by_caller, process_uids, task_ids};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
 pub use spawn::{spawn_gated, GatedChild};
 pub use vm::page_size;

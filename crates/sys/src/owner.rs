@@ -28,6 +28,18 @@ pub fn owned_by_caller(fs: &FsRoot, pid: i32) -> Result<bool, SysError> {
     Ok(real == me && effective == me)
 }
 
+/// The tids of `pid`'s threads alive now, ascending (`/proc/PID/task`): the kernel hands
+/// out tids in creation order, so this is the threads' creation order until tids wrap.
+pub fn task_ids(fs: &FsRoot, pid: i32) -> Result<Vec<u32>, SysError> {
+    let mut tids: Vec<u32> = fs
+        .list(format!("/proc/{pid}/task"))?
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +57,13 @@ mod tests {
     fn our_own_process_is_ours() {
         let pid = std::process::id() as i32;
         assert!(owned_by_caller(&FsRoot::default(), pid).unwrap());
+    }
+
+    #[test]
+    fn our_main_thread_is_among_our_tasks_in_ascending_order() {
+        let pid = std::process::id();
+        let tids = task_ids(&FsRoot::default(), pid as i32).unwrap();
+        assert!(tids.contains(&pid), "{tids:?}");
+        assert!(tids.windows(2).all(|w| w[0] < w[1]), "{tids:?}");
     }
 }

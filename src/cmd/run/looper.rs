@@ -143,6 +143,12 @@ pub fn monitor(
         faults.clear();
         faults.extend(buf.iter().filter(|x| x.pid == pid as u32).map(fault));
         other += (buf.len() - faults.len()) as u64;
+        if mon.has_new_threads(&faults) {
+            // Threads created before this one but not seen faulting yet come first.
+            if let Ok(tids) = tdmap_sys::task_ids(&fs, pid) {
+                mon.register_threads(&tids);
+            }
+        }
         let t1 = Instant::now();
         mon.ingest(&faults)?;
         count_threads(&mon, &faults, &mut per_thread);

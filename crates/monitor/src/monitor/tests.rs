@@ -35,6 +35,23 @@ fn threads_are_numbered_by_batch_of_first_appearance_then_tid() {
     );
 }
 
+/// Regression: pipeline's stage 6 faulted in an earlier drain than stages 2-5 and took
+/// index 2, so the detected chain came out permuted (0-1-6-2-...). Registering every
+/// live thread in tid order when a new one faults keeps creation order.
+#[test]
+fn live_threads_registered_before_a_late_faulter_keep_tid_order() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&[f(10, 0, 0), f(11, 0x40, 0)]).unwrap();
+    let batch = [f(16, 0x80, 0)];
+    assert!(m.has_new_threads(&batch));
+    m.register_threads(&[10, 11, 12, 13, 16]);
+    assert!(!m.has_new_threads(&batch));
+    m.ingest(&batch).unwrap();
+    m.ingest(&[f(12, 0xc0, 0)]).unwrap();
+    assert_eq!(m.threads().tids(), &[10, 11, 12, 13, 16]);
+}
+
 #[test]
 fn first_mapping_waits_for_sharing_then_keeps_pairs_together() {
     let t = topo();
