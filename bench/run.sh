@@ -19,7 +19,7 @@ cargo build --release -q -p tdmap
 make -s -j2 -C workloads gcc BUILD="$PWD/$OUT/build" >/dev/null
 # Sizes giving runs of about 0.5-2 s at 2 threads (size[:repeat]).
 SIZES=${SIZES:-"ep:20000000 stencil1d:16384 stencil3d:72 pairs:1572864 alltoall:4096 pipeline:262144 cginit:400000 phase:786432"}
-ITER=${ITER:-"ep:65536:400 stencil1d:64:2000 stencil3d:16:2000 pairs:16384:1500 alltoall:512:300 pipeline:2048:600 cginit:65536:1500 phase:4096:1500"}
+ITER=${ITER:-"ep:65536:400 stencil1d:64:16000 stencil3d:32:40000 pairs:16384:15000 alltoall:512:400 pipeline:2048:1200 cginit:65536:1500 phase:4096:16000"}
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
