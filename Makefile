@@ -13,7 +13,8 @@ build: setup
 ## The main job on a bundled default: the machine, then an exact trace of a workload whose
 ## sharing is known (thread i shares with thread 7-i), its analysis, its mapping onto the
 ## kMAF paper's 4-socket machine, and a simulated comparison of the mapping policies on
-## that machine. Outputs go to target/demo/.
+## that machine. Then `tdmap run` on the plain build of the same workload (online
+## detection, with its report). Outputs go to target/demo/.
 DEMO := target/demo
 demo: build workloads
 	@mkdir -p $(DEMO)
@@ -32,7 +33,12 @@ demo: build workloads
 	@echo "== tdmap map: where each thread should run on xeon-x7550-4s"
 	./target/release/tdmap map --trace $(DEMO)/pairs.trace --machine xeon-x7550-4s --algorithm matching --format omp-places
 	@echo
-	@echo "== tdmap sim: SIMULATED comparison of every policy on xeon-x7550-4s (this machine has one node)"
+	@echo "== tdmap run: the unmodified gcc build of pairs, 8 threads, detected online from page faults"
+	@echo "   (kMAF in user space; this machine has one NUMA node, so no page has anywhere to go)"
+	./target/release/tdmap run --heatmap $(DEMO)/run.png -- workloads/build/gcc/pairs 8 4096 2000
+	@echo
+	@echo "== tdmap sim: SIMULATED comparison of every policy on xeon-x7550-4s (this machine has one node);"
+	@echo "   the kmaf row is tdmap run's mechanism on that machine, simulated"
 	./target/release/tdmap sim $(DEMO)/pairs.trace --machine xeon-x7550-4s --plot $(DEMO)/sim.png
 
 lint: setup
