@@ -38,6 +38,10 @@ pub struct Args {
     /// fraction of the current one.
     #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
     margin: f64,
+    /// Bytes per sub-block of the per-page sharer vectors: two threads share when they
+    /// fault in the same sub-block (kMAF §3.5.1: 1024). A power of two from 64 to 4096.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024)]
+    sub_block: u32,
     /// Detect and decide, but move no thread and no page.
     #[arg(long)]
     dry_run: bool,

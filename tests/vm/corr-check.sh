@@ -16,7 +16,8 @@
 # soft-dirty write faults on the 1 KiB sub-blocks at row-block borders add a
 # neighbour band), stencil3d (x-neighbours share 1 KiB sub-blocks of every grid row),
 # phase and alltoall stay below 0.8 with this sampler.
-# Prints "corr_check: N of M checks failed" like the other checkers.
+# Arguments: extra `tdmap run` flags. Prints "corr_check: N of M checks failed" like the
+# other checkers.
 set -u
 required=${CORR_REQUIRED:-"pairs pipeline stencil1d"}
 d=/sys/kernel/debug/sched/numa_balancing
@@ -36,7 +37,7 @@ for spec in pairs:4096:400 pipeline:1024:500 stencil1d:16:800 cginit:65536:300 \
   stencil3d:8:1200 phase:1024:400 alltoall:256:400 ep:4096:300; do
   w=${spec%%:*}; reps=${spec##*:}; size=${spec#*:}; size=${size%:*}
   t0=$(cut -d' ' -f1 /proc/uptime)
-  if ! /bin/tdmap run --dry-run --json --report /tmp/corr.json -- "/bin/$w" 8 "$size" "$reps" >/dev/null; then
+  if ! /bin/tdmap run --dry-run "$@" --json --report /tmp/corr.json -- "/bin/$w" 8 "$size" "$reps" >/dev/null; then
     echo "FAIL $w: tdmap run failed"; bad=$((bad + 1)); n=$((n + 1)); continue
   fi
   # The report's matrix cells, one number per line.

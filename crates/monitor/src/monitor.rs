@@ -33,6 +33,8 @@ pub struct Config {
     pub threads: bool,
     /// Decide page moves (off with `--threads-only`).
     pub data: bool,
+    /// Bytes per sub-block of the sharer vectors (kMAF §3.5.1 uses 1 KiB).
+    pub sub_block: u32,
 }
 
 impl Default for Config {
@@ -43,6 +45,7 @@ impl Default for Config {
             max_threads: 256,
             threads: true,
             data: true,
+            sub_block: 1024,
         }
     }
 }
@@ -81,7 +84,10 @@ impl<'t> Monitor<'t> {
     /// A monitor for a program running on `topo`, with kMAF's page-fault table (§3.5.1:
     /// 1 KiB sub-blocks, 2 sharers) and one NUMA-vector counter per node.
     pub fn new(topo: &'t Topology, cfg: Config) -> Result<Monitor<'t>, MonitorError> {
-        let table = TableConfig::page_faults(topo.num_nodes().max(1));
+        let table = TableConfig {
+            sub_block: u64::from(cfg.sub_block),
+            ..TableConfig::page_faults(topo.num_nodes().max(1))
+        };
         let cap = cfg.max_threads;
         Ok(Monitor {
             topo,

@@ -39,6 +39,11 @@ impl Settings {
         if !(0.0..1.0).contains(&args.margin) {
             return Err(crate::exit::input("--margin must be in [0, 1)"));
         }
+        if !(args.sub_block.is_power_of_two() && (64..=4096).contains(&args.sub_block)) {
+            return Err(crate::exit::input(
+                "--sub-block must be a power of two from 64 to 4096",
+            ));
+        }
         if let Some(h) = &args.heatmap {
             crate::cmd::analyze::check_heatmap_path(h)?;
         }
@@ -50,6 +55,7 @@ impl Settings {
                 margin: args.margin,
                 threads: !args.data_only && static_map.is_none(),
                 data: !args.threads_only,
+                sub_block: args.sub_block,
                 ..Config::default()
             },
             dry_run: args.dry_run,
