@@ -58,4 +58,27 @@ mod tests {
         assert_eq!(migration_target(&[0, 9, 1], None), Some(1));
         assert_eq!(migration_target(&[4, 9, 1], None), None);
     }
+
+    /// kMAF §3.3: halving the vector after a move keeps a page used by two nodes in
+    /// turn from bouncing between them, while a clear new owner still wins quickly.
+    #[test]
+    fn halving_after_migration_stops_ping_pong() {
+        let (mut nv, mut node) = (vec![0u32, 0], 0u32);
+        let mut access = |from: usize, nv: &mut Vec<u32>| -> bool {
+            nv[from] += 1;
+            let Some(to) = migration_target(nv, Some(node)) else {
+                return false;
+            };
+            node = to;
+            nv.iter_mut().for_each(|c| *c /= 2);
+            true
+        };
+        assert!(!access(1, &mut nv));
+        assert!(access(1, &mut nv));
+        assert_eq!(nv, vec![0, 1]);
+        let moves = (0..100).filter(|i| access(i % 2, &mut nv)).count();
+        assert_eq!(moves, 0, "bounced {moves} times");
+        let took = (1..=200).find(|_| access(0, &mut nv));
+        assert!(took.is_some_and(|k| k <= 110), "{took:?}");
+    }
 }
