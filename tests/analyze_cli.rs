@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tdmap_sharing::patterns::{generate, Pattern};
-use tdmap_trace::{Access, Header, TraceStatus, Writer};
+use tdmap_sharing::patterns::{accesses, Pattern};
+use tdmap_trace::{Header, TraceStatus, Writer};
 
 fn tdmap(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tdmap"))
@@ -30,21 +30,7 @@ fn trace(p: Pattern, path: &Path) {
     let mut h = Header::new(vec!["gen".into()], "xeon-x7550-4s");
     h.threads = 8;
     let w = Writer::create(path, h).unwrap();
-    let mut time = 0;
-    for (t, addrs) in generate(p, 8, 50, 64, 3) {
-        let v: Vec<Access> = addrs
-            .into_iter()
-            .map(|addr| {
-                time += 1;
-                Access {
-                    thread: t,
-                    addr,
-                    size: 8,
-                    write: false,
-                    time,
-                }
-            })
-            .collect();
+    for (t, v) in accesses(p, 8, 50, 64, 3, 0) {
         w.append_accesses(t, &v).unwrap();
     }
     w.finish(TraceStatus::Complete).unwrap();

@@ -2,8 +2,8 @@
 //! `cargo run -p tdmap-sharing --example pattern_trace -- neighbours 16 out.trace`.
 //! Patterns: private, pairs, neighbours, all, pipeline.
 
-use tdmap_sharing::patterns::{generate, Pattern};
-use tdmap_trace::{Access, Header, ThreadInfo, TraceStatus, Writer};
+use tdmap_sharing::patterns::{accesses, Pattern};
+use tdmap_trace::{Header, ThreadInfo, TraceStatus, Writer};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,21 +29,7 @@ fn main() {
     );
     h.threads = threads as u32;
     let w = Writer::create(out, h).expect("create trace");
-    let mut time = 0u64;
-    for (t, addrs) in generate(pattern, threads, 400, 256, 1) {
-        let batch: Vec<Access> = addrs
-            .into_iter()
-            .map(|addr| {
-                time += 1;
-                Access {
-                    thread: t,
-                    addr,
-                    size: 8,
-                    write: time.is_multiple_of(4),
-                    time,
-                }
-            })
-            .collect();
+    for (t, batch) in accesses(pattern, threads, 400, 256, 1, 4) {
         w.append_accesses(t, &batch).expect("append");
     }
     let infos = (0..threads as u32)

@@ -107,6 +107,38 @@ pub fn generate(
     out
 }
 
+/// [`generate`]'s batches as 8-byte trace accesses, timestamped 1, 2, ... in order;
+/// every `write_every`-th access is a write (0: none). What a trace writer appends.
+pub fn accesses(
+    p: Pattern,
+    threads: usize,
+    rounds: usize,
+    batch: usize,
+    seed: u64,
+    write_every: u64,
+) -> Vec<(u32, Vec<tdmap_trace::Access>)> {
+    let mut time = 0u64;
+    generate(p, threads, rounds, batch, seed)
+        .into_iter()
+        .map(|(thread, addrs)| {
+            let v = addrs
+                .into_iter()
+                .map(|addr| {
+                    time += 1;
+                    tdmap_trace::Access {
+                        thread,
+                        addr,
+                        size: 8,
+                        write: write_every > 0 && time.is_multiple_of(write_every),
+                        time,
+                    }
+                })
+                .collect();
+            (thread, v)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

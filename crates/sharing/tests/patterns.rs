@@ -1,9 +1,9 @@
 //! Known sharing patterns, written as real trace files, read back and fed to the model:
 //! the matrix must have the pattern's shape and the metrics their expected values.
 
-use tdmap_sharing::patterns::{generate, Pattern};
+use tdmap_sharing::patterns::{accesses, Pattern};
 use tdmap_sharing::*;
-use tdmap_trace::{Access, Header, Reader, TraceStatus, Writer};
+use tdmap_trace::{Header, Reader, TraceStatus, Writer};
 
 const T: usize = 8;
 const NODES: usize = 4;
@@ -21,21 +21,7 @@ fn model_from_trace(p: Pattern) -> SharingModel {
     let mut h = Header::new(vec!["gen".into()], "test");
     h.threads = T as u32;
     let w = Writer::create(&path, h).unwrap();
-    let mut time = 0;
-    for (t, addrs) in generate(p, T, 200, 64, 42) {
-        let batch: Vec<Access> = addrs
-            .into_iter()
-            .map(|addr| {
-                time += 1;
-                Access {
-                    thread: t,
-                    addr,
-                    size: 8,
-                    write: false,
-                    time,
-                }
-            })
-            .collect();
+    for (t, batch) in accesses(p, T, 200, 64, 42, 0) {
         w.append_accesses(t, &batch).unwrap();
     }
     w.finish(TraceStatus::Complete).unwrap();
