@@ -8,3 +8,10 @@ timed() {
     local s; s=$(now); "$@" >/dev/null 2>&1; awk -v a="$s" -v b="$(now)" 'BEGIN{printf "%.6f\n", (b-a)/1e9}'
   done | median
 }
+# Prints "wall cpu" in seconds for one run of "$@" (cpu: user + system of the command and
+# its children, tdmap's monitor included when "$@" is tdmap).
+wall_cpu() {
+  local TIMEFORMAT='%R %U %S' t
+  t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
+  echo "$t" | awk '{printf "%.4f %.4f\n", $1, $2 + $3}'
+}

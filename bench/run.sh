@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-2}
-REPS=${REPS:-5}
+REPS=${REPS:-7}
 OUT=${BENCH_DIR:-target/bench-run}
 TDMAP=target/release/tdmap
 export OMP_WAIT_POLICY=passive
@@ -25,26 +25,36 @@ ITER=${ITER:-"ep:65536:400 stencil1d:64:16000 stencil3d:32:40000 pairs:16384:150
 . bench/lib.sh
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r), $(ls /sys/devices/system/node | grep -c '^node') NUMA node(s)"
-echo "threads=$THREADS, median of $REPS runs, release build, period 100 ms, kernel sampler"
+echo "threads=$THREADS, median of $REPS interleaved rounds, release build, period 100 ms, kernel sampler"
 stats() { printf '%s\n' "$@" | awk '{s+=$1; if ($1>m) m=$1} END {printf "mean %.3f, max %.3f", s/NR, m}'; }
+# One table: REPS rounds, each running bare, --dry-run and full once in turn (so that
+# load changes hit all three alike); medians of wall and of CPU time, as ratios to bare.
 table() {
-printf '%-10s %8s %9s %9s %9s %9s\n' workload bare_s dry_s dry_x full_s full_x
-DX=() FX=()
+printf '%-10s %8s %8s %8s %8s %8s %8s\n' workload bare_s dry_x full_x bare_cpu dry_cpu_x full_cpu_x
+DX=() FX=() DC=() FC=()
 for spec in "$@"; do
   w=${spec%%:*}; rest=${spec#*:}
   # shellcheck disable=SC2206 # size and optional repeat, split on ':'
   args=("$THREADS" ${rest//:/ })
   p="$OUT/build/gcc/$w"
-  bare=$(timed "$p" "${args[@]}")
-  dry=$(timed "$TDMAP" run --dry-run -- "$p" "${args[@]}")
-  full=$(timed "$TDMAP" run -- "$p" "${args[@]}")
-  dx=$(awk -v a="$dry" -v b="$bare" 'BEGIN{printf "%.3f", a/b}')
-  fx=$(awk -v a="$full" -v b="$bare" 'BEGIN{printf "%.3f", a/b}')
-  DX+=("$dx"); FX+=("$fx")
-  printf '%-10s %8.3f %9.3f %9s %9.3f %9s\n' "$w" "$bare" "$dry" "$dx" "$full" "$fx"
+  : >"$OUT/t.bare"; : >"$OUT/t.dry"; : >"$OUT/t.full"
+  for _ in $(seq "$REPS"); do
+    wall_cpu "$p" "${args[@]}" >>"$OUT/t.bare"
+    wall_cpu "$TDMAP" run --dry-run -- "$p" "${args[@]}" >>"$OUT/t.dry"
+    wall_cpu "$TDMAP" run -- "$p" "${args[@]}" >>"$OUT/t.full"
+  done
+  med() { cut -d' ' -f"$2" "$OUT/t.$1" | median; }
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+  bw=$(med bare 1); bc=$(med bare 2)
+  dx=$(ratio "$(med dry 1)" "$bw"); fx=$(ratio "$(med full 1)" "$bw")
+  dc=$(ratio "$(med dry 2)" "$bc"); fc=$(ratio "$(med full 2)" "$bc")
+  DX+=("$dx"); FX+=("$fx"); DC+=("$dc"); FC+=("$fc")
+  printf '%-10s %8.3f %8s %8s %8.3f %8s %8s\n' "$w" "$bw" "$dx" "$fx" "$bc" "$dc" "$fc"
 done
-echo "dry-run / bare: $(stats "${DX[@]}")"
-echo "full / bare:    $(stats "${FX[@]}")"
+echo "wall, dry-run / bare: $(stats "${DX[@]}")"
+echo "wall, full / bare:    $(stats "${FX[@]}")"
+echo "CPU,  dry-run / bare: $(stats "${DC[@]}")"
+echo "CPU,  full / bare:    $(stats "${FC[@]}")"
 }
 echo "-- single pass (every page first-touched once)"
 # shellcheck disable=SC2086 # one word per workload
