@@ -64,10 +64,8 @@ fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
         tdmap_sys::vm::raw_mmap(0, size, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
     }
     .ok()?;
-    // A forked child needs none of it; the distinct flag also keeps the kernel from
-    // merging it with a program mapping.
-    // SAFETY: advice on our own fresh mapping.
-    unsafe { libc::madvise(area as *mut libc::c_void, size, libc::MADV_DONTFORK) };
+    // No MADV_DONTFORK: glibc's fork walks every thread's descriptor in the child, and
+    // the handler's lives on this stack.
     let inj = area as *mut Injector;
     // SAFETY: the mapping is fresh, zeroed (a valid Injector) and large enough.
     let st = unsafe { &mut *inj };

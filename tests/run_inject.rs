@@ -1,0 +1,297 @@
+//! `tdmap run --sampler inject` end to end on this machine (one node, no soft-dirty: the
+//! kernel sampler sees first-touch faults only): the program's output is unchanged, the
+//! injected faults show up as samples on pages already sampled, they reveal the pairs
+//! workload's write sharing that first touches miss, and nothing hangs across fork,
+//! exec, or the monitor's death. `correlation_table` (ignored, long) prints the
+//! per-workload similarity of both samplers.
+
+mod common;
+#[allow(dead_code)]
+mod workloads;
+
+use common::{assert_bad_input, run_json, tdmap};
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+use workloads::gcc;
+
+const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
+
+/// Builds libtdmap_rt.so beside the tdmap binary (same profile), once.
+fn runtime() {
+    static DONE: Once = Once::new();
+    DONE.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut c = Command::new(cargo);
+        c.args(["build", "-q", "-p", "tdmap-rt"]);
+        if TDMAP.contains("/release/") {
+            c.arg("--release");
+        }
+        assert!(c.status().unwrap().success(), "building tdmap-rt failed");
+    });
+}
+
+/// Flags of a short-period inject run.
+const INJECT: &[&str] = &["--sampler", "inject", "--period", "20", "--dry-run"];
+
+fn bare_stdout(prog: &Path, args: &[&str]) -> String {
+    let out = Command::new(prog).args(args).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The report's sharing matrix with the threads in creation order. The monitor numbers
+/// threads in the order their first samples arrive, which per-CPU rings can shuffle;
+/// the kernel hands out tids in creation order.
+fn matrix_by_tid(r: &Value) -> Vec<Vec<f64>> {
+    let n = r["matrix"]["n"].as_u64().unwrap() as usize;
+    let cells: Vec<f64> = r["matrix"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    let tids: Vec<u64> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_u64().unwrap())
+        .collect();
+    let mut order: Vec<usize> = (0..tids.len().min(n)).collect();
+    order.sort_by_key(|&k| tids[k]);
+    order
+        .iter()
+        .map(|&i| order.iter().map(|&j| cells[i * n + j]).collect())
+        .collect()
+}
+
+/// Runs workload `name` with 8 threads under `flags`: its similarity with the expected
+/// sharing, and the report.
+fn similarity(name: &str, size: &str, flags: &[&str]) -> (f64, Value) {
+    let prog = gcc(name);
+    let (_, r, code) = run_json(flags, &prog, &["8", size]);
+    assert_eq!(code, 0, "{name}: {r}");
+    let m = matrix_by_tid(&r);
+    assert_eq!(m.len(), 8, "{name}: threads seen: {r}");
+    let s = workloads::similarity(&m, &workloads::expected(name, 8), 1.0);
+    (s, r)
+}
+
+fn repeat(r: &Value) -> u64 {
+    r["samples"]["repeat"].as_u64().unwrap()
+}
+
+#[test]
+fn bad_inject_settings_exit_2_with_one_line() {
+    runtime();
+    assert_bad_input(
+        &tdmap(&["run", "--inject-fraction", "0", "--", "true"]),
+        "--inject-fraction",
+    );
+    assert_bad_input(
+        &tdmap(&["run", "--inject-pages", "0", "--", "true"]),
+        "--inject-pages",
+    );
+    let out = Command::new(TDMAP)
+        .args(["run", "--sampler", "inject", "--", "true"])
+        .env("TDMAP_RT_SO", "/does/not/exist.so")
+        .output()
+        .unwrap();
+    assert_bad_input(&out, "TDMAP_RT_SO");
+}
+
+/// Must-show 1 for the inject sampler, on the workload whose sharing is written by both
+/// threads of each pair. Its sharing rests on a few hundred extra faults, whose timing
+/// varies with the load: the best of three runs must reach 0.8 (measured here: 0.93 to
+/// 1.00 per run at 03:20 UTC, with 2 CPUs shared with compilers).
+#[test]
+fn inject_keeps_the_output_and_sees_the_pairs_sharing_first_touches_miss() {
+    runtime();
+    let (prog, args) = (gcc("pairs"), ["8", "524288"]);
+    let bare = bare_stdout(&prog, &args);
+    let (out, kernel, _) = run_json(&["--sampler", "kernel", "--dry-run"], &prog, &args);
+    assert_eq!(out, bare);
+    let mut best = f64::MIN;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (out, r, code) = run_json(INJECT, &prog, &args);
+        assert_eq!((code, out.as_str()), (0, bare.as_str()));
+        assert_eq!(r["sampler"], "inject", "{r}");
+        assert!(r["inject"]["handler_tid"].as_u64().is_some(), "{r}");
+        assert_eq!(r["threads"].as_array().unwrap().len(), 8, "{r}");
+        // First touches fault once per page; the injected faults hit touched pages.
+        assert!(repeat(&r) > repeat(&kernel) + 100, "{r}");
+        let m = matrix_by_tid(&r);
+        let s = workloads::similarity(&m, &workloads::expected("pairs", 8), 1.0);
+        seen.push(s);
+        best = best.max(s);
+        if best >= 0.8 {
+            break;
+        }
+    }
+    assert!(best >= 0.8, "pairs similarity per run: {seen:?}");
+    if kernel["soft_dirty_extra_faults"] == false {
+        let m = matrix_by_tid(&kernel);
+        let s = workloads::similarity(&m, &workloads::expected("pairs", 8), 1.0);
+        assert!(
+            s < 0.5,
+            "first touches alone should not show the pairs: {s}"
+        );
+    }
+}
+
+/// Runs `cmd` with stdout captured; panics if it takes longer than `limit` (the program
+/// hung), after killing it.
+fn stdout_within(mut cmd: Command, limit: Duration) -> (String, std::process::ExitStatus) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        pipe.read_to_string(&mut s).unwrap();
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (reader.join().unwrap(), status)
+}
+
+fn fork_program() -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inject/fork.c");
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("inject-fork");
+    let ok = Command::new("gcc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc failed on {}", src.display());
+    exe
+}
+
+/// Every page protected every 10 ms, then fork: the children (no handler thread) and the
+/// parent write all of it and finish.
+#[test]
+fn forked_children_write_protected_memory_without_hanging() {
+    runtime();
+    let prog = fork_program();
+    let mut cmd = Command::new(TDMAP);
+    cmd.args(["run", "--sampler", "inject", "--period", "10"])
+        .args(["--inject-fraction", "1", "--inject-pages", "100000", "--"])
+        .arg(&prog)
+        .arg("16");
+    let (out, st) = stdout_within(cmd, Duration::from_secs(60));
+    assert!(st.success(), "{st:?}: {out}");
+    let pages = 16 * 256;
+    assert_eq!(
+        out,
+        format!(
+            "child {}\ngrandchild {}\nparent {} children ok\n",
+            2 * pages,
+            3 * pages,
+            2 * pages
+        )
+    );
+}
+
+/// The runtime follows an `exec` of the same process (the pid and its parent stay).
+#[test]
+fn the_program_an_exec_starts_is_injected_too() {
+    runtime();
+    let prog = gcc("pairs");
+    let args = ["8", "262144"];
+    let bare = bare_stdout(&prog, &args);
+    let script = format!("exec {} {} {}", prog.display(), args[0], args[1]);
+    let (out, r, code) = run_json(INJECT, Path::new("sh"), &["-c", &script]);
+    assert_eq!((code, out), (0, bare));
+    assert!(r["inject"]["handler_tid"].as_u64().is_some(), "{r}");
+    assert!(repeat(&r) > 50, "{r}");
+}
+
+/// The monitor is SIGKILLed at several moments with the injector protecting every page
+/// every 10 ms: the program, left alone, must still finish with the right checksum.
+/// (The 50-kill test of the issue lives with the kernel sampler's.)
+#[test]
+fn the_program_finishes_when_the_monitor_is_killed() {
+    runtime();
+    let prog = gcc("pairs");
+    let args = ["8", "262144"];
+    let bare = bare_stdout(&prog, &args);
+    let mut killed = 0;
+    for delay in [40, 90, 160, 250, 400] {
+        let mut c = Command::new(TDMAP)
+            .args(["run", "--sampler", "inject", "--period", "10"])
+            .args(["--inject-fraction", "1", "--inject-pages", "100000", "--"])
+            .arg(&prog)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut pipe = c.stdout.take().unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let running = c.try_wait().unwrap().is_none();
+        c.kill().unwrap();
+        c.wait().unwrap();
+        killed += usize::from(running);
+        // The program holds the pipe until it exits: EOF means it finished.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            let _ = tx.send(s);
+        });
+        let out = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the program hung after the monitor died at {delay} ms"));
+        assert_eq!(out, bare, "killed at {delay} ms");
+    }
+    assert!(killed >= 2, "only {killed} kills hit a running monitor");
+}
+
+/// Prints the similarity of the online matrix with the expected one for every workload
+/// at 8 threads, with both samplers, at sizes that run about 0.5-2 s (the figures of the
+/// closing note): `cargo test --release --test run_inject -- --ignored --nocapture`.
+#[test]
+#[ignore = "long: about a minute; prints the table, asserts nothing beyond the run"]
+fn correlation_table() {
+    runtime();
+    let sizes = [
+        ("ep", "20000000"),
+        ("stencil1d", "16384"),
+        ("stencil3d", "72"),
+        ("pairs", "1572864"),
+        ("alltoall", "4096"),
+        ("pipeline", "262144"),
+        ("cginit", "400000"),
+        ("phase", "786432"),
+    ];
+    println!("workload   kernel  (events)  inject  (events, repeat samples)");
+    for (name, size) in sizes {
+        let (k, kr) = similarity(name, size, &["--sampler", "kernel", "--dry-run"]);
+        let (i, ir) = similarity(name, size, &["--sampler", "inject", "--dry-run"]);
+        let events = |r: &Value| -> f64 { matrix_by_tid(r).iter().flatten().sum::<f64>() / 2.0 };
+        println!(
+            "{name:10} {k:6.3} ({:7}) {i:7.3} ({:7}, {})",
+            events(&kr),
+            events(&ir),
+            repeat(&ir)
+        );
+    }
+}
