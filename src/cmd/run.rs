@@ -2,6 +2,8 @@
 //! the kernel page-fault sampler attaches to it, then it runs unmodified while tdmap,
 //! every period, feeds the samples to the sharing model, maps the threads, moves pages by
 //! Eq. 6 and ages the matrix (decisions in tdmap-monitor, syscalls in tdmap-sys).
+//! With the inject sampler (run/sampler.rs) the program also gets the tdmap runtime
+//! preloaded, which makes the extra faults the kernel sampler then sees.
 //!
 //! Output: the program keeps its stdout and stderr (inherited, untouched). The report
 //! goes to stderr after the program ends, as text or with `--json` as one JSON document,
@@ -41,9 +43,11 @@ pub struct Args {
     /// period.
     #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
     inject_fraction: f64,
-    /// inject sampler: at most this many pages write-protected per period; each write
-    /// to one costs the writer a round trip through the handler thread (5-70 µs).
-    #[arg(long, default_value_t = 64, value_name = "PAGES")]
+    /// inject sampler: at most this many pages write-protected per period. Each write to
+    /// one stalls the writer for a round trip through the handler thread, about 50 µs
+    /// when the handler sleeps (`make bench-run-inject`): 20 per 100 ms is 1% of one
+    /// thread's time. Scale it with --period.
+    #[arg(long, default_value_t = 20, value_name = "PAGES")]
     inject_pages: u64,
     /// A new thread mapping is applied only if it lowers the cost by more than this
     /// fraction of the current one.

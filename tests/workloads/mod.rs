@@ -221,6 +221,7 @@ pub fn build(tdmap: &str, dir: &std::path::Path) -> std::path::PathBuf {
 
 /// The gcc build of workload `name` (all of them made once per test binary, under the
 /// test target's temporary directory).
+#[allow(dead_code)] // not every test binary that includes this module runs workloads
 pub fn gcc(name: &str) -> std::path::PathBuf {
     use std::path::{Path, PathBuf};
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
