@@ -7,7 +7,7 @@ mod common;
 #[allow(dead_code)]
 mod workloads;
 
-use common::{assert_bad_input, run_json, tdmap};
+use common::{assert_bad_input, matrix_by_tid, run_json, tdmap};
 use std::process::Command;
 use workloads::gcc;
 
@@ -80,15 +80,8 @@ fn full_mode_keeps_the_checksum_and_counts_the_threads() {
 /// construction (the matrix `tdmap trace` reproduces, see tests/trace.rs), at 8 threads.
 fn online_similarity(name: &str, size: &str) -> f64 {
     let (_, r, _) = run_json(&["--dry-run"], &gcc(name), &["8", size]);
-    let n = r["matrix"]["n"].as_u64().unwrap() as usize;
-    let cells: Vec<f64> = r["matrix"]["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_f64().unwrap())
-        .collect();
-    assert_eq!(n, 8, "{name}: threads seen");
-    let rows: Vec<Vec<f64>> = cells.chunks(n).map(<[f64]>::to_vec).collect();
+    let rows = matrix_by_tid(&r);
+    assert_eq!(rows.len(), 8, "{name}: threads seen");
     workloads::similarity(&rows, &workloads::expected(name, 8), 1.0)
 }
 

@@ -73,3 +73,28 @@ pub fn run_json(flags: &[&str], prog: &Path, args: &[&str]) -> (String, serde_js
     let stdout = String::from_utf8(out.stdout).unwrap();
     (stdout, json, out.status.code().unwrap())
 }
+
+/// The report's sharing matrix with the threads in creation order. The monitor numbers
+/// threads in the order their first samples arrive, which per-CPU rings can shuffle;
+/// the kernel hands out tids in creation order.
+pub fn matrix_by_tid(r: &serde_json::Value) -> Vec<Vec<f64>> {
+    let n = r["matrix"]["n"].as_u64().unwrap() as usize;
+    let cells: Vec<f64> = r["matrix"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    let tids: Vec<u64> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_u64().unwrap())
+        .collect();
+    let mut order: Vec<usize> = (0..tids.len().min(n)).collect();
+    order.sort_by_key(|&k| tids[k]);
+    order
+        .iter()
+        .map(|&i| order.iter().map(|&j| cells[i * n + j]).collect())
+        .collect()
+}

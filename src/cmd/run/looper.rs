@@ -145,6 +145,10 @@ pub fn monitor(
     let mut next = start + s.period;
     let mut periods = 0;
     let status = loop {
+        if periods == 0 || Instant::now() >= next {
+            // Before try_wait reaps the program, while its threads are still listed.
+            watch.look(&fs, pid);
+        }
         let ended = child.try_wait()?;
         src.wait(TICK.min(next.saturating_duration_since(Instant::now())))?;
         let t0 = Instant::now();
@@ -174,9 +178,6 @@ pub fn monitor(
             let t = Instant::now();
             act.pin_static(&mon, map);
             times.migration += t.elapsed();
-        }
-        if Instant::now() >= next || periods == 0 {
-            watch.look(&fs, pid);
         }
         if Instant::now() >= next {
             act.period(&mut mon, &mut times)?;

@@ -229,7 +229,7 @@ impl Report<'_> {
                 i.pages_per_period,
                 match i.handler_tid {
                     Some(t) => format!("handler thread {t}"),
-                    None => "handler thread NOT seen: was the runtime preloaded?".into(),
+                    None => "handler thread not seen: a static program, or one that ended at once?".into(),
                 }
             ),
             None if self.soft_dirty_extra_faults => " + soft-dirty extra faults".into(),

@@ -175,14 +175,18 @@ impl HandlerWatch {
             .is_ok_and(|c| c.trim_end() == inject_env::THREAD_NAME)
     }
 
-    /// Removes the handler's samples from `buf`, checking the name of each new thread of
-    /// `pid` (the handler names itself before it runs any code that may fault).
+    /// Removes the handler's samples from `buf`. The handler announces itself with a
+    /// fault on the beacon page; failing that, each new thread's name is checked.
     pub fn filter(&mut self, fs: &FsRoot, pid: i32, buf: &mut Vec<FaultSample>) {
         if !self.active {
             return;
         }
         for s in buf.iter().filter(|s| s.pid == pid as u32) {
-            if self.tid.is_none() && self.checked.insert(s.tid) && Self::is_handler(fs, pid, s.tid)
+            if self.tid.is_some() {
+                break;
+            }
+            if s.addr >> 12 == inject_env::BEACON >> 12
+                || (self.checked.insert(s.tid) && Self::is_handler(fs, pid, s.tid))
             {
                 self.tid = Some(s.tid);
             }

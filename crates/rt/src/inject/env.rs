@@ -9,6 +9,11 @@ pub const ENV: &str = "TDMAP_INJECT";
 /// The name (`/proc/PID/task/TID/comm`) of the injector's thread, so that the monitor
 /// can leave the thread out of the program's threads.
 pub const THREAD_NAME: &str = "tdmap-inject";
+/// The beacon: the handler thread reads one page mapped here as it starts, and the page
+/// fault tells the monitor its tid even when the program ends before the monitor can
+/// read thread names. An address programs do not use (32 TiB, far below the mmap area
+/// and far above PIE programs and their heap); if it is taken, there is no beacon.
+pub const BEACON: u64 = 0x2000_0000_0000;
 
 /// What the injector does.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -55,6 +55,10 @@ pub struct Injector {
     pub fraction: f64,
     /// At most this many pages protected per pass.
     pub max_pages: u64,
+    /// The beacon page's address, 0 if none (see `env::BEACON`).
+    pub beacon: u64,
+    /// The monitor's pid: once the process has another parent, the monitor is gone.
+    pub monitor: i32,
     /// The injector's own memory (this struct and the thread's stack), never registered.
     pub own: Region,
     regions: [Region; MAX_REGIONS],
@@ -89,12 +93,20 @@ fn push_outside(out: &mut [Region], m: &mut usize, r: Region, own: Region) {
 }
 
 impl Injector {
-    /// The handler loop; returns only if the userfaultfd is gone (the program closed it,
-    /// which also lifted every protection), and then parks the thread.
+    /// The handler loop. It stops injecting (and parks the thread) once the monitor is
+    /// gone, since nobody records the faults any more, or the userfaultfd is (the program
+    /// closed it, which also lifted every protection).
     pub fn run(&mut self) -> ! {
         let mut next = crate::state::now_ns();
         loop {
             let now = crate::state::now_ns();
+            // SAFETY: getppid has no preconditions.
+            if now >= next && unsafe { libc::getppid() } != self.monitor {
+                // Closing the userfaultfd unregisters and unprotects everything and wakes
+                // every waiting writer.
+                super::stop();
+                park();
+            }
             if now >= next {
                 self.scan();
                 self.protect();
@@ -108,6 +120,15 @@ impl Injector {
                 Err(_) => park(),
             }
         }
+    }
+
+    /// Runs the handler's code paths once without protecting anything (see `spawn`).
+    pub fn warm_up(&mut self) {
+        crate::state::now_ns();
+        self.scan();
+        let _ = uffd::wait(self.fd, 0);
+        self.resolve();
+        let _ = uffd::write_protect(self.fd, 0, 0, false);
     }
 
     /// Lifts the protection of every page a pending message reports; that wakes the

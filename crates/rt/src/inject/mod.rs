@@ -7,6 +7,9 @@
 //! injector sends nothing itself and never waits for the monitor, so the program goes
 //! on if the monitor dies.
 //!
+//! When the monitor dies the program is reparented: the handler notices at its next
+//! period and closes the userfaultfd, which lifts every protection.
+//!
 //! Processes: only the monitor's direct child injects (an `exec` keeps the pid and the
 //! parent, so the program's image after an `exec` injects again). A forked child has no
 //! handler thread; the kernel (without `UFFD_FEATURE_EVENT_FORK`) gives it its memory
@@ -48,9 +51,9 @@ pub fn start() {
     let Ok(fd) = uffd::open(uffd::FEATURE_PAGEFAULT_FLAG_WP) else {
         return;
     };
-    match spawn(fd, &s) {
-        Some(()) => FD.store(fd, Ordering::Release),
-        None => uffd::close(fd),
+    FD.store(fd, Ordering::Release);
+    if spawn(fd, &s).is_none() {
+        stop();
     }
 }
 
@@ -74,11 +77,36 @@ fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
     st.period_ns = s.period_ms * 1_000_000;
     st.fraction = s.fraction;
     st.max_pages = s.pages;
+    st.monitor = s.monitor;
     st.own = handler::Region::new(area as u64, (area + size) as u64);
+    st.beacon = map_beacon(page);
     let stack = area + std::mem::size_of::<Injector>().next_multiple_of(page);
+    // The handler's first run of each code path would fault code pages (and the vDSO's
+    // clock page) in, and a short program may end before the monitor can tell the
+    // handler's samples from a thread's by its name: run the paths once here, on the
+    // main thread, before anything is protected.
+    st.warm_up();
     // SAFETY: only function pointers to our own extern "C" functions.
     unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
     start_thread(stack, area + size - stack, inj)
+}
+
+/// Maps the read-only beacon page (see [`env::BEACON`]); 0 if the address is taken.
+fn map_beacon(page: usize) -> u64 {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+    match unsafe {
+        tdmap_sys::vm::raw_mmap(env::BEACON as usize, page, libc::PROT_READ, flags, -1, 0)
+    } {
+        Ok(a) if a as u64 == env::BEACON => env::BEACON,
+        Ok(a) => {
+            // A kernel without MAP_FIXED_NOREPLACE took the address as a hint only.
+            // SAFETY: the page just mapped, used by nobody.
+            let _ = unsafe { tdmap_sys::vm::munmap(a, page) };
+            0
+        }
+        Err(_) => 0,
+    }
 }
 
 /// Starts the handler on the given stack with every signal blocked.
@@ -113,16 +141,26 @@ extern "C" fn handler_main(p: *mut libc::c_void) -> *mut libc::c_void {
     unsafe { libc::prctl(libc::PR_SET_NAME, THREAD_NAME_C.as_ptr()) };
     // SAFETY: `p` is the Injector set up by `spawn`, used by this thread only.
     let inj = unsafe { &mut *p.cast::<Injector>() };
+    if inj.beacon != 0 {
+        // SAFETY: the beacon is a mapped, readable page; reading it faults once.
+        unsafe { std::ptr::read_volatile(inj.beacon as *const u8) };
+    }
     inj.run()
 }
 
-/// In a forked child: the kernel already unregistered and unprotected its memory; drop
-/// the inherited descriptor. Async-signal-safe (close and an atomic store).
-extern "C" fn forked_child() {
+/// Closes the userfaultfd, if open: the kernel then unregisters and unprotects all
+/// memory and wakes the writers waiting on it. Async-signal-safe (close and an atomic).
+fn stop() {
     let fd = FD.swap(-1, Ordering::AcqRel);
     if fd >= 0 {
         uffd::close(fd);
     }
+}
+
+/// In a forked child: the kernel already unregistered and unprotected its memory; drop
+/// the inherited descriptor.
+extern "C" fn forked_child() {
+    stop();
 }
 
 #[cfg(test)]
