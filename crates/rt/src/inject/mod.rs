@@ -1,8 +1,8 @@
 //! The `inject` sampler's half inside the program (kMAF §3.1.2, extra page faults): when
 //! `tdmap run --sampler inject` preloads this library with [`env::ENV`] set, the
-//! constructor starts one handler thread that keeps write-protecting a rotating share of
-//! the program's anonymous memory and lifts the protection of each page on its next
-//! write. Each such write faults once more, and `tdmap run`'s perf page-fault sampler
+//! constructor starts one handler thread that write-protects a sample of the program's
+//! anonymous memory every period (a different sample each time) and lifts the
+//! protection of each page on its next write. Each such write faults once more, and `tdmap run`'s perf page-fault sampler
 //! records it with the thread, the address and the CPU, like a first touch: the
 //! injector sends nothing itself and never waits for the monitor, so the program goes
 //! on if the monitor dies.
@@ -88,7 +88,12 @@ fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
     st.warm_up();
     // SAFETY: only function pointers to our own extern "C" functions.
     unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
-    start_thread(stack, area + size - stack, inj)
+    let started = start_thread(stack, area + size - stack, inj);
+    if started.is_none() {
+        // SAFETY: no thread was started, so nothing uses the mapping any more.
+        let _ = unsafe { tdmap_sys::vm::munmap(area, size) };
+    }
+    started
 }
 
 /// Maps the read-only beacon page (see [`env::BEACON`]); 0 if the address is taken.
