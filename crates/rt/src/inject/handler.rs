@@ -11,8 +11,10 @@
 //!
 //! The top page of each mapping is never protected: it holds a thread's descriptor when
 //! the mapping is a thread stack, and the kernel writes the descriptor's tid word as the
-//! thread exits (`CLONE_CHILD_CLEARTID`), where older kernels do not wait for
-//! userfaultfd but fail the write, which would leave `pthread_join` waiting forever.
+//! thread exits (`CLONE_CHILD_CLEARTID`), which `pthread_join` waits for. On Linux 6.1
+//! and 6.18 that write waits for the handler like any other (checked); skipping the page
+//! is a precaution in case a kernel refuses userfaults from an exiting task, which would
+//! leave the joiner waiting forever.
 
 use super::maps;
 use tdmap_sys::uffd::{self, Msg, EVENT_PAGEFAULT};
