@@ -6,8 +6,9 @@
 # sampled, from one more --json run) and the time they cost per fault compared with the
 # kernel sampler's run. PAGES="16 64 256" also sweeps --inject-pages (the default's
 # choice). Then the cost of one injected fault, measured inside a program
-# (bench/inject_cost.c), with the handler free to run on any CPU and on the writer's.
-# Measured, not simulated.
+# (bench/inject_cost.c), with the handler free to run on any CPU and on the writer's, and
+# from it an estimate of the time the extra faults cost each workload. Measured, not
+# simulated (the estimate is computed from measured parts and labelled so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-2}
@@ -32,9 +33,21 @@ repeats() {
 }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r), load $(cut -d' ' -f1 /proc/loadavg) at start"
+echo "cost of one injected fault (bench/inject_cost.c, 64 MiB, every page protected, perf sampling on):"
+SPARSE=()
+for cpus in "" 0; do
+  for _ in 1 2 3; do
+    if [ -n "$cpus" ]; then pre=(taskset -c "$cpus"); label="program and handler on CPU $cpus"; else pre=(); label="any CPU"; fi
+    line=$("${pre[@]}" "$TDMAP" run --sampler inject --dry-run --inject-fraction 1 --inject-pages 100000000 --period 1000 -- "$OUT/inject_cost" 64 2>/dev/null)
+    printf '  %-32s %s\n' "$label" "$line"
+    [ -n "$cpus" ] || SPARSE+=("$(echo "$line" | sed 's/.*apart): \([0-9.]*\) us.*/\1/')")
+  done
+done
+COST_US=$(printf '%s\n' "${SPARSE[@]}" | median)
+echo "median sparse cost, any CPU: $COST_US us per injected fault (used for est% below)"
 echo "threads=$THREADS, median of $REPS runs, release build, period 100 ms, inject defaults unless PAGES is set"
-printf '%-10s %7s %8s %6s %8s %6s %8s %6s %7s %9s\n' \
-  workload bare_s kdry_s kdry_x idry_s idry_x ifull_s ifull_x extra us/extra
+printf '%-10s %7s %8s %6s %8s %6s %8s %6s %7s %6s\n' \
+  workload bare_s kdry_s kdry_x idry_s idry_x ifull_s ifull_x extra est%
 KX=() IX=() FX=()
 for spec in $SIZES; do
   w=${spec%%:*}; n=${spec##*:}
@@ -47,8 +60,8 @@ for spec in $SIZES; do
   ratio() { awk -v a="$1" -v b="$bare" 'BEGIN{printf "%.3f", a/b}'; }
   kx=$(ratio "$kdry"); ix=$(ratio "$idry"); fx=$(ratio "$ifull")
   KX+=("$kx"); IX+=("$ix"); FX+=("$fx")
-  per=$(awk -v i="$idry" -v k="$kdry" -v e="$extra" 'BEGIN{ if (e > 0) printf "%.1f", (i-k)/e*1e6; else print "-" }')
-  printf '%-10s %7.3f %8.3f %6s %8.3f %6s %8.3f %6s %7s %9s\n' "$w" "$bare" "$kdry" "$kx" "$idry" "$ix" "$ifull" "$fx" "$extra" "$per"
+  est=$(awk -v e="$extra" -v c="$COST_US" -v b="$bare" 'BEGIN{ if (e > 0) printf "%.2f", e*c/1e6/b*100; else print "-" }')
+  printf '%-10s %7.3f %8.3f %6s %8.3f %6s %8.3f %6s %7s %6s\n' "$w" "$bare" "$kdry" "$kx" "$idry" "$ix" "$ifull" "$fx" "$extra" "$est"
   for pages in ${PAGES:-}; do
     t=$(timed "$TDMAP" run --sampler inject --dry-run --inject-pages "$pages" -- "$p" "$THREADS" "$n")
     e=$(( $(repeats --sampler inject --dry-run --inject-pages "$pages" -- "$p" "$THREADS" "$n") ))
@@ -59,12 +72,6 @@ stats() { printf '%s\n' "$@" | awk '{s+=$1; if ($1>m) m=$1} END {printf "mean %.
 echo "kernel dry-run / bare: $(stats "${KX[@]}")"
 echo "inject dry-run / bare: $(stats "${IX[@]}")"
 echo "inject full / bare:    $(stats "${FX[@]}")"
-echo "(us/extra: (inject dry - kernel dry) per extra sample; noise dominates when the difference is small)"
-echo "cost of one injected fault (bench/inject_cost.c, 64 MiB, every page protected, perf sampling on):"
-for cpus in "" 0; do
-  for _ in 1 2 3; do
-    if [ -n "$cpus" ]; then pre=(taskset -c "$cpus"); label="program and handler on CPU $cpus"; else pre=(); label="any CPU"; fi
-    printf '  %-32s ' "$label"
-    "${pre[@]}" "$TDMAP" run --sampler inject --dry-run --inject-fraction 1 --inject-pages 100000000 --period 1000 -- "$OUT/inject_cost" 64 2>/dev/null
-  done
-done
+echo "extra: samples on pages sampled before, inject minus kernel (noisy: programs that reuse memory repeat too)"
+echo "est%: extra x the median sparse cost / bare wall time, the time writers waited (an estimate from"
+echo "      measured parts, for when the wall-time ratios above are within the machine's noise)"
