@@ -102,6 +102,11 @@ bench-sampler: setup
 bench-run: setup
 	bash bench/run.sh
 
+## Overhead of `tdmap run --sampler inject` and the cost of one injected fault.
+.PHONY: bench-run-inject
+bench-run-inject: setup
+	bash bench/run_inject.sh
+
 clean:
 	$(CARGO) clean
 

@@ -7,56 +7,9 @@ mod common;
 #[allow(dead_code)]
 mod workloads;
 
-use common::{assert_bad_input, tdmap};
-use std::path::{Path, PathBuf};
+use common::{assert_bad_input, matrix_by_tid, run_json, tdmap};
 use std::process::Command;
-use std::sync::OnceLock;
-
-const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
-
-/// The gcc builds of the workloads, made once.
-fn gcc(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("run-tests");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
-        let ok = Command::new("make")
-            .args(["-s", "-j2", "-C"])
-            .arg(&src)
-            .arg("gcc")
-            .arg(format!("BUILD={}", dir.display()))
-            .status()
-            .expect("make runs")
-            .success();
-        assert!(ok, "building the workloads failed");
-        dir
-    });
-    dir.join("gcc").join(name)
-}
-
-/// Runs `tdmap run FLAGS --json --report FILE -- PROG ARGS`: (stdout, report, exit code).
-fn run_json(flags: &[&str], prog: &Path, args: &[&str]) -> (String, serde_json::Value, i32) {
-    let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "run-{}-{}.json",
-        prog.file_name().unwrap().to_string_lossy(),
-        std::process::id()
-    ));
-    let out = Command::new(TDMAP)
-        .arg("run")
-        .args(flags)
-        .args(["--json", "--report"])
-        .arg(&report)
-        .arg("--")
-        .arg(prog)
-        .args(args)
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(&report).expect("a report was written");
-    std::fs::remove_file(&report).unwrap();
-    let json = serde_json::from_str(&text).expect("the report is JSON");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    (stdout, json, out.status.code().unwrap())
-}
+use workloads::gcc;
 
 #[test]
 fn a_missing_program_exits_2_with_one_line() {
@@ -64,10 +17,10 @@ fn a_missing_program_exits_2_with_one_line() {
 }
 
 #[test]
-fn the_inject_sampler_is_refused_as_not_implemented() {
+fn bad_options_are_refused_with_one_line() {
     assert_bad_input(
-        &tdmap(&["run", "--sampler", "inject", "--", "true"]),
-        "not implemented yet",
+        &tdmap(&["run", "--sampler", "bogus", "--", "true"]),
+        "--sampler",
     );
     assert_bad_input(&tdmap(&["run", "--period", "0", "--", "true"]), "--period");
 }
@@ -127,15 +80,8 @@ fn full_mode_keeps_the_checksum_and_counts_the_threads() {
 /// construction (the matrix `tdmap trace` reproduces, see tests/trace.rs), at 8 threads.
 fn online_similarity(name: &str, size: &str) -> f64 {
     let (_, r, _) = run_json(&["--dry-run"], &gcc(name), &["8", size]);
-    let n = r["matrix"]["n"].as_u64().unwrap() as usize;
-    let cells: Vec<f64> = r["matrix"]["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_f64().unwrap())
-        .collect();
-    assert_eq!(n, 8, "{name}: threads seen");
-    let rows: Vec<Vec<f64>> = cells.chunks(n).map(<[f64]>::to_vec).collect();
+    let rows = matrix_by_tid(&r);
+    assert_eq!(rows.len(), 8, "{name}: threads seen");
     workloads::similarity(&rows, &workloads::expected(name, 8), 1.0)
 }
 

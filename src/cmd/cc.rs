@@ -102,25 +102,31 @@ pub fn find_in_path(name: &OsStr) -> Option<PathBuf> {
 
 /// The runtime archive: $TDMAP_RT_LIB, else libtdmap_rt.a beside the tdmap binary.
 fn runtime_lib() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("TDMAP_RT_LIB").filter(|p| !p.is_empty()) {
+    runtime_file("TDMAP_RT_LIB", "libtdmap_rt.a")
+}
+
+/// A file of the tdmap runtime (crates/rt): `$var` if set, else `name` beside the tdmap
+/// binary; missing, it is an input error naming both fixes.
+pub(crate) fn runtime_file(var: &str, name: &str) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() {
             Ok(p)
         } else {
             Err(input(format!(
-                "TDMAP_RT_LIB={} is not a file; point it at libtdmap_rt.a",
+                "{var}={} is not a file; point it at {name}",
                 p.display()
             )))
         };
     }
     let exe = std::env::current_exe().context("cannot locate the tdmap binary")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let lib = dir.join("libtdmap_rt.a");
+    let lib = dir.join(name);
     if lib.is_file() {
         return Ok(lib);
     }
     Err(input(format!(
-        "the tdmap runtime {} is missing; build it with `cargo build -p tdmap-rt` (same profile as tdmap) or set TDMAP_RT_LIB",
+        "the tdmap runtime {} is missing; build it with `cargo build -p tdmap-rt` (same profile as tdmap) or set {var}",
         lib.display()
     )))
 }

@@ -2,6 +2,8 @@
 //! the kernel page-fault sampler attaches to it, then it runs unmodified while tdmap,
 //! every period, feeds the samples to the sharing model, maps the threads, moves pages by
 //! Eq. 6 and ages the matrix (decisions in tdmap-monitor, syscalls in tdmap-sys).
+//! With the inject sampler (run/sampler.rs) the program also gets the tdmap runtime
+//! preloaded, which makes the extra faults the kernel sampler then sees.
 //!
 //! Output: the program keeps its stdout and stderr (inherited, untouched). The report
 //! goes to stderr after the program ends, as text or with `--json` as one JSON document,
@@ -12,6 +14,7 @@
 mod act;
 mod looper;
 mod report;
+mod sampler;
 
 use crate::exit::input;
 use anyhow::{Context, Result};
@@ -31,9 +34,21 @@ pub struct Args {
     #[arg(long, default_value = "greedy")]
     algorithm: String,
     /// Where samples come from: kernel (perf page faults, plus soft-dirty extra faults
-    /// where the kernel has them), inject (not implemented yet), or auto (= kernel).
+    /// where the kernel has them), inject (perf page faults, plus extra write faults the
+    /// preloaded libtdmap_rt.so injects with userfaultfd), or auto (kernel where
+    /// soft-dirty works, else inject where it works, else kernel).
     #[arg(long, default_value = "auto")]
     sampler: String,
+    /// inject sampler: share of the program's anonymous memory write-protected per
+    /// period.
+    #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
+    inject_fraction: f64,
+    /// inject sampler: at most this many pages write-protected per period. Each write to
+    /// one stalls the writer for a round trip through the handler thread, about 50 µs
+    /// when the handler sleeps (`make bench-run-inject`): 20 per 100 ms is 1% of one
+    /// thread's time. Scale it with --period.
+    #[arg(long, default_value_t = 20, value_name = "PAGES")]
+    inject_pages: u64,
     /// A new thread mapping is applied only if it lowers the cost by more than this
     /// fraction of the current one.
     #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
@@ -80,7 +95,8 @@ pub fn run(args: Args) -> Result<i32> {
         .command
         .split_first()
         .expect("clap requires the program");
-    let mut child = tdmap_sys::spawn_gated(prog, rest)
+    let env = settings.sampler.env(args.period);
+    let mut child = tdmap_sys::spawn_gated_env(prog, rest, &env)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let fs = FsRoot::default();
     let sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())
@@ -94,20 +110,7 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(outcome.exit_code)
 }
 
-/// Parses `--sampler` and `--algorithm`.
-fn parse_choices(args: &Args) -> Result<Algorithm> {
-    match args.sampler.as_str() {
-        "auto" | "kernel" => {}
-        "inject" => {
-            return Err(input(
-                "--sampler inject is not implemented yet; use --sampler kernel (the default)",
-            ))
-        }
-        s => {
-            return Err(input(format!(
-                "unknown --sampler '{s}'; use auto, kernel or inject"
-            )))
-        }
-    }
+/// Parses `--algorithm`.
+fn parse_algorithm(args: &Args) -> Result<Algorithm> {
     args.algorithm.parse::<Algorithm>().map_err(input)
 }

@@ -2,8 +2,9 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Runs the built `tdmap` with `args`.
 pub fn tdmap(args: &[&str]) -> Output {
@@ -44,4 +45,56 @@ pub fn assert_bad_input(out: &Output, needle: &str) {
     assert_eq!(err.lines().count(), 1, "one line expected: {err}");
     assert!(err.starts_with("tdmap: "), "{err}");
     assert!(err.contains(needle), "{needle:?} not in {err}");
+}
+
+/// Runs `tdmap run FLAGS --json --report FILE -- PROG ARGS`: (stdout, report, exit code).
+pub fn run_json(flags: &[&str], prog: &Path, args: &[&str]) -> (String, serde_json::Value, i32) {
+    // Tests of one binary run in parallel: each run gets its own report file.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "run-{}-{}-{}.json",
+        prog.file_name().unwrap().to_string_lossy(),
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .arg("run")
+        .args(flags)
+        .args(["--json", "--report"])
+        .arg(&report)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&report).expect("a report was written");
+    std::fs::remove_file(&report).unwrap();
+    let json = serde_json::from_str(&text).expect("the report is JSON");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    (stdout, json, out.status.code().unwrap())
+}
+
+/// The report's sharing matrix with the threads in creation order. The monitor numbers
+/// threads in the order their first samples arrive, which per-CPU rings can shuffle;
+/// the kernel hands out tids in creation order.
+pub fn matrix_by_tid(r: &serde_json::Value) -> Vec<Vec<f64>> {
+    let n = r["matrix"]["n"].as_u64().unwrap() as usize;
+    let cells: Vec<f64> = r["matrix"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    let tids: Vec<u64> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_u64().unwrap())
+        .collect();
+    let mut order: Vec<usize> = (0..tids.len().min(n)).collect();
+    order.sort_by_key(|&k| tids[k]);
+    order
+        .iter()
+        .map(|&i| order.iter().map(|&j| cells[i * n + j]).collect())
+        .collect()
 }

@@ -218,3 +218,26 @@ pub fn build(tdmap: &str, dir: &std::path::Path) -> std::path::PathBuf {
     );
     dir.to_path_buf()
 }
+
+/// The gcc build of workload `name` (all of them made once per test binary, under the
+/// test target's temporary directory).
+#[allow(dead_code)] // not every test binary that includes this module runs workloads
+pub fn gcc(name: &str) -> std::path::PathBuf {
+    use std::path::{Path, PathBuf};
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("run-tests");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let ok = std::process::Command::new("make")
+            .args(["-s", "-j2", "-C"])
+            .arg(&src)
+            .arg("gcc")
+            .arg(format!("BUILD={}", dir.display()))
+            .status()
+            .expect("make runs")
+            .success();
+        assert!(ok, "building the workloads failed");
+        dir
+    });
+    dir.join("gcc").join(name)
+}

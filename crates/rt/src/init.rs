@@ -28,6 +28,7 @@ pub static TDMAP_RT_MARKER: [u8; 24] = *wire::MARKER;
 static CTOR: extern "C" fn() = ctor;
 
 extern "C" fn ctor() {
+    crate::inject::start();
     state::register_current();
 }
 

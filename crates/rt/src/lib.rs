@@ -18,6 +18,7 @@
 
 mod callbacks;
 mod init;
+pub mod inject;
 mod io;
 mod state;
 #[cfg(not(test))]

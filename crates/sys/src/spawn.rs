@@ -103,6 +103,16 @@ unsafe fn child(
 /// once [`GatedChild::release`] is called; until then it runs nothing of the program.
 /// A program that cannot be found is refused before the fork.
 pub fn spawn_gated(program: &OsStr, args: &[OsString]) -> Result<GatedChild, SysError> {
+    spawn_gated_env(program, args, &[])
+}
+
+/// [`spawn_gated`] with the variables of `env` set (or replaced) in the program's
+/// environment, e.g. `LD_PRELOAD` for the `inject` sampler's runtime.
+pub fn spawn_gated_env(
+    program: &OsStr,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Result<GatedChild, SysError> {
     let path = resolve(program).ok_or_else(|| SysError::Refused {
         call: "execve",
         source: std::io::Error::from_raw_os_error(libc::ENOENT),
@@ -114,6 +124,8 @@ pub fn spawn_gated(program: &OsStr, args: &[OsString]) -> Result<GatedChild, Sys
         .map(cstring)
         .collect::<Result<_, _>>()?;
     let envp: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| env.iter().all(|(o, _)| o != k))
+        .chain(env.iter().cloned())
         .map(|(k, v)| {
             let mut kv = k;
             kv.push("=");
@@ -277,6 +289,24 @@ mod tests {
         c.release().unwrap();
         assert_eq!(c.wait().unwrap().code(), Some(7));
         assert!(mark.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn extra_variables_reach_the_program_and_replace_inherited_ones() {
+        let dir = std::env::temp_dir().join(format!("tdmap-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("env");
+        let script = format!("echo \"$TDMAP_SPAWN_TEST:$HOME\" > {}", out.display());
+        let env = [
+            ("TDMAP_SPAWN_TEST".into(), "yes".into()),
+            ("HOME".into(), "/nowhere".into()),
+        ];
+        let args = [OsString::from("-c"), script.into()];
+        let mut c = spawn_gated_env(OsStr::new("sh"), &args, &env).unwrap();
+        c.release().unwrap();
+        assert_eq!(c.wait().unwrap().code(), Some(0));
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "yes:/nowhere\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -3,8 +3,10 @@
 //! the program has ended and its last samples are in.
 
 use super::act::{self, Actions, Counts};
+use super::sampler::{HandlerWatch, InjectReport, Sampler};
 use super::Args;
 use anyhow::Result;
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tdmap_monitor::{Config, Fault, Monitor};
 use tdmap_sharing::{data_metrics, thread_metrics, DataMetrics, SharingMatrix, ThreadMetrics};
@@ -27,12 +29,14 @@ pub struct Settings {
     pub dry_run: bool,
     /// A static mapping: OS CPU of thread k.
     pub static_map: Option<Vec<usize>>,
+    /// Where samples come from.
+    pub sampler: Sampler,
 }
 
 impl Settings {
     /// Checks every option; bad ones are input errors (exit 2).
     pub fn from_args(args: &Args) -> Result<Settings> {
-        let algorithm = super::parse_choices(args)?;
+        let algorithm = super::parse_algorithm(args)?;
         if args.period == 0 {
             return Err(crate::exit::input("--period must be at least 1 ms"));
         }
@@ -48,6 +52,7 @@ impl Settings {
             crate::cmd::analyze::check_heatmap_path(h)?;
         }
         let static_map = args.mapping.as_deref().map(act::read_mapping).transpose()?;
+        let sampler = Sampler::choose(args)?;
         Ok(Settings {
             period: Duration::from_millis(args.period),
             cfg: Config {
@@ -60,6 +65,7 @@ impl Settings {
             },
             dry_run: args.dry_run,
             static_map,
+            sampler,
         })
     }
 }
@@ -95,8 +101,13 @@ pub struct Outcome {
     pub periods: u64,
     /// Whether soft-dirty extra faults were injected.
     pub soft_dirty: bool,
+    /// The inject sampler's settings and handler, when it ran.
+    pub inject: Option<InjectReport>,
     /// Samples drained, lost by the kernel, of other processes, of threads beyond the cap.
     pub samples: u64,
+    /// Samples of the program on pages sampled before (extra faults: with first-touch
+    /// faults only there are almost none).
+    pub repeat: u64,
     /// Samples the kernel dropped (full rings).
     pub lost: u64,
     /// Samples of child processes (other address spaces), not used.
@@ -127,7 +138,10 @@ pub fn monitor(
     let start = Instant::now();
     let fs = FsRoot::default();
     let pid = child.pid();
-    let soft_dirty = tdmap_sys::soft_dirty_available(&fs).unwrap_or(false);
+    let soft_dirty = s.sampler.soft_dirty();
+    let mut watch = HandlerWatch::new(&s.sampler);
+    let mut pages = HashSet::new();
+    let mut repeat = 0u64;
     let mut mon = Monitor::new(topo, s.cfg)?;
     let mut act = Actions::new(topo, pid, s.dry_run);
     let mut times = Times::default();
@@ -137,6 +151,10 @@ pub fn monitor(
     let mut next = start + s.period;
     let mut periods = 0;
     let status = loop {
+        if periods == 0 || Instant::now() >= next {
+            // Before try_wait reaps the program, while its threads are still listed.
+            watch.look(&fs, pid);
+        }
         let ended = child.try_wait()?;
         src.wait(TICK.min(next.saturating_duration_since(Instant::now())))?;
         let t0 = Instant::now();
@@ -146,12 +164,20 @@ pub fn monitor(
         // order in which threads first faulted.
         buf.sort_by_key(|x| x.time);
         (samples, lost) = (samples + d.samples, lost + d.lost);
+        watch.filter(&fs, pid, &mut buf);
         faults.clear();
         faults.extend(buf.iter().filter(|x| x.pid == pid as u32).map(fault));
         other += (buf.len() - faults.len()) as u64;
+        repeat += faults
+            .iter()
+            .filter(|f| !pages.insert(f.addr >> 12))
+            .count() as u64;
         if mon.has_new_threads(&faults) {
-            // Threads created before this one but not seen faulting yet come first.
-            if let Ok(tids) = tdmap_sys::task_ids(&fs, pid) {
+            // Threads created before this one but not seen faulting yet come first
+            // (the inject handler is not one of the program's threads).
+            if let Ok(mut tids) = tdmap_sys::task_ids(&fs, pid) {
+                watch.look(&fs, pid);
+                tids.retain(|&t| Some(t) != watch.tid());
                 mon.register_threads(&tids);
             }
         }
@@ -187,7 +213,9 @@ pub fn monitor(
         wall: start.elapsed(),
         periods,
         soft_dirty,
+        inject: watch.report(&s.sampler),
         samples,
+        repeat,
         lost,
         other_process: other,
         ignored_threads: mon.ignored(),

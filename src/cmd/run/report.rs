@@ -8,6 +8,7 @@
 
 use super::act::Counts;
 use super::looper::{Outcome, Settings};
+use super::sampler::InjectReport;
 use super::Args;
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -32,6 +33,8 @@ struct ThreadRow {
 #[derive(Debug, Serialize)]
 struct Samples {
     taken: u64,
+    /// Samples on pages sampled before: the extra faults.
+    repeat: u64,
     lost: u64,
     other_process: u64,
     ignored_threads: u64,
@@ -54,6 +57,7 @@ pub struct Report<'o> {
     wall_s: f64,
     sampler: &'static str,
     soft_dirty_extra_faults: bool,
+    inject: Option<&'o InjectReport>,
     mode: &'static str,
     algorithm: &'static str,
     period_ms: u128,
@@ -95,14 +99,16 @@ impl<'o> Report<'o> {
             program: prog.to_string_lossy().into_owned(),
             exit_code: o.exit_code,
             wall_s: o.wall.as_secs_f64(),
-            sampler: "kernel",
+            sampler: s.sampler.name(),
             soft_dirty_extra_faults: o.soft_dirty,
+            inject: o.inject.as_ref(),
             mode: mode(s),
             algorithm: s.cfg.algorithm.name(),
             period_ms: s.period.as_millis(),
             periods: o.periods,
             samples: Samples {
                 taken: o.samples,
+                repeat: o.repeat,
                 lost: o.lost,
                 other_process: o.other_process,
                 ignored_threads: o.ignored_threads,
@@ -154,13 +160,10 @@ impl<'o> Report<'o> {
         )?;
         writeln!(
             s,
-            "mode {}, sampler kernel{}, algorithm {}, period {} ms, {} periods",
+            "mode {}, sampler {}{}, algorithm {}, period {} ms, {} periods",
             self.mode,
-            if self.soft_dirty_extra_faults {
-                " + soft-dirty extra faults"
-            } else {
-                " (first-touch faults only)"
-            },
+            self.sampler,
+            self.sampler_detail(),
             self.algorithm,
             self.period_ms,
             self.periods
@@ -168,8 +171,8 @@ impl<'o> Report<'o> {
         let sm = &self.samples;
         writeln!(
             s,
-            "samples: {} taken, {} lost, {} of other processes, {} of untracked threads",
-            sm.taken, sm.lost, sm.other_process, sm.ignored_threads
+            "samples: {} taken ({} on pages sampled before), {} lost, {} of other processes, {} of untracked threads",
+            sm.taken, sm.repeat, sm.lost, sm.other_process, sm.ignored_threads
         )?;
         writeln!(s, "threads seen: {}", self.threads.len())?;
         for t in &self.threads {
@@ -213,6 +216,25 @@ impl<'o> Report<'o> {
         let t = &self.time_ms;
         writeln!(s, "time: sampling {:.1} ms, model {:.1} ms, mapping {:.1} ms, migration {:.1} ms; total {:.1} ms = {:.2}% of the wall time (overhead estimate)",
             t.sampling, t.model, t.mapping, t.migration, t.total, self.overhead_pct)
+    }
+}
+
+impl Report<'_> {
+    /// Where the extra faults came from, for the text report.
+    fn sampler_detail(&self) -> String {
+        match self.inject {
+            Some(i) => format!(
+                " (userfaultfd write-protect extra faults, {} of the memory and at most {} pages per period; {})",
+                i.fraction,
+                i.pages_per_period,
+                match i.handler_tid {
+                    Some(t) => format!("handler thread {t}"),
+                    None => "handler thread not seen: a static program, or one that ended at once?".into(),
+                }
+            ),
+            None if self.soft_dirty_extra_faults => " + soft-dirty extra faults".into(),
+            None => " (first-touch faults only)".into(),
+        }
     }
 }
 

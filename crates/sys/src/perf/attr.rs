@@ -74,15 +74,15 @@ pub(crate) fn open_fix(errno: i32) -> &'static str {
         libc::EACCES | libc::EPERM => {
             "a process of another user needs root or CAP_PERFMON; for your own processes lower \
              /proc/sys/kernel/perf_event_paranoid to 2 or less (sysctl \
-             kernel.perf_event_paranoid=2); or use --sampler inject"
+             kernel.perf_event_paranoid=2) (both samplers read faults through perf)"
         }
         libc::ESRCH => "the target process has already exited",
         libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => {
-            "this kernel has no software page-fault event (CONFIG_PERF_EVENTS); use --sampler inject"
+            "this kernel has no software page-fault event (CONFIG_PERF_EVENTS), which both samplers need"
         }
         libc::EMFILE => "too many open files; raise the limit with ulimit -n",
-        libc::ENOSYS => "this kernel has no perf_event_open; use --sampler inject",
-        _ => "check that the pid exists and the CPU is online; or use --sampler inject",
+        libc::ENOSYS => "this kernel has no perf_event_open (CONFIG_PERF_EVENTS)",
+        _ => "check that the pid exists and the CPU is online",
     }
 }
 

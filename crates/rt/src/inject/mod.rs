@@ -1,0 +1,180 @@
+//! The `inject` sampler's half inside the program (kMAF §3.1.2, extra page faults): when
+//! `tdmap run --sampler inject` preloads this library with [`env::ENV`] set, the
+//! constructor starts one handler thread that write-protects a sample of the program's
+//! anonymous memory every period (a different sample each time) and lifts the
+//! protection of each page on its next write. Each such write faults once more, and `tdmap run`'s perf page-fault sampler
+//! records it with the thread, the address and the CPU, like a first touch: the
+//! injector sends nothing itself and never waits for the monitor, so the program goes
+//! on if the monitor dies.
+//!
+//! When the monitor dies the program is reparented: the handler notices at its next
+//! period and closes the userfaultfd, which lifts every protection.
+//!
+//! Processes: only the monitor's direct child injects (an `exec` keeps the pid and the
+//! parent, so the program's image after an `exec` injects again). A forked child has no
+//! handler thread; the kernel (without `UFFD_FEATURE_EVENT_FORK`) gives it its memory
+//! unregistered and unprotected, and the `atfork` hook closes its copy of the
+//! descriptor. `munmap` and `mremap` drop registrations in the kernel; the handler skips
+//! ranges that vanished and registers new ones at its next pass.
+//!
+//! Limits: writes only (reads of a protected page do not fault, so read-only sharing is
+//! not seen); a program that calls `setuid` while multi-threaded runs glibc's
+//! set-id signal handler on the handler thread, which writes the caller's stack and
+//! could wait on its own protection.
+
+pub mod env;
+mod handler;
+mod maps;
+
+use handler::Injector;
+use std::sync::atomic::{AtomicI32, Ordering};
+use tdmap_sys::uffd;
+
+/// Stack of the handler thread (glibc also puts its descriptor and TLS there).
+const STACK: usize = 256 * 1024;
+/// The userfaultfd, -1 when not injecting.
+static FD: AtomicI32 = AtomicI32::new(-1);
+
+/// Starts the injector if this process is the one `tdmap run` asked for. Runs in the
+/// constructor, before `main`, while the process has a single thread.
+pub fn start() {
+    let Some(s) = std::env::var(env::ENV)
+        .ok()
+        .and_then(|v| env::Settings::decode(&v))
+    else {
+        return;
+    };
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != s.monitor {
+        return;
+    }
+    let Ok(fd) = uffd::open(uffd::FEATURE_PAGEFAULT_FLAG_WP) else {
+        return;
+    };
+    FD.store(fd, Ordering::Release);
+    if spawn(fd, &s).is_none() {
+        stop();
+    }
+}
+
+/// Maps the handler's memory and starts its thread; None if any step fails.
+fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
+    let page = tdmap_sys::page_size();
+    let size = (std::mem::size_of::<Injector>() + STACK).next_multiple_of(page);
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE;
+    // SAFETY: no address, no MAP_FIXED: the kernel picks a free range.
+    let area = unsafe {
+        tdmap_sys::vm::raw_mmap(0, size, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
+    }
+    .ok()?;
+    // No MADV_DONTFORK: glibc's fork walks every thread's descriptor in the child, and
+    // the handler's lives on this stack.
+    let inj = area as *mut Injector;
+    // SAFETY: the mapping is fresh, zeroed (a valid Injector) and large enough.
+    let st = unsafe { &mut *inj };
+    st.fd = fd;
+    st.page = page as u64;
+    st.period_ns = s.period_ms * 1_000_000;
+    st.fraction = s.fraction;
+    st.max_pages = s.pages;
+    st.monitor = s.monitor;
+    st.own = handler::Region::new(area as u64, (area + size) as u64);
+    st.beacon = map_beacon(page);
+    let stack = area + std::mem::size_of::<Injector>().next_multiple_of(page);
+    // The handler's first run of each code path would fault code pages (and the vDSO's
+    // clock page) in, and a short program may end before the monitor can tell the
+    // handler's samples from a thread's by its name: run the paths once here, on the
+    // main thread, before anything is protected.
+    st.warm_up();
+    // SAFETY: only function pointers to our own extern "C" functions.
+    unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    let started = start_thread(stack, area + size - stack, inj);
+    if started.is_none() {
+        // SAFETY: no thread was started, so nothing uses the mapping any more.
+        let _ = unsafe { tdmap_sys::vm::munmap(area, size) };
+    }
+    started
+}
+
+/// Maps the read-only beacon page (see [`env::BEACON`]); 0 if the address is taken.
+fn map_beacon(page: usize) -> u64 {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+    match unsafe {
+        tdmap_sys::vm::raw_mmap(env::BEACON as usize, page, libc::PROT_READ, flags, -1, 0)
+    } {
+        Ok(a) if a as u64 == env::BEACON => env::BEACON,
+        Ok(a) => {
+            // A kernel without MAP_FIXED_NOREPLACE took the address as a hint only.
+            // SAFETY: the page just mapped, used by nobody.
+            let _ = unsafe { tdmap_sys::vm::munmap(a, page) };
+            0
+        }
+        Err(_) => 0,
+    }
+}
+
+/// Starts the handler on the given stack with every signal blocked.
+fn start_thread(stack: usize, len: usize, inj: *mut Injector) -> Option<()> {
+    // SAFETY: sigset_t, pthread_attr_t and pthread_t are plain data initialised by the
+    // calls below; the stack range belongs to our mapping and outlives the thread; the
+    // thread inherits the all-blocked mask, then ours is restored.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstack(&mut attr, stack as *mut libc::c_void, len);
+        let mut t: libc::pthread_t = 0;
+        let rc = libc::pthread_create(&mut t, &attr, handler_main, inj.cast());
+        libc::pthread_attr_destroy(&mut attr);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if rc != 0 {
+            return None;
+        }
+        libc::pthread_setname_np(t, THREAD_NAME_C.as_ptr());
+    }
+    Some(())
+}
+
+const THREAD_NAME_C: &std::ffi::CStr = c"tdmap-inject";
+
+extern "C" fn handler_main(p: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, THREAD_NAME_C.as_ptr()) };
+    // SAFETY: `p` is the Injector set up by `spawn`, used by this thread only.
+    let inj = unsafe { &mut *p.cast::<Injector>() };
+    if inj.beacon != 0 {
+        // SAFETY: the beacon is a mapped, readable page; reading it faults once.
+        unsafe { std::ptr::read_volatile(inj.beacon as *const u8) };
+    }
+    inj.run()
+}
+
+/// Closes the userfaultfd, if open: the kernel then unregisters and unprotects all
+/// memory and wakes the writers waiting on it. Async-signal-safe (close and an atomic).
+fn stop() {
+    let fd = FD.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        uffd::close(fd);
+    }
+}
+
+/// In a forked child: the kernel already unregistered and unprotected its memory; drop
+/// the inherited descriptor.
+extern "C" fn forked_child() {
+    stop();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_c_thread_name_is_the_one_the_monitor_looks_for() {
+        assert_eq!(
+            super::THREAD_NAME_C.to_str().unwrap(),
+            super::env::THREAD_NAME
+        );
+    }
+}
