@@ -40,8 +40,8 @@ for spec in "$@"; do
   : >"$OUT/t.bare"; : >"$OUT/t.dry"; : >"$OUT/t.full"
   for _ in $(seq "$REPS"); do
     wall_cpu "$p" "${args[@]}" >>"$OUT/t.bare"
-    wall_cpu "$TDMAP" run --dry-run -- "$p" "${args[@]}" >>"$OUT/t.dry"
-    wall_cpu "$TDMAP" run -- "$p" "${args[@]}" >>"$OUT/t.full"
+    wall_cpu "$TDMAP" run --sampler kernel --dry-run -- "$p" "${args[@]}" >>"$OUT/t.dry"
+    wall_cpu "$TDMAP" run --sampler kernel -- "$p" "${args[@]}" >>"$OUT/t.full"
   done
   med() { cut -d' ' -f"$2" "$OUT/t.$1" | median; }
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }

@@ -1,5 +1,5 @@
 //! Issue 7, Safety: if the monitor dies, the program never hangs. `tdmap run` is killed
-//! with SIGKILL 50 times, each at a pseudo-random moment of the program's run (after it
+//! with SIGKILL 50 times per sampler (kernel, and inject with its in-program handler), each at a pseudo-random moment of the program's run (after it
 //! started: before that it waits at the gate and, by design, exits 127 without running
 //! when tdmap dies, see tdmap-sys spawn.rs); the program must complete every time with
 //! the checksum of a bare run. Completion is seen as EOF on the program's stdout, which
@@ -118,5 +118,13 @@ fn kill_test(flags: &[&str]) {
 
 #[test]
 fn the_program_completes_when_the_monitor_is_killed() {
-    kill_test(&[]);
+    kill_test(&["--sampler", "kernel"]);
+}
+
+/// With write-protected pages in the program whose handler is in the program, not in
+/// tdmap: nothing waits on the monitor, and the handler lifts every protection once its
+/// parent is gone.
+#[test]
+fn the_program_completes_when_the_monitor_is_killed_with_inject() {
+    kill_test(&["--sampler", "inject", "--period", "10"]);
 }
