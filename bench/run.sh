@@ -19,7 +19,7 @@ cargo build --release -q -p tdmap
 make -s -j2 -C workloads gcc BUILD="$PWD/$OUT/build" >/dev/null
 # Sizes giving runs of about 0.5-2 s at 2 threads (size[:repeat]).
 SIZES=${SIZES:-"ep:20000000 stencil1d:16384 stencil3d:72 pairs:1572864 alltoall:4096 pipeline:262144 cginit:400000 phase:786432"}
-ITER=${ITER:-"ep:65536:400 stencil1d:64:16000 stencil3d:32:40000 pairs:16384:15000 alltoall:512:400 pipeline:2048:1200 cginit:65536:1500 phase:4096:16000"}
+ITER=${ITER:-"ep:16384:400 stencil1d:8:16000 stencil3d:4:40000 pairs:256:15000 alltoall:256:400 pipeline:64:1200 cginit:4096:1500 phase:128:16000"}
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh

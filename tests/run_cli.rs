@@ -77,4 +77,3 @@ fn full_mode_keeps_the_checksum_and_counts_the_threads() {
     assert_eq!(r["mode"], "full");
     assert_eq!(r["threads"].as_array().unwrap().len(), 4, "{r}");
 }
-

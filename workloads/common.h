@@ -35,7 +35,7 @@ static void parse_args(int argc, char **argv, int *threads, long *size, long def
         exit(2);
     }
     *size = def_size;
-    if (argc == 3) {
+    if (argc >= 3) {
         *size = strtol(argv[2], &end, 10);
         if (*end || *size < 1) {
             fprintf(stderr, "%s: SIZE must be a positive integer, got '%s'\n", argv[0], argv[2]);

@@ -33,8 +33,8 @@ else
   echo "corr| $d missing: NUMA balancing keeps its default scan periods"
 fi
 bad=0 n=0
-for spec in pairs:4096:400 pipeline:1024:500 stencil1d:16:800 cginit:65536:300 \
-  stencil3d:8:1200 phase:1024:400 alltoall:256:400 ep:4096:300; do
+for spec in pairs:256:400 pipeline:64:500 stencil1d:8:800 cginit:4096:300 \
+  stencil3d:4:1200 phase:128:400 alltoall:256:400 ep:16384:300; do
   w=${spec%%:*}; reps=${spec##*:}; size=${spec#*:}; size=${size%:*}
   t0=$(cut -d' ' -f1 /proc/uptime)
   if ! /bin/tdmap run --dry-run "$@" --json --report /tmp/corr.json -- "/bin/$w" 8 "$size" "$reps" >/dev/null; then
