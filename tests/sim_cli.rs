@@ -1,8 +1,9 @@
 //! End-to-end tests of `tdmap sim` on traces of the workloads (8 threads, traced on this
 //! one-node machine and replayed on the modelled xeon-x7550-4s): the sharing-aware
-//! policies order as the papers report (oracle ≤ kmaf ≤ os) on sharing-heavy patterns,
-//! every mapping policy ties (within 3 %) on the private-only one, output is deterministic, and bad
-//! input exits 2 with one line. All figures here are SIMULATED.
+//! policies order as the papers report (oracle ≤ kmaf ≤ os) on the sharing-heavy patterns
+//! pairs, pipeline and phase (an ignored test checks all seven and documents where it
+//! fails), every mapping policy ties (within 3 %) on the private-only one, output is
+//! deterministic, and bad input exits 2 with one line. All figures here are SIMULATED.
 
 #[allow(dead_code)]
 mod workloads;
@@ -81,6 +82,8 @@ fn cycles(rs: &[(String, Value)], policy: &str) -> u64 {
     r["report"]["cycles_max"].as_u64().unwrap()
 }
 
+/// Issue 8 must-show 2 on the three sharing-heavy workloads where it holds: oracle ≤
+/// kmaf ≤ os, with kmaf at least 10 % below os.
 #[test]
 fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
     for (name, size) in [("pairs", "4096"), ("pipeline", "512"), ("phase", "512")] {
@@ -104,6 +107,50 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
             .unwrap();
         assert!(moved > 0, "{name}: kmaf never remapped");
     }
+}
+
+/// Issue 8 must-show 2 on all seven sharing-heavy workloads. It does NOT hold yet on
+/// stencil1d and stencil3d, nor reliably on cginit and alltoall (their results move with
+/// each new trace, around os): on traces this short kMAF learns the sharing only after first touch
+/// has placed the data, a remap then leaves the moved threads' pages behind, and Eq. 6
+/// cannot bring them back (a page is touched about six times in the whole run); when it
+/// does not remap, its extra faults alone cost 2 % (crates/sim/README.md, "Known
+/// limits"). Run it with `cargo test --test sim_cli -- --ignored`.
+#[test]
+#[ignore = "fails on stencil1d and stencil3d (cginit, alltoall: some traces); crates/sim/README.md"]
+fn must_show_2_on_every_sharing_heavy_workload() {
+    let sizes = [
+        ("stencil1d", "16"),
+        ("stencil3d", "12"),
+        ("pairs", "4096"),
+        ("alltoall", "128"),
+        ("pipeline", "512"),
+        ("cginit", "8192"),
+        ("phase", "512"),
+    ];
+    let failed: Vec<String> = sizes
+        .iter()
+        .map(|&(name, size)| (name, order(name, size)))
+        .filter(|(_, (os, kmaf, oracle))| !(oracle <= kmaf && kmaf <= os))
+        .map(|(name, (os, kmaf, oracle))| {
+            format!("{name}: oracle {oracle}, kmaf {kmaf}, os {os} cycles")
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "oracle <= kmaf <= os fails on {failed:#?}"
+    );
+}
+
+/// The modelled time (cycles of the slowest thread) of os, kmaf and oracle on workload
+/// `name` traced at `size`.
+fn order(name: &str, size: &str) -> (u64, u64, u64) {
+    let rs = results(&traced(name, size), "os,kmaf,oracle");
+    (
+        cycles(&rs, "os"),
+        cycles(&rs, "kmaf"),
+        cycles(&rs, "oracle"),
+    )
 }
 
 /// ep has private data only, so where threads run does not matter: every mapping policy
