@@ -5,6 +5,8 @@
 # to os (lower is better), and the replay throughput (simulated accesses x policies per
 # wall second, trace decoding and both passes included, one core, release build).
 # Every gain figure here is SIMULATED by tdmap-sim's model, not measured.
+# KEEP_TRACES=1 replays the traces left by the last run instead of tracing again (each
+# new trace interleaves the threads differently, which moves the online policies' figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-8}
@@ -30,7 +32,9 @@ total_ns=0
 for spec in $SIZES; do
   w=${spec%%:*}; n=${spec##*:}
   trace="$OUT/$w.trace"
-  "$TDMAP" trace --force -o "$trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n" >/dev/null 2>&1
+  if [ "${KEEP_TRACES:-0}" != 1 ] || [ ! -s "$trace" ]; then
+    "$TDMAP" trace --force -o "$trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n" >/dev/null 2>&1
+  fi
   s=$(now)
   "$TDMAP" sim "$trace" --machine "$MACHINE" --seed "$SEED" --policies "$POLICIES" \
     --plot "$OUT/$w.png" >"$OUT/$w.txt"

@@ -46,11 +46,12 @@ pub struct SimReport {
     pub policy: String,
     /// Accesses replayed.
     pub accesses: u64,
-    /// Modelled execution time: the cycles of the slowest thread.
+    /// Modelled execution time: the clock of the thread that ends last (each thread's
+    /// clock starts at the simulated time of its first access).
     pub cycles_max: u64,
-    /// The cycles of all threads added up.
+    /// The cycles all threads ran, added up (start times not included).
     pub cycles_total: u64,
-    /// Cycles of each thread.
+    /// The clock of each thread at its end (its start time plus the cycles it ran).
     pub thread_cycles: Vec<u64>,
     /// Memory-system counters.
     pub mem: MemStats,

@@ -228,11 +228,15 @@ impl Sammu {
     }
 
     /// Whether the off-diagonal `a` holds at least `min_sharing` of the matrix's events
-    /// (the diagonal counts a thread's events on pages only it used recently).
+    /// (the diagonal counts a thread's events on pages only it used recently), and more
+    /// than counting noise: sampled events are Poisson counts, so k of them only show
+    /// sharing when k exceeds twice its standard deviation √k (k > 4). A private-only
+    /// program (ep) otherwise remaps on the one or two events of its runtime's shared
+    /// lines whenever its matrix is nearly empty.
     fn shared_enough(&self, a: &[f64]) -> bool {
         let off: f64 = a.iter().sum::<f64>() / 2.0;
         let diag: f64 = (0..self.n).map(|i| self.sm[i * self.n + i]).sum();
-        off > 0.0 && off >= self.p.min_sharing * (off + diag)
+        off > 2.0 * off.sqrt() && off >= self.p.min_sharing * (off + diag)
     }
 
     /// The symmetric sharing matrix the mapping algorithm sees.
