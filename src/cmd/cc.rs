@@ -20,8 +20,12 @@ pub struct Args {
 /// Instrumentation flags. `trace-loads,trace-stores` alone inserts nothing in clang-16;
 /// `edge` turns them on, and without a coverage type it adds no edge callbacks.
 const COVERAGE: &str = "-fsanitize-coverage=edge,trace-loads,trace-stores";
-/// System libraries the Rust staticlib needs (`--print native-static-libs`).
+/// System libraries the Rust staticlib needs (`--print native-static-libs`), and
+/// `--gc-sections`: the archive holds all of tdmap-sys, whose Scotch bindings are
+/// compiled in when Cargo unifies features with the `tdmap` binary's build (`cargo build
+/// --workspace`); they are never called from the runtime and must not be linked.
 const RT_LIBS: &[&str] = &[
+    "-Wl,--gc-sections",
     "-lgcc_s",
     "-lutil",
     "-lrt",
