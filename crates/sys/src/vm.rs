@@ -173,6 +173,20 @@ pub fn restore_signal_handler(sig: i32, old: &libc::sigaction) -> Result<(), Sys
     Ok(())
 }
 
+/// Which of the `out.len()` pages from `addr` (page-aligned) are resident (`mincore`):
+/// byte k of `out` has bit 0 set for page k. Allocation-free, for the inject runtime's
+/// handler thread.
+pub fn resident(addr: usize, out: &mut [u8]) -> Result<(), SysError> {
+    let len = out.len() * page_size();
+    // SAFETY: `out` has one byte per page of the range; mincore only reads our own
+    // process's page tables.
+    let rc = unsafe { libc::mincore(addr as *mut libc::c_void, len, out.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(SysError::last_os("mincore"));
+    }
+    Ok(())
+}
+
 /// The page size in bytes.
 pub fn page_size() -> usize {
     // SAFETY: sysconf only returns a value.
@@ -187,6 +201,19 @@ pub fn page_size() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn touched_pages_are_resident_and_untouched_ones_not() {
+        let page = page_size();
+        let a = mmap_anon(4 * page).unwrap();
+        // SAFETY: writes one byte inside the fresh 4-page mapping.
+        unsafe { *((a + 2 * page) as *mut u8) = 1 };
+        let mut out = [0u8; 4];
+        resident(a, &mut out).unwrap();
+        assert_eq!(out.map(|b| b & 1), [0, 0, 1, 0]);
+        // SAFETY: the mapping is ours and unused from here.
+        unsafe { munmap(a, 4 * page).unwrap() };
+    }
 
     #[test]
     fn map_populate_protect_and_unmap() {

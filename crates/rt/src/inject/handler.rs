@@ -1,6 +1,7 @@
 //! The injector's thread: every period it registers the program's new anonymous
-//! mappings with a userfaultfd and write-protects a sample of their pages (`fraction` of
-//! them, at most `max_pages`, spread over all of them, a different sample each period);
+//! mappings with a userfaultfd and write-protects a sample of their resident pages
+//! (`fraction` of them, at most `max_pages`, spread over all of them, a different sample
+//! each period);
 //! in between it lifts the protection of each page as soon as a write faults on it,
 //! which wakes the writer.
 //!
@@ -23,6 +24,8 @@ use tdmap_sys::uffd::{self, Msg, EVENT_PAGEFAULT};
 const MAX_REGIONS: usize = 4096;
 const MAPS_BUF: usize = 64 * 1024;
 const MSGS: usize = 64;
+/// Pages asked about per `mincore` call (64 MiB of 4 KiB pages).
+const RES_BUF: usize = 16 * 1024;
 
 /// An address range, and whether registering it worked.
 #[repr(C)]
@@ -69,6 +72,10 @@ pub struct Injector {
     phase: u64,
     buf: [u8; MAPS_BUF],
     msgs: [Msg; MSGS],
+    /// Residency of the pages of one stretch of a mapping (`mincore`).
+    res: [u8; RES_BUF],
+    /// Resident pages counted at the last pass.
+    resident: u64,
     /// Write-protect faults resolved.
     pub faults: u64,
 }
@@ -128,6 +135,7 @@ impl Injector {
     pub fn warm_up(&mut self) {
         crate::state::now_ns();
         self.scan();
+        self.resident = self.each_resident(0, u64::MAX);
         let _ = uffd::wait(self.fd, 0);
         self.resolve();
         let _ = uffd::write_protect(self.fd, 0, 0, false);
@@ -203,37 +211,58 @@ impl Injector {
     }
 
     /// Write-protects this pass's sample of the registered memory: `fraction` of its
-    /// pages, at most `max_pages`, spread evenly over all of it (one page every `stride`)
-    /// so that every mapping gets its share each period; the offset within the stride
-    /// moves at each pass, so that over passes every page gets its turn.
+    /// resident pages, at most `max_pages`, spread evenly over all of them (one resident
+    /// page every `stride`) so that every mapping gets its share each period; the offset
+    /// within the stride moves at each pass, so that over passes every page gets its
+    /// turn. Only resident pages: write-protecting a page never touched does nothing
+    /// (no fault comes of it), and most of a program's address space, its threads'
+    /// stacks above all, is never touched.
     fn protect(&mut self) {
-        let (n, page) = (self.n, self.page);
-        let total: u64 = self.regions[..n]
-            .iter()
-            .map(|r| self.usable(r) / page)
-            .sum();
-        if total == 0 {
+        if self.resident == 0 {
+            self.resident = self.each_resident(0, u64::MAX);
+        }
+        if self.resident == 0 {
             return;
         }
-        let k = ((total as f64 * self.fraction).ceil() as u64).clamp(1, self.max_pages.max(1));
-        let stride = (total / k).max(1);
+        let est = self.resident;
+        let k = ((est as f64 * self.fraction).ceil() as u64).clamp(1, self.max_pages.max(1));
+        let stride = (est / k).max(1);
         // A golden-ratio step visits the offsets of the stride in a well-spread order.
         self.phase = self.phase.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut next = self.phase % stride;
-        let mut base = 0;
+        self.resident = self.each_resident(stride, self.phase % stride);
+    }
+
+    /// Walks the resident pages of the usable part of every registered mapping, in
+    /// address order, write-protecting resident pages number `first`, `first + stride`,
+    /// and so on (none for `first = u64::MAX`); returns how many pages are resident.
+    fn each_resident(&mut self, stride: u64, first: u64) -> u64 {
+        let (n, page) = (self.n, self.page);
+        let (mut seen, mut next) = (0u64, first);
         for i in 0..n {
             let r = self.regions[i];
             let len = self.usable(&r) / page;
-            while next < base + len {
-                let from = r.start + (next - base) * page;
-                // With stride 1 the whole rest of the mapping is one range.
-                let count = if stride == 1 { base + len - next } else { 1 };
-                // ENOENT: the mapping went away since the scan; nothing to protect there.
-                let _ = uffd::write_protect(self.fd, from, count * page, true);
-                next += count.max(stride);
+            let mut off = 0;
+            while off < len {
+                let chunk = (len - off).min(RES_BUF as u64) as usize;
+                let from = r.start + off * page;
+                // ENOMEM: the mapping went away since the scan; nothing to protect there.
+                if tdmap_sys::vm::resident(from as usize, &mut self.res[..chunk]).is_err() {
+                    break;
+                }
+                for (p, &b) in self.res[..chunk].iter().enumerate() {
+                    if b & 1 == 0 {
+                        continue;
+                    }
+                    if seen == next {
+                        let _ = uffd::write_protect(self.fd, from + p as u64 * page, page, true);
+                        next = next.saturating_add(stride);
+                    }
+                    seen += 1;
+                }
+                off += chunk as u64;
             }
-            base += len;
         }
+        seen
     }
 }
 
