@@ -135,7 +135,7 @@ impl Injector {
     pub fn warm_up(&mut self) {
         crate::state::now_ns();
         self.scan();
-        self.resident = self.each_resident(0, u64::MAX);
+        self.resident = self.each_resident(0, u64::MAX, 0);
         let _ = uffd::wait(self.fd, 0);
         self.resolve();
         let _ = uffd::write_protect(self.fd, 0, 0, false);
@@ -219,7 +219,7 @@ impl Injector {
     /// stacks above all, is never touched.
     fn protect(&mut self) {
         if self.resident == 0 {
-            self.resident = self.each_resident(0, u64::MAX);
+            self.resident = self.each_resident(0, u64::MAX, 0);
         }
         if self.resident == 0 {
             return;
@@ -229,15 +229,16 @@ impl Injector {
         let stride = (est / k).max(1);
         // A golden-ratio step visits the offsets of the stride in a well-spread order.
         self.phase = self.phase.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        self.resident = self.each_resident(stride, self.phase % stride);
+        self.resident = self.each_resident(stride, self.phase % stride, k);
     }
 
     /// Walks the resident pages of the usable part of every registered mapping, in
     /// address order, write-protecting resident pages number `first`, `first + stride`,
-    /// and so on (none for `first = u64::MAX`); returns how many pages are resident.
-    fn each_resident(&mut self, stride: u64, first: u64) -> u64 {
+    /// and so on, at most `max` of them (the stride comes from the last pass's count, and
+    /// memory may have grown since); returns how many pages are resident.
+    fn each_resident(&mut self, stride: u64, first: u64, max: u64) -> u64 {
         let (n, page) = (self.n, self.page);
-        let (mut seen, mut next) = (0u64, first);
+        let (mut seen, mut next, mut left) = (0u64, first, max);
         for i in 0..n {
             let r = self.regions[i];
             let len = self.usable(&r) / page;
@@ -253,9 +254,10 @@ impl Injector {
                     if b & 1 == 0 {
                         continue;
                     }
-                    if seen == next {
+                    if seen == next && left > 0 {
                         let _ = uffd::write_protect(self.fd, from + p as u64 * page, page, true);
                         next = next.saturating_add(stride);
+                        left -= 1;
                     }
                     seen += 1;
                 }
