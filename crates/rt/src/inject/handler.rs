@@ -74,8 +74,6 @@ pub struct Injector {
     msgs: [Msg; MSGS],
     /// Residency of the pages of one stretch of a mapping (`mincore`).
     res: [u8; RES_BUF],
-    /// Resident pages counted at the last pass.
-    resident: u64,
     /// Write-protect faults resolved.
     pub faults: u64,
 }
@@ -135,7 +133,7 @@ impl Injector {
     pub fn warm_up(&mut self) {
         crate::state::now_ns();
         self.scan();
-        self.resident = self.each_resident(0, u64::MAX, 0);
+        self.each_resident(0, u64::MAX, 0);
         let _ = uffd::wait(self.fd, 0);
         self.resolve();
         let _ = uffd::write_protect(self.fd, 0, 0, false);
@@ -218,24 +216,23 @@ impl Injector {
     /// (no fault comes of it), and most of a program's address space, its threads'
     /// stacks above all, is never touched.
     fn protect(&mut self) {
-        if self.resident == 0 {
-            self.resident = self.each_resident(0, u64::MAX, 0);
-        }
-        if self.resident == 0 {
+        // Counted afresh: memory may have grown a lot since the last pass. mincore is
+        // cheap next to the faults (a few ns a page).
+        let est = self.each_resident(0, u64::MAX, 0);
+        if est == 0 {
             return;
         }
-        let est = self.resident;
         let k = ((est as f64 * self.fraction).ceil() as u64).clamp(1, self.max_pages.max(1));
         let stride = (est / k).max(1);
         // A golden-ratio step visits the offsets of the stride in a well-spread order.
         self.phase = self.phase.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        self.resident = self.each_resident(stride, self.phase % stride, k);
+        self.each_resident(stride, self.phase % stride, k);
     }
 
     /// Walks the resident pages of the usable part of every registered mapping, in
     /// address order, write-protecting resident pages number `first`, `first + stride`,
-    /// and so on, at most `max` of them (the stride comes from the last pass's count, and
-    /// memory may have grown since); returns how many pages are resident.
+    /// and so on, at most `max` of them (pages that became resident between the count
+    /// and this walk would add more); returns how many pages are resident.
     fn each_resident(&mut self, stride: u64, first: u64, max: u64) -> u64 {
         let (n, page) = (self.n, self.page);
         let (mut seen, mut next, mut left) = (0u64, first, max);
