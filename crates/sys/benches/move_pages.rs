@@ -1,4 +1,4 @@
-//! Throughput of page migration as `tdmap run` does it (move_pages in batches of 1024
+//! Throughput of page migration as `tdmap run` does it (move_pages in batches of 16384
 //! pages, `BATCH` in src/cmd/run/act.rs) against one raw move_pages call for all pages,
 //! on PAGES pages of this process, each target being the page's own node (on a one-node
 //! machine nothing moves, so this measures the call's cost per page). Median of REPS.
@@ -7,7 +7,7 @@ use std::time::Instant;
 use tdmap_sys::{LinuxSys, Sys};
 
 const PAGES: usize = 65536;
-const BATCH: usize = 1024;
+const BATCH: usize = 16384;
 const REPS: usize = 7;
 
 fn median(mut v: Vec<f64>) -> f64 {
