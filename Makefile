@@ -35,7 +35,7 @@ demo: build workloads
 	@echo
 	@echo "== tdmap run: the unmodified gcc build of pairs, 8 threads, detected online from page faults"
 	@echo "   (kMAF in user space; this machine has one NUMA node, so no page has anywhere to go)"
-	./target/release/tdmap run --heatmap $(DEMO)/run.png -- workloads/build/gcc/pairs 8 256 2000
+	./target/release/tdmap run --heatmap $(DEMO)/run.png -- workloads/build/gcc/pairs 8 4096 1200
 	@echo
 	@echo "== tdmap sim: SIMULATED comparison of every policy on xeon-x7550-4s (this machine has one node);"
 	@echo "   the kmaf row is tdmap run's mechanism on that machine, simulated"
