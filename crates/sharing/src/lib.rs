@@ -6,6 +6,7 @@
 //! `tdmap analyze` reports [`thread_metrics`] and [`data_metrics`].
 
 mod error;
+pub mod hash;
 mod matrix;
 mod metrics;
 mod migrate;

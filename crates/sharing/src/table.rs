@@ -7,8 +7,8 @@
 //! size of Eq. 7.
 
 use crate::error::SharingError;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::hash::FastMap;
 
 /// Marks an empty sharer slot.
 pub const EMPTY: u16 = u16::MAX;
@@ -112,24 +112,6 @@ enum Nv {
     Wide(Vec<u32>),
 }
 
-/// A multiplicative hash for page-group numbers: one multiply instead of SipHash.
-#[derive(Default)]
-struct GroupHasher(u64);
-
-impl Hasher for GroupHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// Where one event landed, for the caller to record sharing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Touch {
@@ -148,7 +130,7 @@ pub struct AffinityTable {
     sb_mask: u64,
     sbv_words: usize,
     slots: usize,
-    index: HashMap<u64, u32, BuildHasherDefault<GroupHasher>>,
+    index: FastMap<u64, u32>,
     keys: Vec<u64>,
     touched: Vec<u64>,
     nv: Nv,
@@ -173,7 +155,7 @@ impl AffinityTable {
             sb_mask: spp - 1,
             sbv_words: spp as usize * cfg.slots_per_sub_block(),
             slots: cfg.slots_per_sub_block(),
-            index: HashMap::default(),
+            index: FastMap::default(),
             keys: Vec::new(),
             touched: Vec::new(),
             nv: if cfg.wide_counters {

@@ -12,7 +12,7 @@ mod access;
 mod cache;
 mod config;
 mod error;
-mod hash;
+use tdmap_sharing::hash;
 pub mod input;
 mod machine;
 mod memsys;

@@ -1,6 +1,7 @@
-//! A fast, deterministic hasher (folded multiply) for the page table, the directory and the policies'
-//! per-page tables: keys are page or line numbers, so a multiplicative hash suffices and
-//! iteration order stays the same from run to run (determinism).
+//! A fast, deterministic hasher (folded multiply) for tables keyed by page, page-group or
+//! line numbers: the affinity table here, and the simulator's page table, directory and
+//! per-page policy tables. A multiplicative hash suffices for such keys, and iteration
+//! order stays the same from run to run (determinism).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
