@@ -9,7 +9,7 @@ mod common;
 #[allow(dead_code)]
 mod workloads;
 
-use common::{assert_bad_input, matrix_by_tid, run_json, tdmap};
+use common::{assert_bad_input, matrix_by_tid, run_json, running_program, tdmap};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -223,23 +223,6 @@ fn the_program_an_exec_starts_is_injected_too() {
     assert_eq!((code, out), (0, bare));
     assert!(r["inject"]["handler_tid"].as_u64().is_some(), "{r}");
     assert!(repeat(&r) > 50, "{r}");
-}
-
-/// The pid of the program `tdmap` (pid `monitor`) runs, once it runs `prog` (released
-/// from its gate and exec'd); None after 20 s.
-fn running_program(monitor: u32, prog: &Path) -> Option<u32> {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(20) {
-        let kids = std::fs::read_to_string(format!("/proc/{monitor}/task/{monitor}/children"))
-            .unwrap_or_default();
-        for pid in kids.split_whitespace() {
-            if std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == prog) {
-                return pid.parse().ok();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    None
 }
 
 /// The monitor is SIGKILLed at several moments of the program's run, with the injector

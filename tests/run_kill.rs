@@ -1,62 +1,26 @@
 //! Issue 7, Safety: if the monitor dies, the program never hangs. `tdmap run` is killed
-//! with SIGKILL 50 times per sampler (kernel, and inject with its in-program handler), each at a pseudo-random moment of the program's run (after it
-//! started: before that it waits at the gate and, by design, exits 127 without running
-//! when tdmap dies, see tdmap-sys spawn.rs); the program must complete every time with
+//! with SIGKILL 50 times per sampler (kernel, and inject with its in-program handler),
+//! each at a pseudo-random moment of the program's run (after it started: before that
+//! it waits at the gate and, by design, exits 127 without running when tdmap dies, see
+//! tdmap-sys spawn.rs); the program must complete every time with
 //! the checksum of a bare run. Completion is seen as EOF on the program's stdout, which
 //! only the program then holds, within a generous deadline.
 
+mod common;
+#[allow(dead_code)]
+mod workloads;
+
+use common::running_program;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
 const KILLS: u64 = 50;
 /// pairs at 8 threads, repeated for ~0.5 s on this 2-vCPU machine.
 const ARGS: [&str; 3] = ["8", "256", "700"];
-
-/// The gcc build of pairs, made once: the tests run in parallel and must not run it
-/// while make rewrites it.
-fn pairs() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build_pairs).clone()
-}
-
-fn build_pairs() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("run-kill");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
-    let ok = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(&src)
-        .arg(format!("BUILD={}", dir.display()))
-        .arg(dir.join("gcc/pairs"))
-        .status()
-        .expect("make runs")
-        .success();
-    assert!(ok, "building workloads/pairs failed");
-    dir.join("gcc/pairs")
-}
-
-/// The pid of `parent`'s child once it has become `name` (exec done), if it does in time.
-fn started_child(parent: u32, name: &str) -> Option<u32> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
-            .unwrap_or_default();
-        for pid in children
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-        {
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            if comm.trim() == name {
-                return Some(pid);
-            }
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    None
-}
 
 /// xorshift64: reproducible "random" kill moments (the seed is printed on failure).
 fn next(x: &mut u64) -> u64 {
@@ -87,7 +51,7 @@ fn killed_run(prog: &Path, flags: &[&str], delay: Duration) -> Result<(String, b
         let _ = out.read_to_string(&mut s);
         let _ = tx.send(s);
     });
-    let child = started_child(tdmap.id(), "pairs");
+    let child = running_program(tdmap.id(), prog);
     std::thread::sleep(delay);
     let running = child.is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
     tdmap.kill().expect("SIGKILL tdmap");
@@ -102,7 +66,7 @@ fn killed_run(prog: &Path, flags: &[&str], delay: Duration) -> Result<(String, b
 }
 
 fn kill_test(flags: &[&str]) {
-    let prog = pairs();
+    let prog = workloads::gcc("pairs");
     let bare = Command::new(&prog).args(ARGS).output().unwrap();
     let want = String::from_utf8(bare.stdout).unwrap();
     assert!(want.starts_with("pairs checksum"), "{want}");

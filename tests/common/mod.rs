@@ -98,3 +98,20 @@ pub fn matrix_by_tid(r: &serde_json::Value) -> Vec<Vec<f64>> {
         .map(|&i| order.iter().map(|&j| cells[i * n + j]).collect())
         .collect()
 }
+
+/// The pid of the program `tdmap` (pid `monitor`) runs, once it runs `prog` (released
+/// from its gate and exec'd); None after 20 s.
+pub fn running_program(monitor: u32, prog: &Path) -> Option<u32> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        let kids = std::fs::read_to_string(format!("/proc/{monitor}/task/{monitor}/children"))
+            .unwrap_or_default();
+        for pid in kids.split_whitespace() {
+            if std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == prog) {
+                return pid.parse().ok();
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    None
+}

@@ -40,8 +40,8 @@ for spec in pairs:256:400 pipeline:64:500 stencil1d:8:800 cginit:4096:300 \
   if ! /bin/tdmap run --dry-run "$@" --json --report /tmp/corr.json -- "/bin/$w" 8 "$size" "$reps" >/dev/null; then
     echo "FAIL $w: tdmap run failed"; bad=$((bad + 1)); n=$((n + 1)); continue
   fi
-  # The report's matrix cells, one number per line.
   secs=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
+  # The report's matrix cells, one number per line.
   cells=$(tr -d ' \n' </tmp/corr.json | sed 's/.*"matrix":{[^}]*"cells":\[\([^]]*\)\].*/\1/' | tr ',' '\n')
   taken=$(tr -d ' \n' </tmp/corr.json | sed 's/.*"taken":\([0-9]*\).*/\1/')
   s=$(echo "$cells" | awk -v w="$w" '

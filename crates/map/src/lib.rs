@@ -3,8 +3,8 @@
 //! This is the decision step of the pipeline: given a sharing matrix (from tdmap-sharing)
 //! and a machine (tdmap-topo), [`map_threads`] says on which PU each thread should run,
 //! [`cost()`] scores any mapping, [`data`] decides where a page should live from its NUMA
-//! vector (majority; kMAF Eq. 6 lives in tdmap-sharing) and [`policy`] gives the static page → node policies
-//! (first-touch, interleave, bind and the MAi policies of Minas). The `tdmap map` command
+//! vector (majority; kMAF Eq. 6 lives in tdmap-sharing) and [`policy`] gives the static
+//! page → node policies (first-touch, interleave, bind and the MAi policies of Minas). The `tdmap map` command
 //! and the runtime apply the results.
 
 #![warn(missing_docs)]

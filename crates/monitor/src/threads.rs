@@ -1,10 +1,11 @@
 //! Stable thread indexes for the sharing matrix: threads are numbered in order of first
 //! appearance in the samples, batch by batch (one drain of the rings), and within one
 //! batch in ascending tid order (`tdmap run` also registers, in tid order, every live
-//! thread of the program when a new one faults, see `Monitor::register_threads`); an index is kept for the whole run, even after its
-//! thread exits. Linux hands out tids in creation order (until they wrap), so threads
-//! created close together, as a parallel region's are, get their creation order: the
-//! order `tdmap trace`, `tdmap map --mapping` files and OpenMP thread numbers use.
+//! thread of the program when a new one faults, see `Monitor::register_threads`); an
+//! index is kept for the whole run, even after its thread exits. Linux hands out tids in
+//! creation order (until they wrap), so threads created close together, as a parallel
+//! region's are, get their creation order: the order `tdmap trace`, `tdmap map
+//! --mapping` files and OpenMP thread numbers use.
 
 use std::collections::HashMap;
 

@@ -7,7 +7,6 @@
 //! size of Eq. 7.
 
 use crate::error::SharingError;
-
 use crate::hash::FastMap;
 
 /// Marks an empty sharer slot.

@@ -204,11 +204,8 @@ impl HandlerWatch {
         if !self.active || self.tid.is_some() {
             return;
         }
-        let tasks = fs.list(format!("/proc/{pid}/task")).unwrap_or_default();
-        self.tid = tasks
-            .iter()
-            .filter_map(|t| t.parse().ok())
-            .find(|&t| Self::is_handler(fs, pid, t));
+        let tasks = tdmap_sys::task_ids(fs, pid).unwrap_or_default();
+        self.tid = tasks.into_iter().find(|&t| Self::is_handler(fs, pid, t));
     }
 
     /// The handler's tid, once found.
