@@ -40,6 +40,59 @@ pub fn report(err: &anyhow::Error) -> i32 {
     }
 }
 
+/// Handles a command-line parse error: help and version go to stdout (exit 0), help for
+/// a bare `tdmap` to stderr (exit 2); a usage error becomes one `tdmap: ` line naming
+/// the bad word and the help to read (exit 2).
+pub fn usage(err: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            return OK;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            return BAD_INPUT;
+        }
+        _ => {}
+    }
+    eprintln!("tdmap: {}", usage_line(&err.render().to_string()));
+    BAD_INPUT
+}
+
+/// clap's error text (message, blank line, `Usage: tdmap CMD [OPTIONS]...`, hint) as one
+/// line: the message, then which `--help` to read.
+fn usage_line(text: &str) -> String {
+    let msg: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    let msg = msg.join(" ");
+    let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+    let cmd: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .unwrap_or("tdmap")
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['[', '<', '-']))
+        .collect();
+    format!("{msg}; see '{} --help'", cmd.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_usage_error_is_one_line_naming_the_help() {
+        let text = "error: the following required arguments were not provided:\n  <PROGRAM>...\n\n\
+                    Usage: tdmap run [OPTIONS] -- <PROGRAM>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            super::usage_line(text),
+            "the following required arguments were not provided: <PROGRAM>...; see 'tdmap run --help'"
+        );
+    }
+}
+
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()

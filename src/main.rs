@@ -6,7 +6,10 @@ mod exit;
 use clap::Parser;
 
 fn main() {
-    let cli = cmd::Cli::parse();
+    let cli = match cmd::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => std::process::exit(exit::usage(&err)),
+    };
     let code = match cmd::run(cli) {
         Ok(code) => code,
         Err(err) => exit::report(&err),
