@@ -25,6 +25,29 @@ fn bad_options_are_refused_with_one_line() {
         "--sampler",
     );
     assert_bad_input(&tdmap(&["run", "--period", "0", "--", "true"]), "--period");
+    assert_bad_input(
+        &tdmap(&["run", "--sharers", "0", "--", "true"]),
+        "--sharers",
+    );
+}
+
+/// The report states the sharing granularity it ran with, and carries the amount
+/// matrix (bytes of shared sub-blocks, so whole sub-blocks) beside the access one.
+#[test]
+fn the_report_gives_the_granularity_and_both_matrices() {
+    let prog = gcc("pairs");
+    let flags = ["--dry-run", "--sharers", "all", "--sub-block", "256"];
+    let (_, r, code) = run_json(&flags, &prog, &["4", "4096"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        (r["sharers"].as_str(), r["sub_block"].as_u64()),
+        (Some("all"), Some(256))
+    );
+    let cells = |k: &str| r[k]["cells"].as_array().unwrap().clone();
+    let (acc, amount) = (cells("matrix"), cells("matrix_amount"));
+    assert_eq!(acc.len(), amount.len(), "{r}");
+    assert!(amount.iter().any(|c| c.as_u64().unwrap() > 0), "{r}");
+    assert!(amount.iter().all(|c| c.as_u64().unwrap() % 256 == 0), "{r}");
 }
 
 #[test]

@@ -57,6 +57,11 @@ pub struct Args {
     /// fault in the same sub-block (kMAF §3.5.1: 1024). A power of two from 64 to 4096.
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     sub_block: u32,
+    /// Sharers kept per sub-block: a number K (kMAF's last K threads; a fault shares
+    /// with the K-1 others), or `all` (every thread that faulted there). kMAF keeps 2;
+    /// more also see readers of one producer's data sharing with each other.
+    #[arg(long, value_name = "N|all", default_value = "2", value_parser = super::analyze::parse_sharers)]
+    sharers: tdmap_sharing::Sharers,
     /// Detect and decide, but move no thread and no page.
     #[arg(long)]
     dry_run: bool,

@@ -53,7 +53,7 @@ pub struct Args {
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).
     #[arg(long, value_name = "N|all", value_parser = super::analyze::parse_sharers, requires = "model_only")]
-    sharers: Option<super::analyze::Sharers>,
+    sharers: Option<tdmap_sharing::Sharers>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,

@@ -4,8 +4,8 @@ use crate::error::MonitorError;
 use crate::threads::ThreadIndex;
 use std::collections::BTreeSet;
 use tdmap_map::{cost::PuDistance, map_threads, Algorithm, Distance, Options};
-use tdmap_sharing::TableConfig;
 use tdmap_sharing::{migration_target, should_migrate, Metric, SharingMatrix, SharingModel};
+use tdmap_sharing::{Sharers, TableConfig};
 use tdmap_topo::Topology;
 
 /// One sampled page fault, as the monitor needs it.
@@ -35,6 +35,8 @@ pub struct Config {
     pub data: bool,
     /// Bytes per sub-block of the sharer vectors (kMAF §3.5.1 uses 1 KiB).
     pub sub_block: u32,
+    /// Sharers kept per sub-block (kMAF §3.5.1 keeps the last 2).
+    pub sharers: Sharers,
 }
 
 impl Default for Config {
@@ -46,6 +48,7 @@ impl Default for Config {
             threads: true,
             data: true,
             sub_block: 1024,
+            sharers: Sharers::Last(2),
         }
     }
 }
@@ -73,9 +76,8 @@ pub struct Monitor<'t> {
     threads: ThreadIndex,
     touched: BTreeSet<u64>,
     mapping: Option<Vec<usize>>,
-    /// Sharing never aged (for the report), and the aged matrix as last left.
-    total: Vec<u64>,
-    last: Vec<u64>,
+    /// Sharing never aged (for the report), per metric.
+    totals: [Totals; 2],
     ignored: u64,
     periods: u64,
 }
@@ -87,7 +89,8 @@ impl<'t> Monitor<'t> {
         let table = TableConfig {
             sub_block: u64::from(cfg.sub_block),
             ..TableConfig::page_faults(topo.num_nodes().max(1))
-        };
+        }
+        .keeping(cfg.sharers);
         let cap = cfg.max_threads;
         Ok(Monitor {
             topo,
@@ -97,8 +100,7 @@ impl<'t> Monitor<'t> {
             threads: ThreadIndex::new(cap),
             touched: BTreeSet::new(),
             mapping: None,
-            total: vec![0; cap * cap],
-            last: vec![0; cap * cap],
+            totals: [Totals::new(cap), Totals::new(cap)],
             ignored: 0,
             periods: 0,
         })
@@ -178,23 +180,23 @@ impl<'t> Monitor<'t> {
         self.ignored
     }
 
-    /// The current (aged) access-sharing matrix of the threads seen, row-major.
-    fn current(&self) -> Vec<u64> {
+    /// The current (aged) matrix of `metric` over the threads seen, row-major.
+    fn current(&self, metric: Metric) -> Vec<u64> {
         let (n, cap) = (self.threads.len(), self.cfg.max_threads);
-        let m = self.model.matrix(Metric::Accesses);
+        let m = self.model.matrix(metric);
         (0..n * n)
             .map(|k| m.as_slice()[k / n * cap + k % n])
             .collect()
     }
 
-    /// All sharing seen during the run, without aging, over the threads seen.
-    pub fn total_matrix(&self) -> SharingMatrix {
+    /// All sharing of `metric` seen during the run, without aging, over the threads seen.
+    pub fn total_matrix(&self, metric: Metric) -> SharingMatrix {
         let (n, cap) = (self.threads.len(), self.cfg.max_threads);
-        let cur = self.current();
+        let (cur, t) = (self.current(metric), &self.totals[metric_slot(metric)]);
         let cells = (0..n * n)
             .map(|k| {
                 let at = k / n * cap + k % n;
-                self.total[at] + cur[k] - self.last[at]
+                t.sum[at] + cur[k] - t.last[at]
             })
             .collect();
         SharingMatrix::from_rows(n, cells).expect("sharing matrices are symmetric")
@@ -209,7 +211,11 @@ impl<'t> Monitor<'t> {
         if !self.cfg.threads || n == 0 {
             return Ok(None);
         }
-        let m: Vec<f64> = self.current().iter().map(|&c| c as f64).collect();
+        let m: Vec<f64> = self
+            .current(Metric::Accesses)
+            .iter()
+            .map(|&c| c as f64)
+            .collect();
         let shared = (0..n * n).any(|k| k / n != k % n && m[k] > 0.0);
         if self.mapping.is_none() && !shared {
             return Ok(None);
@@ -283,19 +289,15 @@ impl<'t> Monitor<'t> {
     /// Ends a period: forgets the touched pages and ages the matrix ×0.75 (kMAF §3.4.2),
     /// keeping the un-aged total for the report.
     pub fn end_period(&mut self) {
-        let cap = self.cfg.max_threads;
-        let n = self.threads.len();
-        let m = self.model.matrix(Metric::Accesses).as_slice();
-        for i in 0..n {
-            for j in 0..n {
-                let at = i * cap + j;
-                self.total[at] += m[at] - self.last[at];
-            }
+        let (cap, n) = (self.cfg.max_threads, self.threads.len());
+        for metric in [Metric::Accesses, Metric::Amount] {
+            let m = self.model.matrix(metric).as_slice();
+            self.totals[metric_slot(metric)].add_since_last(m, n, cap);
         }
         self.model.age();
-        let m = self.model.matrix(Metric::Accesses).as_slice();
-        for i in 0..n {
-            self.last[i * cap..i * cap + n].copy_from_slice(&m[i * cap..i * cap + n]);
+        for metric in [Metric::Accesses, Metric::Amount] {
+            let m = self.model.matrix(metric).as_slice();
+            self.totals[metric_slot(metric)].mark(m, n, cap);
         }
         self.touched.clear();
         self.periods += 1;
@@ -304,6 +306,45 @@ impl<'t> Monitor<'t> {
     /// The affinity table, for the report's data metrics.
     pub fn table(&self) -> &tdmap_sharing::AffinityTable {
         self.model.table()
+    }
+}
+
+/// One metric's un-aged total: before each aging, what the aged matrix gained since it
+/// was last marked is added to `sum`.
+struct Totals {
+    sum: Vec<u64>,
+    last: Vec<u64>,
+}
+
+impl Totals {
+    fn new(cap: usize) -> Totals {
+        Totals {
+            sum: vec![0; cap * cap],
+            last: vec![0; cap * cap],
+        }
+    }
+
+    fn add_since_last(&mut self, m: &[u64], n: usize, cap: usize) {
+        for i in 0..n {
+            let row = i * cap..i * cap + n;
+            let (sum, last) = (&mut self.sum[row.clone()], &self.last[row.clone()]);
+            for ((s, &now), &was) in sum.iter_mut().zip(&m[row]).zip(last) {
+                *s += now - was;
+            }
+        }
+    }
+
+    fn mark(&mut self, m: &[u64], n: usize, cap: usize) {
+        for i in 0..n {
+            self.last[i * cap..i * cap + n].copy_from_slice(&m[i * cap..i * cap + n]);
+        }
+    }
+}
+
+fn metric_slot(metric: Metric) -> usize {
+    match metric {
+        Metric::Accesses => 0,
+        Metric::Amount => 1,
     }
 }
 

@@ -22,4 +22,4 @@ pub use metrics::{
 };
 pub use migrate::{migration_target, should_migrate};
 pub use model::{Metric, SharingModel};
-pub use table::{AffinityTable, TableConfig, Touch, EMPTY};
+pub use table::{AffinityTable, Sharers, TableConfig, Touch, EMPTY};

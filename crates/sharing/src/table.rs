@@ -36,6 +36,24 @@ pub struct TableConfig {
     pub all_sharers: bool,
 }
 
+/// How many sharers of a sub-block the affinity table keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharers {
+    /// kMAF's last K threads, MRU first (§3.2; K is configurable there, 2 in §3.5.1).
+    Last(usize),
+    /// Every thread that touched the block (trace paper §III-B).
+    All,
+}
+
+impl std::fmt::Display for Sharers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sharers::Last(k) => write!(f, "{k}"),
+            Sharers::All => f.write_str("all"),
+        }
+    }
+}
+
 impl TableConfig {
     /// kMAF's configuration for page-fault samples (§3.5.1): 4 KiB pages, 1 KiB
     /// sub-blocks, 2 sharers, 2-byte counters.
@@ -70,6 +88,22 @@ impl TableConfig {
             sharers: threads.max(1),
             all_sharers: true,
             ..TableConfig::exact(nodes)
+        }
+    }
+
+    /// This configuration, keeping `s` sharers per sub-block (the model sizes an `All`
+    /// bitset for its thread count).
+    pub fn keeping(self, s: Sharers) -> TableConfig {
+        match s {
+            Sharers::Last(k) => TableConfig {
+                sharers: k,
+                all_sharers: false,
+                ..self
+            },
+            Sharers::All => TableConfig {
+                all_sharers: true,
+                ..self
+            },
         }
     }
 

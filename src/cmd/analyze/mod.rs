@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use report::Report;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tdmap_sharing::{Metric, SharingMatrix, SharingModel, TableConfig};
+use tdmap_sharing::{Metric, Sharers, SharingMatrix, SharingModel, TableConfig};
 use tdmap_trace::{Chunk, Prefetch, Reader};
 
 /// Arguments of `tdmap analyze`.
@@ -47,15 +47,6 @@ pub struct Args {
 enum MetricArg {
     Accesses,
     Amount,
-}
-
-/// How many sharers of a block the model keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Sharers {
-    /// kMAF's last K threads.
-    Last(usize),
-    /// Every thread (trace paper §III-B).
-    All,
 }
 
 pub(super) fn parse_sharers(s: &str) -> Result<Sharers, String> {
@@ -185,10 +176,8 @@ pub(super) fn build_model(
                     },
                     Chunk::Faults(_) => TableConfig::page_faults(n),
                 };
-                match sharers {
-                    Some(Sharers::Last(k)) => (cfg.all_sharers, cfg.sharers) = (false, k),
-                    Some(Sharers::All) => cfg.all_sharers = true,
-                    None => {}
+                if let Some(s) = sharers {
+                    cfg = cfg.keeping(s);
                 }
                 cfg.page_size = page;
                 cfg.sub_block = cfg.sub_block.min(page);
@@ -307,7 +296,8 @@ pub(crate) fn write_matrix_heatmap(path: &Path, m: &SharingMatrix, metric: Metri
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_sharers, parse_size, Sharers};
+    use super::{parse_sharers, parse_size};
+    use tdmap_sharing::Sharers;
 
     #[test]
     fn sharer_counts_parse() {

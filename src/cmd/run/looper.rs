@@ -9,7 +9,9 @@ use anyhow::Result;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tdmap_monitor::{Config, Fault, Monitor};
-use tdmap_sharing::{data_metrics, thread_metrics, DataMetrics, SharingMatrix, ThreadMetrics};
+use tdmap_sharing::{
+    data_metrics, thread_metrics, DataMetrics, Metric, SharingMatrix, ThreadMetrics,
+};
 use tdmap_sys::perf::{FaultSample, FaultSource};
 use tdmap_sys::{FsRoot, GatedChild};
 use tdmap_topo::Topology;
@@ -61,6 +63,7 @@ impl Settings {
                 threads: !args.data_only && static_map.is_none(),
                 data: !args.threads_only,
                 sub_block: args.sub_block,
+                sharers: args.sharers,
                 ..Config::default()
             },
             dry_run: args.dry_run,
@@ -116,8 +119,10 @@ pub struct Outcome {
     pub ignored_threads: u64,
     /// tid of each thread index, with its sample count.
     pub threads: Vec<(u32, u64)>,
-    /// The un-aged sharing matrix of the whole run.
+    /// The un-aged sharing matrix of the whole run (accesses to shared sub-blocks).
     pub matrix: SharingMatrix,
+    /// The same for the amount of shared memory (bytes of sub-blocks shared).
+    pub amount: SharingMatrix,
     /// Heterogeneity and amount of sharing of `matrix`.
     pub metrics: ThreadMetrics,
     /// Exclusivity of the pages seen (4 KiB).
@@ -207,7 +212,7 @@ pub fn monitor(
             next += s.period;
         }
     };
-    let matrix = mon.total_matrix();
+    let matrix = mon.total_matrix(Metric::Accesses);
     Ok(Outcome {
         exit_code: exit_code(status),
         wall: start.elapsed(),
@@ -226,6 +231,7 @@ pub fn monitor(
             .copied()
             .zip(per_thread)
             .collect(),
+        amount: mon.total_matrix(Metric::Amount),
         metrics: thread_metrics(&matrix),
         matrix,
         data: data_metrics(mon.table(), 4096).ok(),

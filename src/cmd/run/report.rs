@@ -62,9 +62,14 @@ pub struct Report<'o> {
     algorithm: &'static str,
     period_ms: u128,
     periods: u64,
+    /// Sharing granularity: bytes per sub-block, and sharers kept per sub-block.
+    sub_block: u32,
+    sharers: String,
     samples: Samples,
     threads: Vec<ThreadRow>,
     matrix: &'o SharingMatrix,
+    /// The amount of shared memory per pair (bytes), the trace paper's second metric.
+    matrix_amount: &'o SharingMatrix,
     metrics: &'o ThreadMetrics,
     data: Option<&'o DataMetrics>,
     migrations: &'o Counts,
@@ -106,6 +111,8 @@ impl<'o> Report<'o> {
             algorithm: s.cfg.algorithm.name(),
             period_ms: s.period.as_millis(),
             periods: o.periods,
+            sub_block: s.cfg.sub_block,
+            sharers: s.cfg.sharers.to_string(),
             samples: Samples {
                 taken: o.samples,
                 repeat: o.repeat,
@@ -115,6 +122,7 @@ impl<'o> Report<'o> {
             },
             threads,
             matrix: &o.matrix,
+            matrix_amount: &o.amount,
             metrics: &o.metrics,
             data: o.data.as_ref(),
             migrations: &o.actions,
@@ -160,13 +168,15 @@ impl<'o> Report<'o> {
         )?;
         writeln!(
             s,
-            "mode {}, sampler {}{}, algorithm {}, period {} ms, {} periods",
+            "mode {}, sampler {}{}, algorithm {}, period {} ms, {} periods, {}-byte sub-blocks with {} sharers",
             self.mode,
             self.sampler,
             self.sampler_detail(),
             self.algorithm,
             self.period_ms,
-            self.periods
+            self.periods,
+            self.sub_block,
+            self.sharers
         )?;
         let sm = &self.samples;
         writeln!(

@@ -12,7 +12,6 @@
 use super::raw::{RawEvent, RawReader};
 use super::{check_hello, child_code, status_of, Args, Control, Decoder, Scratch};
 use crate::cmd::analyze::report::Report;
-use crate::cmd::analyze::Sharers;
 use crate::exit::{input, FAILED};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -23,6 +22,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
+use tdmap_sharing::Sharers;
 use tdmap_sharing::{Metric, SharingModel, TableConfig};
 use tdmap_trace::{Access, Fault, Header, TraceStatus};
 
@@ -187,9 +187,8 @@ impl Feed {
             sub_block: line.clamp(1, page),
             ..TableConfig::all_sharers(topo.num_nodes().max(1), 1)
         };
-        match sharers {
-            Some(Sharers::Last(k)) => (cfg.all_sharers, cfg.sharers) = (false, k),
-            Some(Sharers::All) | None => {}
+        if let Some(s) = sharers {
+            cfg = cfg.keeping(s);
         }
         cfg.page_size = page;
         Ok(Feed {
