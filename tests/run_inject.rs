@@ -14,7 +14,6 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 use workloads::gcc;
 
@@ -22,16 +21,7 @@ const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
 
 /// Builds libtdmap_rt.so beside the tdmap binary (same profile), once.
 fn runtime() {
-    static DONE: Once = Once::new();
-    DONE.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "-q", "-p", "tdmap-rt"]);
-        if TDMAP.contains("/release/") {
-            c.arg("--release");
-        }
-        assert!(c.status().unwrap().success(), "building tdmap-rt failed");
-    });
+    common::cargo_build("tdmap-rt");
 }
 
 /// Flags of a short-period inject run.
@@ -176,17 +166,7 @@ fn protect_everything(prog: &Path) -> Command {
 }
 
 fn fork_program() -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inject/fork.c");
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("inject-fork");
-    let ok = Command::new("gcc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "gcc failed on {}", src.display());
-    exe
+    common::gcc_test_program("inject/fork.c", "inject-fork")
 }
 
 /// Every page protected every 10 ms, then fork: the children (no handler thread) and the

@@ -106,19 +106,20 @@ pub fn find_in_path(name: &OsStr) -> Option<PathBuf> {
 
 /// The runtime archive: $TDMAP_RT_LIB, else libtdmap_rt.a beside the tdmap binary.
 fn runtime_lib() -> Result<PathBuf> {
-    runtime_file("TDMAP_RT_LIB", "libtdmap_rt.a")
+    runtime_file("TDMAP_RT_LIB", "libtdmap_rt.a", "tdmap-rt")
 }
 
-/// A file of the tdmap runtime (crates/rt): `$var` if set, else `name` beside the tdmap
-/// binary; missing, it is an input error naming both fixes.
-pub(crate) fn runtime_file(var: &str, name: &str) -> Result<PathBuf> {
+/// A library built from this workspace's crate `package` (the runtime, crates/rt, or
+/// libmai, crates/mai): `$var` if set, else `name` beside the tdmap binary; missing, it
+/// is an input error naming both fixes.
+pub(crate) fn runtime_file(var: &str, name: &str, package: &str) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() {
             Ok(p)
         } else {
             Err(input(format!(
-                "{var}={} is not a file; point it at {name}",
+                "{var}={} is not a file; point it at {name} (`cargo build -p {package}` builds it)",
                 p.display()
             )))
         };
@@ -130,7 +131,7 @@ pub(crate) fn runtime_file(var: &str, name: &str) -> Result<PathBuf> {
         return Ok(lib);
     }
     Err(input(format!(
-        "the tdmap runtime {} is missing; build it with `cargo build -p tdmap-rt` (same profile as tdmap) or set {var}",
+        "{} is missing; build it with `cargo build -p {package}` (same profile as tdmap) or set {var}",
         lib.display()
     )))
 }

@@ -3,7 +3,8 @@
 //! every period, feeds the samples to the sharing model, maps the threads, moves pages by
 //! Eq. 6 and ages the matrix (decisions in tdmap-monitor, syscalls in tdmap-sys).
 //! With the inject sampler (run/sampler.rs) the program also gets the tdmap runtime
-//! preloaded, which makes the extra faults the kernel sampler then sees.
+//! preloaded, which makes the extra faults the kernel sampler then sees. With
+//! `--mai-auto` it also gets libmai preloaded in automatic mode (run/preload.rs).
 //!
 //! Output: the program keeps its stdout and stderr (inherited, untouched). The report
 //! goes to stderr after the program ends, as text or with `--json` as one JSON document,
@@ -13,6 +14,7 @@
 
 mod act;
 mod looper;
+mod preload;
 mod report;
 mod sampler;
 
@@ -76,6 +78,19 @@ pub struct Args {
     /// --threads-only.
     #[arg(long, value_name = "FILE")]
     mapping: Option<PathBuf>,
+    /// Preload libmai in automatic mode: it picks cyclic or bind_block for each large array.
+    ///
+    /// The program gets libmai.so preloaded with MAI_AUTO=1: libmai's automatic mode
+    /// (MApp §3.2) gives each array at least as large as the last-level cache
+    /// (MAI_AUTO_THRESHOLD overrides) the memory policy the heuristic picks for this
+    /// machine when it is allocated, and logs each choice on the program's stderr, or to
+    /// MAI_AUTO_LOG. tdmap still detects sharing, maps threads and moves pages as usual:
+    /// libmai sets the first placement, kMAF's Eq. 6 moves correct it at run time
+    /// (--threads-only or --dry-run keep libmai's placement). Combines with --mapping and
+    /// with --sampler inject. libmai.so is $TDMAP_MAI_SO, else beside tdmap (`cargo build
+    /// -p tdmap-mai`).
+    #[arg(long)]
+    mai_auto: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -100,7 +115,7 @@ pub fn run(args: Args) -> Result<i32> {
         .command
         .split_first()
         .expect("clap requires the program");
-    let env = settings.sampler.env(args.period);
+    let env = preload::env(&settings, args.period);
     let mut child = tdmap_sys::spawn_gated_env(prog, rest, &env)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let fs = FsRoot::default();

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Runs the built `tdmap` with `args`.
 pub fn tdmap(args: &[&str]) -> Output {
@@ -49,6 +50,16 @@ pub fn assert_bad_input(out: &Output, needle: &str) {
 
 /// Runs `tdmap run FLAGS --json --report FILE -- PROG ARGS`: (stdout, report, exit code).
 pub fn run_json(flags: &[&str], prog: &Path, args: &[&str]) -> (String, serde_json::Value, i32) {
+    run_json_env(flags, &[], prog, args)
+}
+
+/// [`run_json`] with `env` added to tdmap's environment (which the program inherits).
+pub fn run_json_env(
+    flags: &[&str],
+    env: &[(&str, &str)],
+    prog: &Path,
+    args: &[&str],
+) -> (String, serde_json::Value, i32) {
     // Tests of one binary run in parallel: each run gets its own report file.
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
@@ -58,6 +69,7 @@ pub fn run_json(flags: &[&str], prog: &Path, args: &[&str]) -> (String, serde_js
         RUNS.fetch_add(1, Ordering::Relaxed)
     ));
     let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .envs(env.iter().copied())
         .arg("run")
         .args(flags)
         .args(["--json", "--report"])
@@ -114,4 +126,39 @@ pub fn running_program(monitor: u32, prog: &Path) -> Option<u32> {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     None
+}
+
+/// Builds the workspace crate `package` with the profile of the tested `tdmap`, so that
+/// its libraries land beside the binary where `tdmap run` looks for them; once per test
+/// binary and package.
+pub fn cargo_build(package: &str) {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.iter().any(|p| p == package) {
+        return;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args(["build", "-q", "-p", package]);
+    if env!("CARGO_BIN_EXE_tdmap").contains("/release/") {
+        c.arg("--release");
+    }
+    assert!(c.status().unwrap().success(), "building {package} failed");
+    built.push(package.into());
+}
+
+/// Compiles the C program `tests/<rel>` with `gcc -O2 -Wall` into the test target's
+/// temporary directory as `exe`; returns its path.
+pub fn gcc_test_program(rel: &str, exe: &str) -> PathBuf {
+    let src = test_path(rel);
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(exe);
+    let ok = Command::new("gcc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc failed on {}", src.display());
+    exe
 }

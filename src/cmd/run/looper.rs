@@ -7,6 +7,7 @@ use super::sampler::{HandlerWatch, InjectReport, Sampler};
 use super::Args;
 use anyhow::Result;
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tdmap_monitor::{Config, Fault, Monitor};
 use tdmap_sharing::{
@@ -33,6 +34,8 @@ pub struct Settings {
     pub static_map: Option<Vec<usize>>,
     /// Where samples come from.
     pub sampler: Sampler,
+    /// libmai.so, preloaded with its automatic mode on (`--mai-auto`).
+    pub mai: Option<PathBuf>,
 }
 
 impl Settings {
@@ -55,6 +58,7 @@ impl Settings {
         }
         let static_map = args.mapping.as_deref().map(act::read_mapping).transpose()?;
         let sampler = Sampler::choose(args)?;
+        let mai = args.mai_auto.then(super::preload::mai).transpose()?;
         Ok(Settings {
             period: Duration::from_millis(args.period),
             cfg: Config {
@@ -69,6 +73,7 @@ impl Settings {
             dry_run: args.dry_run,
             static_map,
             sampler,
+            mai,
         })
     }
 }

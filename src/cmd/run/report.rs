@@ -58,6 +58,8 @@ pub struct Report<'o> {
     sampler: &'static str,
     soft_dirty_extra_faults: bool,
     inject: Option<&'o InjectReport>,
+    /// libmai's automatic mode was preloaded (`--mai-auto`).
+    mai_auto: bool,
     mode: &'static str,
     algorithm: &'static str,
     period_ms: u128,
@@ -107,6 +109,7 @@ impl<'o> Report<'o> {
             sampler: s.sampler.name(),
             soft_dirty_extra_faults: o.soft_dirty,
             inject: o.inject.as_ref(),
+            mai_auto: s.mai.is_some(),
             mode: mode(s),
             algorithm: s.cfg.algorithm.name(),
             period_ms: s.period.as_millis(),
@@ -178,6 +181,7 @@ impl<'o> Report<'o> {
             self.sub_block,
             self.sharers
         )?;
+        writeln!(s, "{}", self.mai_line())?;
         let sm = &self.samples;
         writeln!(
             s,
@@ -244,6 +248,15 @@ impl Report<'_> {
             ),
             None if self.soft_dirty_extra_faults => " + soft-dirty extra faults".into(),
             None => " (first-touch faults only)".into(),
+        }
+    }
+
+    /// Whether libmai chose the first placement, for the text report.
+    fn mai_line(&self) -> &'static str {
+        if self.mai_auto {
+            "mai-auto: on (libmai's automatic policies at allocation, MApp §3.2; its choices are on the program's stderr or in MAI_AUTO_LOG)"
+        } else {
+            "mai-auto: off"
         }
     }
 }

@@ -22,7 +22,7 @@ use anyhow::Result;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tdmap_sys::perf::FaultSample;
 use tdmap_sys::FsRoot;
 
@@ -102,41 +102,33 @@ impl Sampler {
         matches!(self, Sampler::Kernel { soft_dirty: true })
     }
 
-    /// Variables to set in the program's environment: for inject, the runtime preloaded
-    /// ahead of any `LD_PRELOAD` the user set, and its settings.
+    /// The library to preload: for inject, the runtime.
+    pub fn preload(&self) -> Option<&Path> {
+        match self {
+            Sampler::Inject(i) => Some(&i.so),
+            Sampler::Kernel { .. } => None,
+        }
+    }
+
+    /// Variables to set in the program's environment besides `LD_PRELOAD` (run/preload.rs):
+    /// for inject, the runtime's settings.
     pub fn env(&self, period_ms: u64) -> Vec<(OsString, OsString)> {
         let Sampler::Inject(i) = self else {
             return Vec::new();
         };
-        let mut preload = i.so.clone().into_os_string();
-        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-            preload.push(":");
-            preload.push(old);
-        }
         let settings = inject_env::Settings {
             period_ms,
             fraction: i.fraction,
             pages: i.pages,
             monitor: std::process::id() as i32,
         };
-        vec![
-            ("LD_PRELOAD".into(), preload),
-            (inject_env::ENV.into(), settings.encode().into()),
-        ]
+        vec![(inject_env::ENV.into(), settings.encode().into())]
     }
 }
 
-/// libtdmap_rt.so: `$TDMAP_RT_SO`, else beside the tdmap binary. `LD_PRELOAD` splits at
-/// spaces and colons, so a path holding one cannot be preloaded.
+/// libtdmap_rt.so: `$TDMAP_RT_SO`, else beside the tdmap binary.
 fn runtime_so() -> Result<PathBuf> {
-    let so = crate::cmd::cc::runtime_file("TDMAP_RT_SO", "libtdmap_rt.so")?;
-    let text = so.to_string_lossy();
-    if text.contains([':', ' ']) {
-        return Err(input(format!(
-            "the runtime path {text} holds ':' or ' ', which LD_PRELOAD cannot carry; set TDMAP_RT_SO to a copy elsewhere"
-        )));
-    }
-    Ok(so)
+    super::preload::library("TDMAP_RT_SO", "libtdmap_rt.so", "tdmap-rt")
 }
 
 /// What the report says about the inject sampler.
