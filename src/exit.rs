@@ -80,6 +80,13 @@ fn usage_line(text: &str) -> String {
     format!("{msg}; see '{} --help'", cmd.join(" "))
 }
 
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -91,11 +98,4 @@ mod tests {
             "the following required arguments were not provided: <PROGRAM>...; see 'tdmap run --help'"
         );
     }
-}
-
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
