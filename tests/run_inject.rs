@@ -9,7 +9,7 @@ mod common;
 #[allow(dead_code)]
 mod workloads;
 
-use common::{assert_bad_input, matrix_by_tid, run_json, running_program, tdmap};
+use common::{assert_bad_input, matrix_by_tid, matrix_by_tid_of, run_json, running_program, tdmap};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -263,11 +263,16 @@ fn correlation_table() {
         ("phase", "786432"),
     ];
     // A score of 1.000 with no sharing events between threads is the degenerate case of
-    // `similarity` for ep (nothing expected) and alltoall (uniform expected).
-    println!("workload   kernel (sharing events)  inject (sharing events, repeat samples)");
+    // `similarity` for ep (nothing expected) and alltoall (uniform expected). The last
+    // column is the amount matrix with every sharer kept (tests/vm/corr-check.sh's).
+    println!("workload   kernel (sharing events)  inject (sharing events, repeat samples)  inject amount, --sharers all");
+    let all = ["--sampler", "inject", "--dry-run", "--sharers", "all"];
     for (name, size) in sizes {
         let (k, kr) = similarity(name, size, &["--sampler", "kernel", "--dry-run"]);
         let (i, ir) = similarity(name, size, &["--sampler", "inject", "--dry-run"]);
+        let (_, ar) = similarity(name, size, &all);
+        let amount = matrix_by_tid_of(&ar, "matrix_amount");
+        let a = workloads::similarity(&amount, &workloads::expected(name, 8), 1.0);
         let events = |r: &Value| -> f64 {
             let m = matrix_by_tid(r);
             (0..m.len())
@@ -276,7 +281,7 @@ fn correlation_table() {
                 .sum()
         };
         println!(
-            "{name:10} {k:6.3} ({:6})          {i:6.3} ({:6}, {:5})",
+            "{name:10} {k:6.3} ({:6})          {i:6.3} ({:6}, {:5})                   {a:6.3}",
             events(&kr),
             events(&ir),
             repeat(&ir)

@@ -90,8 +90,14 @@ pub fn run_json_env(
 /// threads in the order their first samples arrive, which per-CPU rings can shuffle;
 /// the kernel hands out tids in creation order.
 pub fn matrix_by_tid(r: &serde_json::Value) -> Vec<Vec<f64>> {
-    let n = r["matrix"]["n"].as_u64().unwrap() as usize;
-    let cells: Vec<f64> = r["matrix"]["cells"]
+    matrix_by_tid_of(r, "matrix")
+}
+
+/// The report's matrix `key` (`matrix`, or `matrix_amount`) with the threads in
+/// creation order, as [`matrix_by_tid`].
+pub fn matrix_by_tid_of(r: &serde_json::Value, key: &str) -> Vec<Vec<f64>> {
+    let n = r[key]["n"].as_u64().unwrap() as usize;
+    let cells: Vec<f64> = r[key]["cells"]
         .as_array()
         .unwrap()
         .iter()
