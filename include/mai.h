@@ -30,8 +30,8 @@
  * No function panics or aborts on bad input. Set MAI_DEBUG=1 to print each error's
  * message on stderr.
  *
- * AUTOMATIC MODE (MApp §3.2). libmai defines malloc, calloc, posix_memalign and mmap
- * (forwarding to glibc). With MAI_AUTO=1 in the environment, each allocation of at least
+ * AUTOMATIC MODE (MApp §3.2). libmai defines malloc, calloc, posix_memalign,
+ * aligned_alloc, memalign and mmap (forwarding to glibc). With MAI_AUTO=1 in the environment, each allocation of at least
  * the size of the highest-level cache (MApp's "eligible array"; MAI_AUTO_THRESHOLD=bytes
  * overrides) gets the policy picked for the machine:
  *   cyclic      if NUMA factor < 2.0 and >= 50% of node pairs are one hop apart (many

@@ -1,10 +1,12 @@
 /* Automatic mode (MApp §3.2): re-runs itself with MAI_AUTO=1 and a log file; the child
- * allocates large arrays through malloc, calloc, posix_memalign and mmap and checks that
+ * allocates large arrays through malloc, calloc, posix_memalign, aligned_alloc, memalign
+ * and mmap and checks that
  * each got the policy the heuristic picks for this machine, which the test derives on its
  * own from the sysfs distance matrix: cyclic if NUMA factor < 2.0 and at least half the
  * node pairs are one hop apart, bind_block otherwise. */
 #include "check.h"
 #include "../../include/mai.h"
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -90,8 +92,12 @@ static int child(void) {
   bad |= posix_memalign(&c, 4096, big) != 0 || check_region("posix_memalign", c, big, cyclic);
   char *d = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   bad |= d == MAP_FAILED || check_region("mmap", d, big, cyclic);
+  char *e = aligned_alloc(64, big); /* C11, as tdmap's workloads allocate */
+  bad |= !e || check_region("aligned_alloc", e, big, cyclic);
+  char *g = memalign(4096, big);
+  bad |= !g || check_region("memalign", g, big, cyclic);
   char *small = malloc(1000); /* below the threshold: not logged */
-  free(a); free(b); free(c); free(small); munmap(d, big);
+  free(a); free(b); free(c); free(e); free(g); free(small); munmap(d, big);
   return bad;
 }
 
@@ -119,13 +125,13 @@ static void t_auto(void) {
     printf("log| %s", line);
     decision += strstr(line, "MApp") != NULL && strstr(line, ">= 4194304 bytes") != NULL;
     calls += strstr(line, "malloc(") || strstr(line, "calloc(") || strstr(line, "mmap(") ||
-             strstr(line, "memalign(");
+             strstr(line, "memalign(") || strstr(line, "aligned_alloc(");
     small += strstr(line, "(1000)") != NULL;
   }
   fclose(f);
   unlink(log_path);
   CHECK(decision == 1, "%d decision lines", decision);
-  CHECK(calls >= 4, "%d allocation lines (malloc, calloc, posix_memalign, mmap)", calls);
+  CHECK(calls >= 6, "%d allocation lines (malloc, calloc, posix_memalign, mmap, aligned_alloc, memalign)", calls);
   CHECK(small == 0, "a small allocation was logged");
 }
 

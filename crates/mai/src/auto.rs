@@ -250,6 +250,31 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
     0
 }
 
+/// aligned_alloc (C11), with the automatic policy for large blocks. glibc 2.36's own is
+/// memalign under another name (any alignment, rounded up to a power of two).
+///
+/// # Safety
+/// As glibc's aligned_alloc.
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    // SAFETY: glibc's memalign, which its aligned_alloc is.
+    let p = unsafe { __libc_memalign(align, size) };
+    hook(p as usize, size, "aligned_alloc");
+    p
+}
+
+/// memalign, with the automatic policy for large blocks.
+///
+/// # Safety
+/// As glibc's memalign.
+#[no_mangle]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    // SAFETY: glibc's own memalign, same contract.
+    let p = unsafe { __libc_memalign(align, size) };
+    hook(p as usize, size, "memalign");
+    p
+}
+
 /// mmap, with the automatic policy for large private anonymous mappings.
 ///
 /// # Safety
