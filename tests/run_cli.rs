@@ -83,6 +83,15 @@ fn a_dry_run_reports_threads_and_samples_and_keeps_the_checksum() {
         .sum();
     assert!(samples > 8 && per_thread <= samples, "{r}");
     assert_eq!(r["mode"], "dry-run");
+    // Root may open CPU-wide events, whose other processes' samples are dropped (tdmap's
+    // own start-up faults at least); anyone else gets events inherited by the threads.
+    let id = Command::new("id").arg("-u").output().unwrap();
+    let root = String::from_utf8_lossy(&id.stdout).trim() == "0";
+    let events = if root { "system-wide" } else { "per-process" };
+    assert_eq!(r["events"], events, "{r}");
+    if root {
+        assert!(r["samples"]["other_process"].as_u64().unwrap() > 0, "{r}");
+    }
     assert!(r["threads"]
         .as_array()
         .unwrap()

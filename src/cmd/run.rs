@@ -121,11 +121,12 @@ pub fn run(args: Args) -> Result<i32> {
     let fs = FsRoot::default();
     let sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())
         .map_err(|e| input(format!("cannot sample page faults: {e}")))?;
+    let events = sampler.scope();
     child
         .release()
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let outcome = looper::monitor(&topo, &settings, &mut child, sampler)?;
-    let report = report::Report::new(&topo, &settings, prog, &outcome);
+    let report = report::Report::new(&topo, &settings, prog, &outcome, events);
     report.emit(&args, &outcome)?;
     Ok(outcome.exit_code)
 }

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
-use tdmap_sys::perf::SamplerConfig;
+use tdmap_sys::perf::{SamplerConfig, Scope};
 use tdmap_sys::FsRoot;
 
 const USAGE: &str =
@@ -155,9 +155,15 @@ fn main() -> ExitCode {
         }
     };
     let exe = std::env::current_exe().expect("own path");
-    let checks: [Check; 6] = [
+    let checks: [Check; 8] = [
         ("sampler-first-touch", |e, o| {
-            sampler_checks::first_touch(e, o.pages / 2)
+            sampler_checks::first_touch(e, o.pages / 2, Scope::Auto)
+        }),
+        ("sampler-first-touch-per-process", |e, o| {
+            sampler_checks::first_touch(e, o.pages / 2, Scope::Process)
+        }),
+        ("sampler-first-touch-system-wide", |e, o| {
+            sampler_checks::first_touch(e, o.pages / 2, Scope::System)
         }),
         ("sampler-gated-exec", |e, o| {
             sampler_checks::gated_exec(e, o.pages / 2)

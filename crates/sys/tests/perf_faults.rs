@@ -1,7 +1,8 @@
 //! The perf page-fault sampler against the live kernel: a child process, held at a gate
 //! until the sampler is attached, touches fresh pages in two threads; every page's first
 //! touch must come back as a sample from one of the child's threads, on an online CPU.
-//! The same child started the way `tdmap run` starts a program (fork, attach, then
+//! Per-process events (inherited by the child's threads) and CPU-wide ones (filtered to
+//! the child) must both see exactly that. The same child started the way `tdmap run` starts a program (fork, attach, then
 //! exec, through `sh`) is sampled from its first instruction. With rings too small and
 //! not drained, the kernel's lost-sample count comes through. Attaching to a missing
 //! process or (unprivileged) to another user's is refused with the errno and the fix. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
@@ -24,6 +25,7 @@ mod region;
 mod sampler_checks;
 
 use sampler_checks::Outcome;
+use tdmap_sys::perf::Scope;
 
 const PAGES: usize = 1500;
 
@@ -45,8 +47,21 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    let checks: [(&str, Outcome); 6] = [
-        ("first-touch", sampler_checks::first_touch(&exe, PAGES)),
+    let system = if sampler_checks::may_watch_system() {
+        sampler_checks::first_touch(&exe, PAGES, Scope::System)
+    } else {
+        Ok("not root: CPU-wide events not tried".into())
+    };
+    let checks: [(&str, Outcome); 8] = [
+        (
+            "first-touch",
+            sampler_checks::first_touch(&exe, PAGES, Scope::Auto),
+        ),
+        (
+            "first-touch per-process",
+            sampler_checks::first_touch(&exe, PAGES, Scope::Process),
+        ),
+        ("first-touch system-wide", system),
         ("gated-exec", sampler_checks::gated_exec(&exe, PAGES)),
         ("overflow", sampler_checks::overflow(&exe, PAGES)),
         ("soft-dirty", sampler_checks::soft_dirty(&exe, PAGES, false)),
@@ -64,5 +79,5 @@ fn main() {
         }
     }
     assert!(failed.is_empty(), "perf_faults: failed: {failed:?}");
-    println!("perf_faults: 6 checks passed");
+    println!("perf_faults: 8 checks passed");
 }

@@ -17,8 +17,8 @@ use tdmap_sys::perf::{FaultSample, FaultSource};
 use tdmap_sys::{FsRoot, GatedChild};
 use tdmap_topo::Topology;
 
-/// How long one wait for samples lasts at most, so that the end of the program is
-/// noticed within this delay.
+/// How long one wait for samples lasts at most when the kernel has no pidfds, so that
+/// the end of the program is noticed within this delay.
 const TICK: Duration = Duration::from_millis(20);
 
 /// The run's options, checked before the program starts.
@@ -166,7 +166,15 @@ pub fn monitor(
             watch.look(&fs, pid);
         }
         let ended = child.try_wait()?;
-        src.wait(TICK.min(next.saturating_duration_since(Instant::now())))?;
+        // With a pidfd the program's end wakes the wait; without, poll every TICK.
+        let until_next = next.saturating_duration_since(Instant::now());
+        let exit_fd = child.exit_fd();
+        let timeout = if exit_fd.is_some() {
+            until_next
+        } else {
+            TICK.min(until_next)
+        };
+        src.wait(timeout, exit_fd)?;
         let t0 = Instant::now();
         buf.clear();
         let d = src.drain(&mut buf)?;
@@ -174,6 +182,7 @@ pub fn monitor(
         // order in which threads first faulted.
         buf.sort_by_key(|x| x.time);
         (samples, lost) = (samples + d.samples, lost + d.lost);
+        other += d.foreign;
         watch.filter(&fs, pid, &mut buf);
         faults.clear();
         faults.extend(buf.iter().filter(|x| x.pid == pid as u32).map(fault));

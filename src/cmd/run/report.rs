@@ -16,6 +16,7 @@ use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use tdmap_sharing::{DataMetrics, Metric, SharingMatrix, ThreadMetrics};
+use tdmap_sys::perf::Scope;
 use tdmap_topo::Topology;
 
 /// One thread as the report shows it.
@@ -56,6 +57,9 @@ pub struct Report<'o> {
     exit_code: i32,
     wall_s: f64,
     sampler: &'static str,
+    /// Whose faults the perf events counted: "system-wide" (filtered to the program) or
+    /// "per-process" (inherited by its threads; switched with them at every context switch).
+    events: &'static str,
     soft_dirty_extra_faults: bool,
     inject: Option<&'o InjectReport>,
     /// libmai's automatic mode was preloaded (`--mai-auto`).
@@ -85,7 +89,13 @@ fn ms(d: std::time::Duration) -> f64 {
 
 impl<'o> Report<'o> {
     /// The report of one run.
-    pub fn new(topo: &Topology, s: &Settings, prog: &OsStr, o: &'o Outcome) -> Report<'o> {
+    pub fn new(
+        topo: &Topology,
+        s: &Settings,
+        prog: &OsStr,
+        o: &'o Outcome,
+        events: Scope,
+    ) -> Report<'o> {
         let pinned = |k: usize| o.actions.pinned.get(k).copied().flatten();
         let threads = o
             .threads
@@ -107,6 +117,7 @@ impl<'o> Report<'o> {
             exit_code: o.exit_code,
             wall_s: o.wall.as_secs_f64(),
             sampler: s.sampler.name(),
+            events: events.name(),
             soft_dirty_extra_faults: o.soft_dirty,
             inject: o.inject.as_ref(),
             mai_auto: s.mai.is_some(),
@@ -171,10 +182,11 @@ impl<'o> Report<'o> {
         )?;
         writeln!(
             s,
-            "mode {}, sampler {}{}, algorithm {}, period {} ms, {} periods, {}-byte sub-blocks with {} sharers",
+            "mode {}, sampler {}{}, {} perf events, algorithm {}, period {} ms, {} periods, {}-byte sub-blocks with {} sharers",
             self.mode,
             self.sampler,
             self.sampler_detail(),
+            self.events,
             self.algorithm,
             self.period_ms,
             self.periods,

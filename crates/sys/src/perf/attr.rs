@@ -48,10 +48,19 @@ const ATTR_SIZE_VER5: u32 = 112;
 const _: () = assert!(std::mem::size_of::<Attr>() == ATTR_SIZE_VER5 as usize);
 
 impl Attr {
-    /// User-space page faults of a task and the threads it creates afterwards, one sample
-    /// every `period` faults, waking a poller once `wakeup_bytes` are in the ring.
-    pub(crate) fn page_faults(period: u64, wakeup_bytes: u32, disabled: bool) -> Attr {
-        let mut flags = INHERIT | EXCLUDE_KERNEL | EXCLUDE_HV | WATERMARK;
+    /// User-space page faults, one sample every `period` faults, waking a poller once
+    /// `wakeup_bytes` are in the ring. With `inherit`, a task's event follows the threads
+    /// it creates afterwards; a CPU-wide event (pid -1) must not inherit.
+    pub(crate) fn page_faults(
+        period: u64,
+        wakeup_bytes: u32,
+        disabled: bool,
+        inherit: bool,
+    ) -> Attr {
+        let mut flags = EXCLUDE_KERNEL | EXCLUDE_HV | WATERMARK;
+        if inherit {
+            flags |= INHERIT;
+        }
         if disabled {
             flags |= DISABLED;
         }
@@ -86,6 +95,22 @@ pub(crate) fn open_fix(errno: i32) -> &'static str {
     }
 }
 
+/// Checks that `pid` exists and may be watched by this process, with the errors (and
+/// fixes) a per-task event would get, by opening and closing a counting event on it.
+pub(crate) fn probe(pid: i32) -> Result<(), SysError> {
+    let attr = Attr {
+        kind: TYPE_SOFTWARE,
+        size: ATTR_SIZE_VER5,
+        config: SW_PAGE_FAULTS,
+        flags: DISABLED | EXCLUDE_KERNEL | EXCLUDE_HV,
+        ..Attr::default()
+    };
+    let fd = open(&attr, pid, -1)?;
+    // SAFETY: fd was just opened here and is not used after this.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
 /// Opens `attr` for task `pid` on `cpu`; returns the descriptor.
 pub(crate) fn open(attr: &Attr, pid: i32, cpu: i32) -> Result<i32, SysError> {
     // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel only
@@ -118,7 +143,7 @@ mod tests {
 
     #[test]
     fn page_fault_attr_asks_for_what_the_parser_reads() {
-        let a = Attr::page_faults(0, 4096, true);
+        let a = Attr::page_faults(0, 4096, true, true);
         assert_eq!((a.kind, a.config, a.size), (1, 2, 112));
         assert_eq!(a.sample_period, 1, "period 0 would mean frequency mode off");
         assert_eq!(a.sample_type, SAMPLE_TYPE);
@@ -127,7 +152,12 @@ mod tests {
             INHERIT | EXCLUDE_KERNEL
         );
         assert_ne!(a.flags & DISABLED, 0);
-        assert_eq!(Attr::page_faults(3, 1, false).flags & DISABLED, 0);
+        assert_eq!(Attr::page_faults(3, 1, false, true).flags & DISABLED, 0);
+        assert_eq!(
+            Attr::page_faults(1, 1, false, false).flags & INHERIT,
+            0,
+            "a CPU-wide event (pid -1) with inherit is refused"
+        );
     }
 
     #[test]

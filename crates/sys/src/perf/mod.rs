@@ -2,11 +2,17 @@
 //! through perf software events, as a stream of [`FaultSample`]s (kMAF §3.1.1: the
 //! faulting address and thread of every page fault, here without a kernel patch).
 //!
-//! One `PERF_COUNT_SW_PAGE_FAULTS` event is opened per online CPU for the target task,
-//! with `inherit` so that the threads it creates later are counted too (an inherited
-//! per-task event with cpu = -1 cannot be mmapped). Each CPU's ring buffer is drained by
-//! the pure parser in `record`. The monitor sees only the [`FaultSource`] trait, so its
-//! tests can replay samples with [`ReplaySource`].
+//! One `PERF_COUNT_SW_PAGE_FAULTS` event is opened per online CPU, in one of two
+//! [`Scope`]s. Per process: the event belongs to the target task, with `inherit` so that
+//! the threads it creates later are counted too (an inherited per-task event with
+//! cpu = -1 cannot be mmapped). System-wide: the event counts every task on its CPU and
+//! the sampler keeps the target's samples only. The second is what `tdmap run` prefers:
+//! a per-task event is switched out and in with its thread at every context switch, which
+//! costs a program that sleeps in barriers thousands of times a second about 4% of its CPU
+//! time (bench/run.sh), while a CPU-wide event costs nothing until a fault. It needs root,
+//! CAP_PERFMON or perf_event_paranoid <= 0; [`Scope::Auto`] falls back to per process.
+//! Each CPU's ring buffer is drained by the pure parser in `record`. The monitor sees
+//! only the [`FaultSource`] trait, so its tests can replay samples with [`ReplaySource`].
 //!
 //! Faults the kernel takes on user addresses inside syscalls (e.g. `read` into a fresh
 //! buffer) are not sampled: `exclude_kernel` filters them, as it must at
@@ -24,6 +30,7 @@ pub use record::Drained;
 use crate::{parse_list, FsRoot, SysError};
 use ring::Ring;
 use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::Duration;
 
 /// One sampled page fault.
@@ -45,8 +52,31 @@ pub struct FaultSample {
 pub trait FaultSource {
     /// Appends every sample available now to `out`, without blocking.
     fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError>;
-    /// Blocks until samples may be available or `timeout` passes.
-    fn wait(&mut self, timeout: Duration) -> Result<(), SysError>;
+    /// Blocks until samples may be available, `also` is readable (e.g. the program's
+    /// pidfd, so that its end is noticed at once) or `timeout` passes.
+    fn wait(&mut self, timeout: Duration, also: Option<BorrowedFd<'_>>) -> Result<(), SysError>;
+}
+
+/// Whose faults the perf events count (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// System-wide when this process may open CPU-wide events, else per process.
+    Auto,
+    /// Events owned by the target and inherited by the threads it creates.
+    Process,
+    /// CPU-wide events, filtered to the target's samples.
+    System,
+}
+
+impl Scope {
+    /// The scope's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Auto => "auto",
+            Scope::Process => "per-process",
+            Scope::System => "system-wide",
+        }
+    }
 }
 
 /// How the perf sampler samples.
@@ -56,6 +86,8 @@ pub struct SamplerConfig {
     pub period: u64,
     /// Data pages of each per-CPU ring, a power of two.
     pub ring_pages: usize,
+    /// Whose faults the events count.
+    pub scope: Scope,
 }
 
 impl Default for SamplerConfig {
@@ -64,6 +96,7 @@ impl Default for SamplerConfig {
         SamplerConfig {
             period: 1,
             ring_pages: 128,
+            scope: Scope::Auto,
         }
     }
 }
@@ -72,12 +105,14 @@ impl Default for SamplerConfig {
 #[derive(Debug)]
 pub struct PerfSampler {
     rings: Vec<Ring>,
+    scope: Scope,
+    pid: u32,
 }
 
 impl PerfSampler {
     /// Attaches to `pid` on every CPU online under `fs`. Threads `pid` already has are
-    /// not followed, only `pid` itself and what it creates from now on: attach before
-    /// the program starts its threads.
+    /// not followed per process, only `pid` itself and what it creates from now on:
+    /// attach before the program starts its threads.
     pub fn open(fs: &FsRoot, pid: i32, cfg: &SamplerConfig) -> Result<PerfSampler, SysError> {
         let online = "/sys/devices/system/cpu/online";
         let text = fs.read(online)?;
@@ -87,35 +122,80 @@ impl PerfSampler {
         })?;
         // Wake a poller when a quarter of the ring is full.
         let wakeup = (cfg.ring_pages * crate::page_size() / 4).min(u32::MAX as usize) as u32;
-        let attr = attr::Attr::page_faults(cfg.period, wakeup, false);
-        let rings = cpus
-            .into_iter()
-            .map(|cpu| Ring::open(&attr, pid, cpu, cfg.ring_pages))
-            .collect::<Result<_, _>>()?;
-        Ok(PerfSampler { rings })
+        let open_all = |inherit: bool, target: i32| -> Result<Vec<Ring>, SysError> {
+            let attr = attr::Attr::page_faults(cfg.period, wakeup, false, inherit);
+            cpus.iter()
+                .map(|&cpu| Ring::open(&attr, target, cpu, cfg.ring_pages))
+                .collect()
+        };
+        let me = |rings, scope| PerfSampler {
+            rings,
+            scope,
+            pid: pid as u32,
+        };
+        if cfg.scope != Scope::Process {
+            // CPU-wide events name no process: check the target as a per-task event
+            // would (it exists, and this process may watch it) before watching everyone.
+            attr::probe(pid)?;
+            match open_all(false, -1) {
+                Ok(rings) => return Ok(me(rings, Scope::System)),
+                Err(e) if matches!(e.errno(), Some(libc::EACCES | libc::EPERM)) => {
+                    if cfg.scope == Scope::System {
+                        return Err(SysError::Refused {
+                            call: "perf_event_open",
+                            source: std::io::Error::from_raw_os_error(e.errno().unwrap_or(0)),
+                            fix: "system-wide events need root, CAP_PERFMON or \
+                                  perf_event_paranoid <= 0; per-process events need none of these",
+                        });
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(me(open_all(true, pid)?, Scope::Process))
     }
 
     /// The CPUs with a ring.
     pub fn cpus(&self) -> Vec<usize> {
         self.rings.iter().map(Ring::cpu).collect()
     }
+
+    /// The scope the events were opened in: never [`Scope::Auto`].
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
 }
 
 impl FaultSource for PerfSampler {
     fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError> {
         let mut total = Drained::default();
+        let from = out.len();
         for r in &mut self.rings {
             total.add(r.drain(out)?);
+        }
+        if self.scope == Scope::System {
+            let before = out.len();
+            let pid = self.pid;
+            let mut k = 0;
+            out.retain(|x| {
+                k += 1;
+                k <= from || x.pid == pid
+            });
+            let dropped = (before - out.len()) as u64;
+            total.samples -= dropped;
+            total.foreign += dropped;
         }
         Ok(total)
     }
 
-    fn wait(&mut self, timeout: Duration) -> Result<(), SysError> {
+    fn wait(&mut self, timeout: Duration, also: Option<BorrowedFd<'_>>) -> Result<(), SysError> {
         let mut fds: Vec<libc::pollfd> = self
             .rings
             .iter()
-            .map(|r| libc::pollfd {
-                fd: r.fd(),
+            .map(Ring::fd)
+            .chain(also.map(|f| f.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -164,7 +244,7 @@ impl FaultSource for ReplaySource {
         })
     }
 
-    fn wait(&mut self, _timeout: Duration) -> Result<(), SysError> {
+    fn wait(&mut self, _timeout: Duration, _also: Option<BorrowedFd<'_>>) -> Result<(), SysError> {
         Ok(())
     }
 }
@@ -208,8 +288,8 @@ mod tests {
     #[test]
     fn a_ring_size_that_is_not_a_power_of_two_is_refused() {
         let cfg = SamplerConfig {
-            period: 1,
             ring_pages: 3,
+            ..SamplerConfig::default()
         };
         let err = PerfSampler::open(&FsRoot::default(), 0, &cfg).unwrap_err();
         assert!(err.to_string().contains("power of two"), "{err}");

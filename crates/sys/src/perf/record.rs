@@ -36,6 +36,8 @@ pub struct Drained {
     pub throttled: u64,
     /// Records of other types, skipped.
     pub other: u64,
+    /// Samples of other processes, dropped (system-wide events only).
+    pub foreign: u64,
 }
 
 impl Drained {
@@ -45,6 +47,7 @@ impl Drained {
         self.lost += o.lost;
         self.throttled += o.throttled;
         self.other += o.other;
+        self.foreign += o.foreign;
     }
 }
 
@@ -243,7 +246,8 @@ pub(crate) mod tests {
                 samples: 2,
                 lost: 42,
                 throttled: 1,
-                other: 1
+                other: 1,
+                foreign: 0
             }
         );
     }

@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
-use tdmap_sys::perf::{Drained, FaultSample, FaultSource, PerfSampler, SamplerConfig};
+use tdmap_sys::perf::{Drained, FaultSample, FaultSource, PerfSampler, SamplerConfig, Scope};
 use tdmap_sys::{FsRoot, LinuxSys, Sys};
 
 /// The prefix of the child's report lines.
@@ -197,6 +197,8 @@ pub struct Run {
     pub drained: Drained,
     /// The CPUs sampled.
     pub cpus: Vec<usize>,
+    /// The scope the sampler's events were opened in.
+    pub scope: Option<Scope>,
     /// Time spent draining the rings (copy and parse), in nanoseconds.
     pub drain_ns: u128,
 }
@@ -294,6 +296,7 @@ impl Session {
         let run = Run {
             pid,
             cpus,
+            scope: sampler.as_ref().map(PerfSampler::scope),
             ..Run::default()
         };
         Ok(Session {
@@ -324,7 +327,7 @@ impl Session {
     fn pump(&mut self) -> Result<(), String> {
         match &mut self.sampler {
             Some(s) if self.draining => {
-                s.wait(Duration::from_millis(5))
+                s.wait(Duration::from_millis(5), None)
                     .map_err(|e| e.to_string())?;
                 let t = Instant::now();
                 let d = s.drain(&mut self.run.samples).map_err(|e| e.to_string())?;

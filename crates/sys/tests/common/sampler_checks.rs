@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 use tdmap_sys::perf::FaultSource;
-use tdmap_sys::perf::{PerfSampler, SamplerConfig};
+use tdmap_sys::perf::{PerfSampler, SamplerConfig, Scope};
 use tdmap_sys::{inject_soft_dirty_faults, soft_dirty_available, spawn_gated, FsRoot};
 
 /// The result of one check: a detail line, or what mismatched.
@@ -17,7 +17,15 @@ pub type Outcome = Result<String, String>;
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn start(exe: &Path, args: &[&str]) -> Result<Session, String> {
-    Session::start(exe, args, Some(&SamplerConfig::default()))
+    start_in(exe, args, Scope::Auto)
+}
+
+fn start_in(exe: &Path, args: &[&str], scope: Scope) -> Result<Session, String> {
+    let cfg = SamplerConfig {
+        scope,
+        ..SamplerConfig::default()
+    };
+    Session::start(exe, args, Some(&cfg))
         .map_err(|e| format!("the perf sampler could not attach to a child: {e}"))
 }
 
@@ -50,11 +58,29 @@ fn all_samples_are_the_childs(run: &Run, tids: &HashSet<u32>) -> Result<(), Stri
 
 /// Two threads touch `pages` fresh pages each: every page's first touch is sampled, by
 /// the thread that touched it.
-pub fn first_touch(exe: &Path, pages: usize) -> Outcome {
-    let mut s = start(exe, &["first-touch", "2", &pages.to_string()])?;
+/// In `scope`: Auto as `tdmap run` opens it; Process and System each forced, System
+/// (CPU-wide events, every process's faults) keeping only the child's samples.
+pub fn first_touch(exe: &Path, pages: usize, scope: Scope) -> Outcome {
+    let mut s = start_in(exe, &["first-touch", "2", &pages.to_string()], scope)?;
     s.go();
     let run = s.finish(LIMIT)?;
-    verify_first_touch(&run, pages)
+    let opened = run.scope.ok_or("no sampler")?;
+    ensure(scope == Scope::Auto || opened == scope, || {
+        format!("asked for {} events, got {}", scope.name(), opened.name())
+    })?;
+    let detail = verify_first_touch(&run, pages)?;
+    Ok(format!(
+        "{} events ({} samples of other processes dropped): {detail}",
+        opened.name(),
+        run.drained.foreign
+    ))
+}
+
+/// Whether this process may open CPU-wide events (root, as CI runs; or CAP_PERFMON, or
+/// perf_event_paranoid <= 0, which these checks do not look for).
+pub fn may_watch_system() -> bool {
+    // SAFETY: geteuid only reads the caller's credentials.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// The samples of a `first-touch 2 PAGES` child: see [`first_touch`].
@@ -100,8 +126,8 @@ fn verify_first_touch(run: &Run, pages: usize) -> Outcome {
 /// parse and belong to the child.
 pub fn overflow(exe: &Path, pages: usize) -> Outcome {
     let cfg = SamplerConfig {
-        period: 1,
         ring_pages: 1,
+        ..SamplerConfig::default()
     };
     let mut s = Session::start(exe, &["two-regions", &pages.to_string()], Some(&cfg))?;
     s.set_draining(false);
@@ -210,7 +236,7 @@ pub fn gated_exec(exe: &Path, pages: usize) -> Outcome {
     };
     let status = loop {
         sampler
-            .wait(Duration::from_millis(5))
+            .wait(Duration::from_millis(5), None)
             .map_err(|e| e.to_string())?;
         run.drained
             .add(sampler.drain(&mut run.samples).map_err(|e| e.to_string())?);
