@@ -97,7 +97,7 @@ bench-sampler: setup
 	$(CARGO) bench -p tdmap-sys --bench sampler
 
 ## Overhead of tdmap run (dry-run and full) against the bare workloads, and batched vs
-## raw move_pages (issue 7; a few minutes on 2 cores).
+## raw move_pages (issue 7; about 10 minutes on 2 cores).
 .PHONY: bench-run
 bench-run: setup
 	bash bench/run.sh

@@ -17,10 +17,12 @@ export OMP_WAIT_POLICY=passive
 
 cargo build --release -q -p tdmap
 make -s -j2 -C workloads gcc BUILD="$PWD/$OUT/build" >/dev/null
-# Sizes giving runs of about 0.5-2 s at 2 threads (size[:repeat]); the iterative set keeps
-# a rep well above the cost of its barriers, which is erratic on a 2-vCPU VM.
+# Sizes (size[:repeat]) at 2 threads: single-pass runs of 0.1-0.4 s on the 2-vCPU
+# development VM (2026-11), all page faults; iterative runs of about 2-4 s, each rep well
+# above the cost of its barriers, which is erratic on a 2-vCPU VM. tdmap's fixed start-up
+# cost (printed first) is about 1% of a 1 s run.
 SIZES=${SIZES:-"ep:20000000 stencil1d:16384 stencil3d:72 pairs:1572864 alltoall:4096 pipeline:262144 cginit:400000 phase:786432"}
-ITER=${ITER:-"ep:16384:5000 stencil1d:64:2500 stencil3d:16:2000 pairs:4096:1600 alltoall:256:4000 pipeline:512:1100 cginit:4096:3000 phase:1024:1800"}
+ITER=${ITER:-"ep:16384:15000 stencil1d:64:7500 stencil3d:16:6000 pairs:4096:4800 alltoall:256:8000 pipeline:512:3300 cginit:4096:9000 phase:1024:5400"}
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
@@ -57,6 +59,16 @@ echo "wall, full / bare:    $(stats "${FX[@]}")"
 echo "CPU,  dry-run / bare: $(stats "${DC[@]}")"
 echo "CPU,  full / bare:    $(stats "${FC[@]}")"
 }
+# The fixed cost: start-up (hwloc topology, perf events) and report, around a program
+# that does nothing.
+: >"$OUT/t.bare"; : >"$OUT/t.dry"
+for _ in $(seq "$REPS"); do
+  wall_cpu true >>"$OUT/t.bare"
+  wall_cpu "$TDMAP" run --sampler kernel --dry-run -- true >>"$OUT/t.dry"
+done
+fixed=$(awk -v a="$(cut -d' ' -f1 "$OUT/t.dry" | median)" -v b="$(cut -d' ' -f1 "$OUT/t.bare" | median)" 'BEGIN{printf "%.1f", (a-b)*1000}')
+events=$("$TDMAP" run --sampler kernel --dry-run -- true 2>&1 | sed -n 's/.*, \([a-z-]*\) perf events,.*/\1/p')
+echo "fixed cost of tdmap run (-- true vs true): $fixed ms; $events perf events"
 echo "-- single pass (every page first-touched once)"
 # shellcheck disable=SC2086 # one word per workload
 table $SIZES
