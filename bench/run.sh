@@ -2,7 +2,7 @@
 # Overhead of `tdmap run` (`make bench-run`): for each workload at THREADS threads, the
 # wall time of the bare gcc -O2 build, under `tdmap run --dry-run` (detect and decide)
 # and under full `tdmap run` (pinning and page moves too), each the median of REPS runs,
-# as ratios to bare. Then batched vs raw move_pages throughput. Measured, not simulated.
+# as ratios to bare; and the bare program again (bare2), whose ratio is the noise floor. Then batched vs raw move_pages throughput. Measured, not simulated.
 # Two sets: "single pass" (SIZES: big data touched for the first time, the worst case
 # for a page-fault sampler: every page faults once and is sampled) and "iterative"
 # (ITER: smaller data, the pattern repeated with the workloads' REPEAT argument, as in
@@ -33,27 +33,31 @@ stats() { printf '%s\n' "$@" | awk '{s+=$1; if ($1>m) m=$1} END {printf "mean %.
 # One table: REPS rounds, each running bare, --dry-run and full once in turn (so that
 # load changes hit all three alike); medians of wall and of CPU time, as ratios to bare.
 table() {
-printf '%-10s %8s %8s %8s %8s %8s %8s\n' workload bare_s dry_x full_x bare_cpu dry_cpu_x full_cpu_x
-DX=() FX=() DC=() FC=()
+printf '%-10s %8s %8s %8s %8s %8s %8s %8s\n' workload bare_s bare2_x dry_x full_x bare_cpu dry_cpu_x full_cpu_x
+DX=() FX=() DC=() FC=() BX=()
 for spec in "$@"; do
   w=${spec%%:*}; rest=${spec#*:}
   # shellcheck disable=SC2206 # size and optional repeat, split on ':'
   args=("$THREADS" ${rest//:/ })
   p="$OUT/build/gcc/$w"
-  : >"$OUT/t.bare"; : >"$OUT/t.dry"; : >"$OUT/t.full"
+  : >"$OUT/t.bare"; : >"$OUT/t.bare2"; : >"$OUT/t.dry"; : >"$OUT/t.full"
   for _ in $(seq "$REPS"); do
     wall_cpu "$p" "${args[@]}" >>"$OUT/t.bare"
     wall_cpu "$TDMAP" run --sampler kernel --dry-run -- "$p" "${args[@]}" >>"$OUT/t.dry"
     wall_cpu "$TDMAP" run --sampler kernel -- "$p" "${args[@]}" >>"$OUT/t.full"
+    # The control: bare again, so the table shows this machine's noise floor.
+    wall_cpu "$p" "${args[@]}" >>"$OUT/t.bare2"
   done
   med() { cut -d' ' -f"$2" "$OUT/t.$1" | median; }
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
   bw=$(med bare 1); bc=$(med bare 2)
   dx=$(ratio "$(med dry 1)" "$bw"); fx=$(ratio "$(med full 1)" "$bw")
   dc=$(ratio "$(med dry 2)" "$bc"); fc=$(ratio "$(med full 2)" "$bc")
-  DX+=("$dx"); FX+=("$fx"); DC+=("$dc"); FC+=("$fc")
-  printf '%-10s %8.3f %8s %8s %8.3f %8s %8s\n' "$w" "$bw" "$dx" "$fx" "$bc" "$dc" "$fc"
+  bx=$(ratio "$(med bare2 1)" "$bw")
+  DX+=("$dx"); FX+=("$fx"); DC+=("$dc"); FC+=("$fc"); BX+=("$bx")
+  printf '%-10s %8.3f %8s %8s %8s %8.3f %8s %8s\n' "$w" "$bw" "$bx" "$dx" "$fx" "$bc" "$dc" "$fc"
 done
+echo "wall, bare2 / bare:   $(stats "${BX[@]}") (the control: noise, no tdmap)"
 echo "wall, dry-run / bare: $(stats "${DX[@]}")"
 echo "wall, full / bare:    $(stats "${FX[@]}")"
 echo "CPU,  dry-run / bare: $(stats "${DC[@]}")"
