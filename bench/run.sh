@@ -2,7 +2,8 @@
 # Overhead of `tdmap run` (`make bench-run`): for each workload at THREADS threads, the
 # wall time of the bare gcc -O2 build, under `tdmap run --dry-run` (detect and decide)
 # and under full `tdmap run` (pinning and page moves too), each the median of REPS runs,
-# as ratios to bare; and the bare program again (bare2), whose ratio is the noise floor. Then batched vs raw move_pages throughput. Measured, not simulated.
+# as ratios to bare; and the bare program again (bare2), whose ratio is the noise floor.
+# Then batched vs raw move_pages throughput. Measured, not simulated.
 # Two sets: "single pass" (SIZES: big data touched for the first time, the worst case
 # for a page-fault sampler: every page faults once and is sampled) and "iterative"
 # (ITER: smaller data, the pattern repeated with the workloads' REPEAT argument, as in

@@ -2,8 +2,8 @@
 //! until the sampler is attached, touches fresh pages in two threads; every page's first
 //! touch must come back as a sample from one of the child's threads, on an online CPU.
 //! Per-process events (inherited by the child's threads) and CPU-wide ones (filtered to
-//! the child) must both see exactly that. The same child started the way `tdmap run` starts a program (fork, attach, then
-//! exec, through `sh`) is sampled from its first instruction. With rings too small and
+//! the child) must both see exactly that. The same child started the way `tdmap run`
+//! starts a program (fork, attach, then exec, through `sh`) is sampled from its first instruction. With rings too small and
 //! not drained, the kernel's lost-sample count comes through. Attaching to a missing
 //! process or (unprivileged) to another user's is refused with the errno and the fix. Another child rewrites its pages after soft-dirty bits are cleared: the extra write
 //! faults appear exactly when this kernel has soft-dirty tracking (this machine's kernel
@@ -47,7 +47,7 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    let system = if sampler_checks::may_watch_system() {
+    let system = if sampler_checks::is_root() {
         sampler_checks::first_touch(&exe, PAGES, Scope::System)
     } else {
         Ok("not root: CPU-wide events not tried".into())

@@ -8,8 +8,8 @@
 //! cpu = -1 cannot be mmapped). System-wide: the event counts every task on its CPU and
 //! the sampler keeps the target's samples only. The second is what `tdmap run` prefers:
 //! a per-task event is switched out and in with its thread at every context switch, which
-//! costs a program that sleeps in barriers thousands of times a second about 4% of its CPU
-//! time (bench/run.sh), while a CPU-wide event costs nothing until a fault. It needs root,
+//! cost programs that sleep in barriers thousands of times a second 4-7% more CPU time on
+//! the development VM, while a CPU-wide event costs nothing until a fault. It needs root,
 //! CAP_PERFMON or perf_event_paranoid <= 0; [`Scope::Auto`] falls back to per process.
 //! Each CPU's ring buffer is drained by the pure parser in `record`. The monitor sees
 //! only the [`FaultSource`] trait, so its tests can replay samples with [`ReplaySource`].
@@ -137,19 +137,21 @@ impl PerfSampler {
             // CPU-wide events name no process: check the target as a per-task event
             // would (it exists, and this process may watch it) before watching everyone.
             attr::probe(pid)?;
-            match open_all(false, -1) {
+            let e = match open_all(false, -1) {
                 Ok(rings) => return Ok(me(rings, Scope::System)),
-                Err(e) if matches!(e.errno(), Some(libc::EACCES | libc::EPERM)) => {
-                    if cfg.scope == Scope::System {
-                        return Err(SysError::Refused {
-                            call: "perf_event_open",
-                            source: std::io::Error::from_raw_os_error(e.errno().unwrap_or(0)),
-                            fix: "system-wide events need root, CAP_PERFMON or \
-                                  perf_event_paranoid <= 0; per-process events need none of these",
-                        });
-                    }
+                Err(e) => e,
+            };
+            match (cfg.scope, e.errno()) {
+                (Scope::Auto, Some(libc::EACCES | libc::EPERM)) => {}
+                (Scope::System, Some(errno @ (libc::EACCES | libc::EPERM))) => {
+                    return Err(SysError::Refused {
+                        call: "perf_event_open",
+                        source: std::io::Error::from_raw_os_error(errno),
+                        fix: "system-wide events need root, CAP_PERFMON or \
+                              perf_event_paranoid <= 0; per-process events need none of these",
+                    });
                 }
-                Err(e) => return Err(e),
+                _ => return Err(e),
             }
         }
         Ok(me(open_all(true, pid)?, Scope::Process))

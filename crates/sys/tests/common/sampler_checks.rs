@@ -76,9 +76,10 @@ pub fn first_touch(exe: &Path, pages: usize, scope: Scope) -> Outcome {
     ))
 }
 
-/// Whether this process may open CPU-wide events (root, as CI runs; or CAP_PERFMON, or
-/// perf_event_paranoid <= 0, which these checks do not look for).
-pub fn may_watch_system() -> bool {
+/// Whether this process runs as root: it may then open CPU-wide events (as may
+/// CAP_PERFMON or perf_event_paranoid <= 0, which these checks do not look for), and
+/// watch other users' processes.
+pub fn is_root() -> bool {
     // SAFETY: geteuid only reads the caller's credentials.
     unsafe { libc::geteuid() == 0 }
 }
@@ -272,9 +273,7 @@ pub fn gated_exec(exe: &Path, pages: usize) -> Outcome {
 /// naming the syscall, the errno and the fix. As root, the attempt runs in a copy of this
 /// executable started as `nobody` through setpriv(1), `--try-open 1`.
 pub fn foreign_pid(exe: &Path) -> Outcome {
-    // SAFETY: geteuid only reads the caller's credentials.
-    let root = unsafe { libc::geteuid() } == 0;
-    let msg = if root {
+    let msg = if is_root() {
         let dir = std::env::temp_dir().join(format!("tdmap-foreign-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let copy = dir.join("probe");
