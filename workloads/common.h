@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define LINE 64
+#define PAGE 4096
 
 /* How many times the parallel part runs (the optional third argument, default 1): the
  * same sharing pattern again, so that online detection (`tdmap run`), which needs runs
@@ -51,11 +52,15 @@ static void parse_args(int argc, char **argv, int *threads, long *size, long def
     }
 }
 
-/* Cache-line aligned, zeroed allocation; exits 1 when memory runs out. */
+/* Page-aligned allocation; exits 1 when memory runs out. Page alignment puts
+ * every array's start on the start of a page, and so of every sharing block up to a
+ * page: the sharing a workload builds, seen per 1 KiB sub-block as `tdmap run` sees
+ * it, does not depend on where malloc placed the array (alltoall's readers of a
+ * sub-block are threads 0-3 or 4-7 only when rows start on a sub-block). */
 static void *xalloc(size_t bytes)
 {
-    size_t rounded = (bytes + LINE - 1) / LINE * LINE;
-    void *p = aligned_alloc(LINE, rounded ? rounded : LINE);
+    size_t rounded = (bytes + PAGE - 1) / PAGE * PAGE;
+    void *p = aligned_alloc(PAGE, rounded ? rounded : PAGE);
     if (!p) {
         fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
         exit(1);
