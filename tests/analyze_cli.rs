@@ -295,3 +295,58 @@ fn page_fault_traces_use_kmaf_sub_blocks_and_their_own_nodes() {
     ]);
     assert_one_line_exit_2(&out, "NUMA node 3");
 }
+
+#[test]
+fn block_sets_the_sharing_granularity_and_json_carries_the_matrix() {
+    let d = dir();
+    let p = d.join("b.trace");
+    let mut h = Header::new(vec!["lines".into()], "xeon-x7550-4s");
+    h.threads = 2;
+    let w = Writer::create(&p, h).unwrap();
+    // Thread 0 touches the first line of a 1 KiB block, thread 1 the last one.
+    for (thread, addr) in [(0u32, 0x10000u64), (1, 0x10000 + 1024 - 64)] {
+        let a = tdmap_trace::Access {
+            thread,
+            addr,
+            size: 8,
+            write: false,
+            time: 1 + thread as u64,
+        };
+        w.append_accesses(thread, &[a]).unwrap();
+    }
+    w.finish(TraceStatus::Complete).unwrap();
+    let json = |block: Option<&str>| {
+        let mut args = vec![
+            "analyze",
+            p.to_str().unwrap(),
+            "--metric",
+            "amount",
+            "--json",
+        ];
+        args.extend(block.map(|b| ["--block", b]).into_iter().flatten());
+        let out = tdmap(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let lines = json(None);
+    assert_eq!(lines["table"]["sub_block"], 64);
+    assert_eq!(
+        lines["matrix"],
+        serde_json::json!({"n": 2, "cells": [64, 0, 0, 64]})
+    );
+    let blocks = json(Some("1K"));
+    assert_eq!(blocks["table"]["sub_block"], 1024);
+    assert_eq!(
+        blocks["matrix"],
+        serde_json::json!({"n": 2, "cells": [1024, 1024, 1024, 0]}),
+        "thread 1 joins thread 0's block: 1 KiB shared"
+    );
+    for bad in ["3", "8K", "x"] {
+        let out = tdmap(&["analyze", p.to_str().unwrap(), "--block", bad]);
+        assert_one_line_exit_2(&out, "invalid block size");
+    }
+}

@@ -131,7 +131,7 @@ fn from_trace(
     path: &Path,
     machine: &super::MachineArgs,
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
-    use super::analyze::{build_model, load_machine, thread_nodes};
+    use super::analyze::{build_model, load_machine, thread_nodes, Grain};
     let name = path.display();
     let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
     reader.set_addresses_only(true);
@@ -139,7 +139,12 @@ fn from_trace(
     let threads = reader.header().threads as usize;
     let nodes = thread_nodes(&reader, &topo, threads);
     let mut reader = reader.prefetch();
-    let model = build_model(&mut reader, &topo, &nodes, 4096, None)
+    let grain = Grain {
+        page: 4096,
+        block: None,
+        sharers: None,
+    };
+    let model = build_model(&mut reader, &topo, &nodes, grain)
         .map_err(|e| input(format!("{name}: {e:#}")))?;
     let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
     Ok((m, threads, topo))

@@ -30,6 +30,12 @@ pub struct Args {
     /// access traces, kMAF's 2 for page-fault samples.
     #[arg(long, value_name = "N|all", value_parser = parse_sharers)]
     sharers: Option<Sharers>,
+    /// Bytes per sharing block: two threads share when they touch the same block.
+    /// Default: the trace's line size for access traces (64), kMAF's 1 KiB sub-block
+    /// for page-fault samples. Give `tdmap run`'s --sub-block (1024) to compare a trace
+    /// with what the online detector could see at its granularity.
+    #[arg(long, value_name = "BYTES", value_parser = parse_block)]
+    block: Option<u64>,
     /// Sharing pairs to list.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -59,6 +65,15 @@ pub(super) fn parse_sharers(s: &str) -> Result<Sharers, String> {
             "invalid sharer count {s:?}: give a number from 1 to 64, or all"
         )),
     }
+}
+
+/// Parses a sharing block size: 1K, 4K or a plain number of bytes, a power of two
+/// from 64 to 4K.
+fn parse_block(s: &str) -> Result<u64, String> {
+    parse_size(s)
+        .ok()
+        .filter(|b| *b <= 4096)
+        .ok_or_else(|| format!("invalid block size {s:?}: give a power of two from 64 to 4K"))
 }
 
 /// Parses 4K, 2M, 1G or a plain number of bytes.
@@ -91,7 +106,12 @@ pub fn run(args: Args) -> Result<i32> {
     let nodes = thread_nodes(&reader, &topo, threads);
     let header = reader.header().clone();
     let mut reader = reader.prefetch();
-    let model = build_model(&mut reader, &topo, &nodes, sizes[0].min(4096), args.sharers)
+    let grain = Grain {
+        page: sizes[0].min(4096),
+        block: args.block,
+        sharers: args.sharers,
+    };
+    let model = build_model(&mut reader, &topo, &nodes, grain)
         .map_err(|e| input(format!("{name}: {e:#}")))?;
     let metric = match args.metric {
         MetricArg::Accesses => Metric::Accesses,
@@ -148,17 +168,33 @@ pub(super) fn thread_nodes(
         .collect()
 }
 
+/// The granularity a trace is analysed at: page size, and overrides of the sharing
+/// block and the sharers kept per block.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Grain {
+    /// Page size of the NUMA vectors.
+    pub page: u64,
+    /// Bytes per sharing block, instead of the trace's own.
+    pub block: Option<u64>,
+    /// Sharers kept per block, instead of the trace's default.
+    pub sharers: Option<Sharers>,
+}
+
 /// Feeds the whole trace to a model. Exact traces share per cache line and by default
 /// keep every sharer (trace paper §III-B); a trace of page-fault samples uses kMAF's
-/// 1 KiB sub-blocks and 2 sharers (chosen from the first chunk). `sharers` overrides
-/// the sharers kept.
+/// 1 KiB sub-blocks and 2 sharers (chosen from the first chunk). `grain` overrides
+/// the block and the sharers kept.
 pub(super) fn build_model(
     reader: &mut Prefetch,
     topo: &tdmap_topo::Topology,
     nodes: &[u32],
-    page: u64,
-    sharers: Option<Sharers>,
+    grain: Grain,
 ) -> Result<SharingModel> {
+    let Grain {
+        page,
+        block,
+        sharers,
+    } = grain;
     let threads = reader.header().threads as usize;
     let line = (reader.header().line_size as u64).clamp(1, page);
     let mut model: Option<SharingModel> = None;
@@ -180,7 +216,7 @@ pub(super) fn build_model(
                     cfg = cfg.keeping(s);
                 }
                 cfg.page_size = page;
-                cfg.sub_block = cfg.sub_block.min(page);
+                cfg.sub_block = block.unwrap_or(cfg.sub_block).min(page);
                 model.insert(SharingModel::new(cfg, threads, nodes)?)
             }
         };

@@ -4,7 +4,8 @@ use anyhow::Result;
 use serde::Serialize;
 use std::fmt::Write;
 use tdmap_sharing::{
-    data_metrics, thread_metrics, DataMetrics, Metric, SharingModel, TableConfig, ThreadMetrics,
+    data_metrics, thread_metrics, DataMetrics, Metric, SharingMatrix, SharingModel, TableConfig,
+    ThreadMetrics,
 };
 use tdmap_trace::Header;
 
@@ -46,6 +47,9 @@ pub struct Report {
     footprint_bytes: u64,
     cache_bytes: u64,
     metric: Metric,
+    /// The whole matrix of `metric` ({n, cells row-major}): `tdmap run --reference`
+    /// compares online detection with it.
+    matrix: SharingMatrix,
     top_pairs: Vec<(usize, usize, u64)>,
     verdict_threads: String,
     verdict_data: String,
@@ -89,6 +93,7 @@ impl Report {
             footprint_bytes: model.table().tracked_pages() * table.page_size,
             cache_bytes: total_cache(topo),
             metric,
+            matrix: model.matrix(metric).clone(),
             top_pairs: model.matrix(metric).top_pairs(top),
             verdict_threads: String::new(),
             verdict_data: String::new(),
