@@ -1,9 +1,9 @@
 //! `tdmap run` end to end on this machine: bad input exits 2 with one line, the program's
 //! exit code and output pass through, and a workload under `--dry-run --json` reports its
-//! threads and samples with an unchanged checksum. Must-show 1 (online matrix vs the
-//! workload's sharing) needs extra faults: the kernel sampler's are checked in the 2-node
-//! guest (tests/vm/corr-check.sh, NUMA hinting faults see reads), the inject sampler's on
-//! this machine (tests/run_inject.rs).
+//! threads and samples with an unchanged checksum, and `--reference` compares it with an
+//! exact matrix. Must-show 1 (online matrix vs the exact trace's) needs extra faults: the
+//! kernel sampler's are checked in the 2-node guest (tests/vm/corr-check.sh, NUMA hinting
+//! faults see reads), the inject sampler's on this machine (tests/run_inject.rs).
 
 mod common;
 #[allow(dead_code)]
@@ -108,4 +108,116 @@ fn full_mode_keeps_the_checksum_and_counts_the_threads() {
     assert_eq!(stdout, String::from_utf8(bare.stdout).unwrap());
     assert_eq!(r["mode"], "full");
     assert_eq!(r["threads"].as_array().unwrap().len(), 4, "{r}");
+}
+
+/// A `tdmap analyze --json`-shaped reference: 8 threads, distant pairs (t, 7−t).
+fn pairs_reference(block: u64) -> std::path::PathBuf {
+    let n = 8;
+    let cells: Vec<u64> = (0..n * n)
+        .map(|k| {
+            if k / n == k % n || k / n + k % n == 7 {
+                4096
+            } else {
+                0
+            }
+        })
+        .collect();
+    let r = serde_json::json!({
+        "metric": "Amount",
+        "table": {"sub_block": block},
+        "matrix": {"n": n, "cells": cells},
+    });
+    let p = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ref-{}-{block}.json", std::process::id()));
+    std::fs::write(&p, r.to_string()).unwrap();
+    p
+}
+
+/// The report compares the detected matrix of the reference's metric with it, says
+/// whether the granularities match, and gives what tdmap-sharing computes.
+#[test]
+fn a_reference_is_compared_with_the_detection() {
+    let prog = gcc("pairs");
+    let reference = pairs_reference(4096);
+    let flags = [
+        "--dry-run",
+        "--sharers",
+        "all",
+        "--sub-block",
+        "4096",
+        "--reference",
+        reference.to_str().unwrap(),
+    ];
+    let (_, r, code) = run_json(&flags, &prog, &["8", "4096"]);
+    assert_eq!(code, 0);
+    let c = &r["reference"];
+    assert_eq!(
+        (c["like_for_like"].as_bool(), c["threads"].as_u64()),
+        (Some(true), Some(8)),
+        "{r}"
+    );
+    assert_eq!(c["metric"], "Amount");
+    assert_eq!(c["similarity"]["rule"], "pearson", "the pairs vary");
+    let matrix = |v: &serde_json::Value| {
+        let cells = v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap());
+        tdmap_sharing::SharingMatrix::from_rows(v["n"].as_u64().unwrap() as usize, cells.collect())
+            .unwrap()
+    };
+    let text = std::fs::read_to_string(&reference).unwrap();
+    let want: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let s =
+        tdmap_sharing::similarity(&matrix(&r["matrix_amount"]), &matrix(&want["matrix"])).unwrap();
+    let got = c["similarity"]["value"].as_f64().unwrap();
+    assert!((got - s.value).abs() < 1e-9, "{got} vs {}", s.value);
+    // A reference made per 1 KiB against detection per page: compared, and flagged.
+    let coarse = pairs_reference(1024);
+    let out = tdmap(&[
+        "run",
+        "--dry-run",
+        "--sub-block",
+        "4096",
+        "--reference",
+        coarse.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not like for like") && err.contains("--block 4096"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_reference_exits_2_before_the_program_runs() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let marker = dir.join(format!("ran-{}", std::process::id()));
+    let asym = dir.join(format!("asym-{}.json", std::process::id()));
+    let m = r#"{"metric":"Amount","table":{"sub_block":1024},"matrix":{"n":2,"cells":[0,1,2,0]}}"#;
+    std::fs::write(&asym, m).unwrap();
+    let junk = dir.join(format!("junk-{}.json", std::process::id()));
+    std::fs::write(&junk, "not json").unwrap();
+    let touch = format!("touch {}", marker.display());
+    for (file, needle) in [
+        (dir.join("no-such-ref.json"), "cannot read the reference"),
+        (junk, "not a `tdmap analyze --json` report"),
+        (asym, "not a symmetric"),
+    ] {
+        let out = tdmap(&[
+            "run",
+            "--reference",
+            file.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ]);
+        assert_bad_input(&out, needle);
+    }
+    assert!(!marker.exists(), "the program ran");
 }

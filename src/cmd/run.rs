@@ -15,6 +15,7 @@
 mod act;
 mod looper;
 mod preload;
+mod reference;
 mod report;
 mod sampler;
 
@@ -97,6 +98,13 @@ pub struct Args {
     /// Write the report to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Compare the detected sharing matrix with this one, from `tdmap analyze --json`
+    /// on an exact trace of the program: the report gives their similarity (Pearson
+    /// correlation over the pairs; for a flat reference, how flat the detection is).
+    /// Like for like needs `tdmap analyze --block` equal to --sub-block and, for the
+    /// amount metric, --sharers all here.
+    #[arg(long, value_name = "FILE")]
+    reference: Option<PathBuf>,
     /// Write the detected sharing matrix as a heatmap (.png or .svg).
     #[arg(long, value_name = "FILE")]
     heatmap: Option<PathBuf>,

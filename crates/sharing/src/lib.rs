@@ -5,6 +5,7 @@
 //! from an online detector; the mapper takes [`SharingMatrix::to_f64_rows`], and
 //! `tdmap analyze` reports [`thread_metrics`] and [`data_metrics`].
 
+pub mod compare;
 mod error;
 pub mod hash;
 mod matrix;
@@ -14,6 +15,7 @@ mod model;
 pub mod patterns;
 mod table;
 
+pub use compare::{similarity, Rule, Similarity};
 pub use error::SharingError;
 pub use matrix::SharingMatrix;
 pub use metrics::{

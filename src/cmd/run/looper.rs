@@ -36,6 +36,8 @@ pub struct Settings {
     pub sampler: Sampler,
     /// libmai.so, preloaded with its automatic mode on (`--mai-auto`).
     pub mai: Option<PathBuf>,
+    /// The matrix to compare the detection with (`--reference`).
+    pub reference: Option<super::reference::Reference>,
 }
 
 impl Settings {
@@ -59,6 +61,11 @@ impl Settings {
         let static_map = args.mapping.as_deref().map(act::read_mapping).transpose()?;
         let sampler = Sampler::choose(args)?;
         let mai = args.mai_auto.then(super::preload::mai).transpose()?;
+        let reference = args
+            .reference
+            .as_deref()
+            .map(super::reference::read)
+            .transpose()?;
         Ok(Settings {
             period: Duration::from_millis(args.period),
             cfg: Config {
@@ -74,6 +81,7 @@ impl Settings {
             static_map,
             sampler,
             mai,
+            reference,
         })
     }
 }

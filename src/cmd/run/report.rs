@@ -8,6 +8,7 @@
 
 use super::act::Counts;
 use super::looper::{Outcome, Settings};
+use super::reference::Comparison;
 use super::sampler::InjectReport;
 use super::Args;
 use anyhow::{Context, Result};
@@ -77,6 +78,8 @@ pub struct Report<'o> {
     /// The amount of shared memory per pair (bytes), the trace paper's second metric.
     matrix_amount: &'o SharingMatrix,
     metrics: &'o ThreadMetrics,
+    /// The detection against `--reference`.
+    reference: Option<Comparison>,
     data: Option<&'o DataMetrics>,
     migrations: &'o Counts,
     time_ms: TimesMs,
@@ -138,6 +141,13 @@ impl<'o> Report<'o> {
             matrix: &o.matrix,
             matrix_amount: &o.amount,
             metrics: &o.metrics,
+            reference: s.reference.as_ref().map(|r| {
+                let detected = match r.metric {
+                    Metric::Accesses => &o.matrix,
+                    Metric::Amount => &o.amount,
+                };
+                Comparison::new(r, detected, s.cfg.sub_block)
+            }),
             data: o.data.as_ref(),
             migrations: &o.actions,
             time_ms: TimesMs {
@@ -219,6 +229,9 @@ impl<'o> Report<'o> {
         )?;
         for (i, j, w) in self.matrix.top_pairs(5) {
             writeln!(s, "  threads {i}-{j}: {w} sharing events")?;
+        }
+        if let Some(r) = &self.reference {
+            writeln!(s, "{}", r.line(self.sub_block))?;
         }
         if let Some(d) = self.data {
             writeln!(
