@@ -56,6 +56,9 @@ vm-test: setup c-test-build
 	@mkdir -p target/vm
 	gcc -O2 -Wall -pthread -o target/vm/quarters tests/vm/quarters.c
 	$(MAKE) -s -C workloads gcc BUILD=$(CURDIR)/target/vm/wl
+	$(CARGO) build -p tdmap-rt
+	$(MAKE) -s -C workloads tdmap TDMAP=$(CURDIR)/target/debug/tdmap BUILD=$(CURDIR)/target/vm/wl
+	bash tests/vm/refs.sh target/debug/tdmap target/vm/wl/tdmap target/vm/ref
 	bash tests/vm/test.sh
 
 ## libmai (crates/mai, include/mai.h): C tests, the stencil example and the Fortran

@@ -15,7 +15,8 @@
 # /boot/vmlinuz-*-amd64), TDMAP_BIN, NUMA_CHECK_BIN (default: target/debug builds),
 # MAI_TEST_DIR (default target/c-tests: libmai's C tests, `make c-test` builds them; the
 # guest runs those present, with libmai.so found through their RUNPATH), WORKLOAD_DIR
-# (default target/vm/wl/gcc: the gcc builds of workloads/, for corr-check.sh).
+# (default target/vm/wl/gcc: the gcc builds of workloads/, for corr-check.sh), REF_DIR
+# (default target/vm/ref: their exact matrices, made by refs.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +28,7 @@ FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
 MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
 QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
 WORKLOAD_DIR=${WORKLOAD_DIR:-$repo/target/vm/wl/gcc}
+REF_DIR=${REF_DIR:-$repo/target/vm/ref}
 
 die() { echo "vm: $1" >&2; exit 2; }
 
@@ -107,6 +109,9 @@ cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"
 cp "$here/run-check.sh" "$root/run-check.sh"
 cp "$here/corr-check.sh" "$root/corr-check.sh"
+cp "$here/corr-specs" "$root/corr-specs"
+mkdir -p "$root/ref"
+if [ -d "$REF_DIR" ]; then cp "$REF_DIR"/*.json "$root/ref/" 2>/dev/null || true; fi
 chmod 755 "$root/init"
 (cd "$root" && find . -print0 | cpio --null -o -H newc -R +0:+0 --quiet) >"$work/initramfs.cpio"
 
