@@ -5,6 +5,7 @@
 //! on the private-only one, output is deterministic, and bad input exits 2 with one
 //! line. All figures here are SIMULATED.
 
+mod common;
 #[allow(dead_code)]
 mod workloads;
 

@@ -6,6 +6,7 @@
 //! M[i][j] = number of 64-byte lines accessed (read or written) by both thread i and j.
 //! (It is the "amount of memory shared" metric of trace-based mapping §III-B.)
 
+mod common;
 #[path = "trace/model_only.rs"]
 mod model_only;
 mod workloads;

@@ -188,20 +188,12 @@ fn similarity_tells_matching_from_unrelated_patterns() {
 }
 
 /// Builds the runtime (same profile as `tdmap`) and every workload with gcc and
-/// `tdmap cc` (the `tdmap` binary at path `tdmap`) under `dir`; returns `dir`.
+/// `tdmap cc` (the `tdmap` binary at path `tdmap`) under `dir`; returns `dir`. The test
+/// crate must also declare `mod common`.
 pub fn build(tdmap: &str, dir: &std::path::Path) -> std::path::PathBuf {
     use std::path::Path;
     use std::process::Command;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut c = Command::new(cargo);
-    c.args(["build", "-q", "-p", "tdmap-rt"]);
-    if tdmap.contains("/release/") {
-        c.arg("--release");
-    }
-    assert!(
-        c.status().expect("cargo runs").success(),
-        "building tdmap-rt failed"
-    );
+    crate::common::cargo_build("tdmap-rt");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
     let out = Command::new("make")
         .args(["-s", "-j2", "-C"])
