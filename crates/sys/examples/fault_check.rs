@@ -3,7 +3,8 @@
 //! (1) every first touch, also of a program started by fork, attach, exec, (2) the extra
 //! write faults that clearing soft-dirty bits injects, and (3) NUMA-balancing hinting
 //! faults: a thread on node 1 writing pages first touched on node 0 faults again on
-//! pages already present. It prints one `ok` or
+//! pages already present, and (4) the size of the page a fault hit (2 MiB on transparent
+//! huge pages, which the guest kernel makes by default). It prints one `ok` or
 //! `FAIL` line per check, then `fault_check: N of M checks failed`; exit 1 if any failed,
 //! 2 on bad arguments. The children are this executable re-run with `--toucher`.
 
@@ -155,7 +156,7 @@ fn main() -> ExitCode {
         }
     };
     let exe = std::env::current_exe().expect("own path");
-    let checks: [Check; 8] = [
+    let checks: [Check; 9] = [
         ("sampler-first-touch", |e, o| {
             sampler_checks::first_touch(e, o.pages / 2, Scope::Auto)
         }),
@@ -175,6 +176,7 @@ fn main() -> ExitCode {
             sampler_checks::soft_dirty(e, o.pages, o.require_soft_dirty)
         }),
         ("sampler-numa-hinting", numa_hinting),
+        ("sampler-page-size", |e, _| sampler_checks::page_size(e)),
         ("sampler-missing-pid", |_, _| sampler_checks::missing_pid()),
     ];
     let mut failed = 0;

@@ -52,7 +52,7 @@ fn main() {
     } else {
         Ok("not root: CPU-wide events not tried".into())
     };
-    let checks: [(&str, Outcome); 8] = [
+    let checks: [(&str, Outcome); 9] = [
         (
             "first-touch",
             sampler_checks::first_touch(&exe, PAGES, Scope::Auto),
@@ -65,6 +65,7 @@ fn main() {
         ("gated-exec", sampler_checks::gated_exec(&exe, PAGES)),
         ("overflow", sampler_checks::overflow(&exe, PAGES)),
         ("soft-dirty", sampler_checks::soft_dirty(&exe, PAGES, false)),
+        ("page-size", sampler_checks::page_size(&exe)),
         ("missing-pid", sampler_checks::missing_pid()),
         ("foreign-pid", sampler_checks::foreign_pid(&exe)),
     ];
@@ -79,5 +80,5 @@ fn main() {
         }
     }
     assert!(failed.is_empty(), "perf_faults: failed: {failed:?}");
-    println!("perf_faults: 8 checks passed");
+    println!("perf_faults: 9 checks passed");
 }

@@ -1,7 +1,7 @@
 //! `perf_event_attr` for the page-fault software event and the `perf_event_open` call,
 //! with errors that say what to change when the kernel refuses.
 
-use super::record::SAMPLE_TYPE;
+use super::record::{SAMPLE_TYPE, SAMPLE_TYPE_SIZED};
 use crate::SysError;
 
 /// `PERF_TYPE_SOFTWARE`.
@@ -69,11 +69,19 @@ impl Attr {
             size: ATTR_SIZE_VER5,
             config: SW_PAGE_FAULTS,
             sample_period: period.max(1),
-            sample_type: SAMPLE_TYPE,
+            sample_type: SAMPLE_TYPE_SIZED,
             flags,
             wakeup_watermark: wakeup_bytes.max(1),
             ..Attr::default()
         }
+    }
+}
+
+impl Attr {
+    /// The same event without the data page size, for kernels before 5.11.
+    pub(crate) fn without_page_size(mut self) -> Attr {
+        self.sample_type = SAMPLE_TYPE;
+        self
     }
 }
 
@@ -146,7 +154,8 @@ mod tests {
         let a = Attr::page_faults(0, 4096, true, true);
         assert_eq!((a.kind, a.config, a.size), (1, 2, 112));
         assert_eq!(a.sample_period, 1, "period 0 would mean frequency mode off");
-        assert_eq!(a.sample_type, SAMPLE_TYPE);
+        assert_eq!(a.sample_type, SAMPLE_TYPE_SIZED);
+        assert_eq!(a.without_page_size().sample_type, SAMPLE_TYPE);
         assert_eq!(
             a.flags & (INHERIT | EXCLUDE_KERNEL),
             INHERIT | EXCLUDE_KERNEL

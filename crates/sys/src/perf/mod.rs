@@ -46,6 +46,10 @@ pub struct FaultSample {
     pub cpu: u32,
     /// The kernel's perf clock at the fault, in nanoseconds.
     pub time: u64,
+    /// Bytes of the page that mapped `addr` at the fault: 2 MiB for a transparent huge
+    /// page, 4 KiB for a base page, 0 when nothing mapped it yet (a first touch) or the
+    /// kernel cannot tell (before Linux 5.11).
+    pub page_size: u64,
 }
 
 /// A stream of page-fault samples: the perf sampler, or a fake in tests.
@@ -124,9 +128,16 @@ impl PerfSampler {
         let wakeup = (cfg.ring_pages * crate::page_size() / 4).min(u32::MAX as usize) as u32;
         let open_all = |inherit: bool, target: i32| -> Result<Vec<Ring>, SysError> {
             let attr = attr::Attr::page_faults(cfg.period, wakeup, false, inherit);
-            cpus.iter()
-                .map(|&cpu| Ring::open(&attr, target, cpu, cfg.ring_pages))
-                .collect()
+            let open = |attr: &attr::Attr| -> Result<Vec<Ring>, SysError> {
+                cpus.iter()
+                    .map(|&cpu| Ring::open(attr, target, cpu, cfg.ring_pages))
+                    .collect()
+            };
+            match open(&attr) {
+                // Kernels before 5.11 refuse the data page size: samples then say 0.
+                Err(e) if e.errno() == Some(libc::EINVAL) => open(&attr.without_page_size()),
+                r => r,
+            }
         };
         let me = |rings, scope| PerfSampler {
             rings,
@@ -262,6 +273,7 @@ mod tests {
             addr: 0x1000 * u64::from(tid),
             cpu: 0,
             time: 0,
+            page_size: 0,
         }
     }
 

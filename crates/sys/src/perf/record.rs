@@ -17,13 +17,20 @@ pub(crate) const SAMPLE_TID: u64 = 1 << 1;
 pub(crate) const SAMPLE_TIME: u64 = 1 << 2;
 pub(crate) const SAMPLE_ADDR: u64 = 1 << 3;
 pub(crate) const SAMPLE_CPU: u64 = 1 << 7;
-/// The sample layout the parser reads: pid/tid, time, addr, cpu/res.
+/// `PERF_SAMPLE_DATA_PAGE_SIZE` (Linux 5.11): the size of the page that maps the address
+/// when the sample is taken, 0 if none does yet (a first touch).
+pub(crate) const SAMPLE_DATA_PAGE_SIZE: u64 = 1 << 22;
+/// The sample layout every kernel gives: pid/tid, time, addr, cpu/res.
 pub(crate) const SAMPLE_TYPE: u64 = SAMPLE_TID | SAMPLE_TIME | SAMPLE_ADDR | SAMPLE_CPU;
+/// [`SAMPLE_TYPE`] and then the data page size, where the kernel has it.
+pub(crate) const SAMPLE_TYPE_SIZED: u64 = SAMPLE_TYPE | SAMPLE_DATA_PAGE_SIZE;
 
 /// Bytes of `struct perf_event_header`: type u32, misc u16, size u16.
 const HEADER: usize = 8;
 /// Bytes of a sample record with [`SAMPLE_TYPE`].
 pub(crate) const SAMPLE_BYTES: usize = HEADER + 8 + 8 + 8 + 8;
+/// Bytes of a sample record with [`SAMPLE_TYPE_SIZED`].
+pub(crate) const SAMPLE_BYTES_SIZED: usize = SAMPLE_BYTES + 8;
 
 /// What one pass over a ring found, besides the samples.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +84,9 @@ fn copy_out(ring: &[u8], pos: u64, buf: &mut [u8]) {
     buf[first..].copy_from_slice(&ring[..rest]);
 }
 
-/// Decodes one sample record body (header included) laid out as [`SAMPLE_TYPE`].
+/// Decodes one sample record (header included) laid out as [`SAMPLE_TYPE`], or as
+/// [`SAMPLE_TYPE_SIZED`] when `rec` holds that many bytes: an event's records all have
+/// its one layout, so the size tells which.
 fn decode_sample(rec: &[u8]) -> FaultSample {
     FaultSample {
         pid: u32_at(rec, 8),
@@ -85,6 +94,11 @@ fn decode_sample(rec: &[u8]) -> FaultSample {
         time: u64_at(rec, 16),
         addr: u64_at(rec, 24),
         cpu: u32_at(rec, 32),
+        page_size: if rec.len() >= SAMPLE_BYTES_SIZED {
+            u64_at(rec, SAMPLE_BYTES)
+        } else {
+            0
+        },
     }
 }
 
@@ -121,8 +135,9 @@ pub(crate) fn parse(
         }
         match kind {
             RECORD_SAMPLE if size as usize >= SAMPLE_BYTES => {
-                copy_out(ring, pos, &mut rec[..SAMPLE_BYTES]);
-                out.push(decode_sample(&rec));
+                let n = (size as usize).min(SAMPLE_BYTES_SIZED);
+                copy_out(ring, pos, &mut rec[..n]);
+                out.push(decode_sample(&rec[..n]));
                 d.samples += 1;
             }
             RECORD_SAMPLE => return bad(pos, format!("sample of {size} bytes is too short")),
@@ -143,18 +158,27 @@ pub(crate) fn parse(
 pub(crate) mod tests {
     use super::*;
 
-    /// A sample record as the kernel writes it.
+    /// A sample record as the kernel writes it: with the data page size when `s` has
+    /// one (an event opened with [`SAMPLE_TYPE_SIZED`]), else without.
     pub(crate) fn sample_bytes(s: &FaultSample) -> Vec<u8> {
-        let mut b = Vec::with_capacity(SAMPLE_BYTES);
+        let size = if s.page_size > 0 {
+            SAMPLE_BYTES_SIZED
+        } else {
+            SAMPLE_BYTES
+        };
+        let mut b = Vec::with_capacity(size);
         b.extend(RECORD_SAMPLE.to_ne_bytes());
         b.extend(0u16.to_ne_bytes());
-        b.extend((SAMPLE_BYTES as u16).to_ne_bytes());
+        b.extend((size as u16).to_ne_bytes());
         b.extend(s.pid.to_ne_bytes());
         b.extend(s.tid.to_ne_bytes());
         b.extend(s.time.to_ne_bytes());
         b.extend(s.addr.to_ne_bytes());
         b.extend(s.cpu.to_ne_bytes());
         b.extend(0u32.to_ne_bytes());
+        if s.page_size > 0 {
+            b.extend(s.page_size.to_ne_bytes());
+        }
         b
     }
 
@@ -184,6 +208,7 @@ pub(crate) mod tests {
             addr: 0x7f00_0000_0000 + u64::from(i) * 4096,
             cpu: i % 2,
             time: 1000 + u64::from(i),
+            page_size: 0,
         }
     }
 
@@ -205,6 +230,21 @@ pub(crate) mod tests {
         assert_eq!(out, vec![s(0), s(1), s(2)]);
         assert_eq!(d.samples, 3);
         assert_eq!((d.lost, d.throttled, d.other), (0, 0, 0));
+    }
+
+    #[test]
+    fn the_data_page_size_is_read_when_the_record_has_it() {
+        let huge = FaultSample {
+            page_size: 2 << 20,
+            ..s(1)
+        };
+        let bytes: Vec<u8> = [sample_bytes(&huge), sample_bytes(&s(2))].concat();
+        assert_eq!(bytes.len(), SAMPLE_BYTES_SIZED + SAMPLE_BYTES);
+        let ring = ring_with(256, 200, &bytes);
+        let mut out = Vec::new();
+        parse(&ring, 200, 200 + bytes.len() as u64, &mut out).unwrap();
+        assert_eq!(out, vec![huge, s(2)]);
+        assert_eq!((out[0].page_size, out[1].page_size), (2 << 20, 0));
     }
 
     #[test]
@@ -302,9 +342,12 @@ pub(crate) mod tests {
     fn rec_strategy() -> impl proptest::strategy::Strategy<Value = Rec> {
         use proptest::prelude::*;
         prop_oneof![
-            6 => (any::<u32>(), any::<u32>(), any::<u64>(), any::<u32>(), any::<u64>()).prop_map(
-                |(pid, tid, addr, cpu, time)| Rec::Sample(FaultSample { pid, tid, addr, cpu, time })
-            ),
+            6 => (any::<u32>(), any::<u32>(), any::<u64>(), any::<u32>(), any::<u64>(), 0u64..3)
+                .prop_map(|(pid, tid, addr, cpu, time, k)| {
+                    // Both layouts: without the page size, and with 4 KiB or 2 MiB.
+                    let page_size = [0, 4096, 2 << 20][k as usize];
+                    Rec::Sample(FaultSample { pid, tid, addr, cpu, time, page_size })
+                }),
             1 => (1u64..1000).prop_map(Rec::Lost),
             1 => (1u16..8).prop_map(|w| Rec::Other(8 * w)),
         ]

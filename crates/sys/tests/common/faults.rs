@@ -116,11 +116,78 @@ pub fn child_main(args: &[String]) {
             region(arg(args, 1)).touch();
         }
         "remote" => remote(args),
+        "cow-huge" => cow_huge(),
         "bench" => bench(arg(args, 1), arg(args, 2)),
         _ => panic!("toucher: unknown mode {mode:?}"),
     }
     say(format_args!("tid {}", gettid()));
     say(format_args!("done"));
+}
+
+/// Touches 4 MiB, 2 MiB-aligned and advised huge (two transparent huge pages where THP
+/// is on, base pages where not), reports how much of it is huge, then at the gate forks
+/// a child that holds the memory copy-on-write and writes every page again: each write
+/// then faults on a page that is mapped, so its sample carries the page's size.
+fn cow_huge() {
+    const HUGE: usize = 2 << 20;
+    let r = Region::new(3 * HUGE / page_size());
+    let start = (r.addr() + HUGE - 1) & !(HUGE - 1);
+    let len = 2 * HUGE;
+    // SAFETY: madvise on part of the live mapping of `r` only changes its THP policy; a
+    // kernel without THP refuses it, and the pages are then base pages.
+    unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
+    let pages: Vec<usize> = (start..start + len).step_by(page_size()).collect();
+    touch_pages(pages.clone(), None);
+    say(format_args!("region {start} {len}"));
+    say(format_args!("huge-kb {}", anon_huge_kb(start)));
+    say(format_args!("touched"));
+    gate();
+    let mut pipe = [0i32; 2];
+    // SAFETY: `pipe` has room for the two descriptors pipe() writes.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: this process is single-threaded here (every toucher thread was joined), so
+    // the child may run any code; it only reads the pipe and exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let mut b = 0u8;
+        // SAFETY: the child waits for the parent's end of the pipe to close, then exits
+        // without running the parent's destructors.
+        unsafe {
+            libc::close(pipe[1]);
+            libc::read(pipe[0], (&mut b as *mut u8).cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    touch_pages(pages, None);
+    // SAFETY: closing the write end lets the child's read return; waitpid reaps it.
+    unsafe {
+        libc::close(pipe[1]);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}
+
+/// AnonHugePages (kB) of the mapping of this process that holds `addr`, from
+/// /proc/self/smaps.
+fn anon_huge_kb(addr: usize) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ') {
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    inside = (a..b).contains(&addr);
+                    continue;
+                }
+            }
+        }
+        if inside {
+            if let Some(v) = line.strip_prefix("AnonHugePages:") {
+                return v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    0
 }
 
 fn remote(args: &[String]) {

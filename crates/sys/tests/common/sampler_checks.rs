@@ -195,6 +195,55 @@ pub fn soft_dirty(exe: &Path, pages: usize, require: bool) -> Outcome {
     ))
 }
 
+/// A fault on a page that is mapped says the page's size: a child writes 4 MiB again
+/// after a fork made it copy-on-write. First touches say 0 (nothing mapped yet); the
+/// rewrites say 2 MiB for the first write to each transparent huge page (the kernel then
+/// splits it for copy-on-write), 4 KiB for the others and for base pages. Needs Linux
+/// 5.11 (`PERF_SAMPLE_DATA_PAGE_SIZE`); on older kernels every sample says 0.
+pub fn page_size(exe: &Path) -> Outcome {
+    const HUGE: u64 = 2 << 20;
+    let mut s = start(exe, &["cow-huge"])?;
+    s.go();
+    s.until("touched", LIMIT)?;
+    let first = s.run.in_region();
+    s.go();
+    let run = s.finish(LIMIT)?;
+    let rewrites = &run.in_region()[first.len()..];
+    let huge_kb = run
+        .values("huge-kb")
+        .first()
+        .copied()
+        .ok_or("no huge-kb line")?;
+    ensure(first.iter().all(|f| f.page_size == 0), || {
+        format!(
+            "a first touch with a page size: {:?}",
+            first.iter().find(|f| f.page_size != 0)
+        )
+    })?;
+    ensure(!rewrites.is_empty(), || "no copy-on-write faults".into())?;
+    ensure(
+        rewrites.iter().all(|f| [4096, HUGE].contains(&f.page_size)),
+        || {
+            format!(
+                "a copy-on-write fault with page size {:?}",
+                rewrites
+                    .iter()
+                    .find(|f| ![4096, HUGE].contains(&f.page_size))
+            )
+        },
+    )?;
+    let on_huge = rewrites.iter().filter(|f| f.page_size == HUGE).count() as u64;
+    let want = huge_kb * 1024 / HUGE;
+    ensure(on_huge == want, || {
+        format!("{on_huge} faults on 2 MiB pages, but {want} huge pages mapped ({huge_kb} kB)")
+    })?;
+    Ok(format!(
+        "{} first touches say 0; of {} copy-on-write faults {on_huge} say 2 MiB ({huge_kb} kB in huge pages)",
+        first.len(),
+        rewrites.len()
+    ))
+}
+
 /// Attaching to a pid that cannot exist fails with the syscall, the errno and the fix.
 pub fn missing_pid() -> Outcome {
     // pid_max is at most 2^22.
