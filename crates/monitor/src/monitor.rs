@@ -17,7 +17,14 @@ pub struct Fault {
     pub addr: u64,
     /// The OS index of the CPU the thread ran on.
     pub cpu: u32,
+    /// Bytes of the page that mapped `addr` at the fault (2 MiB on a transparent huge
+    /// page), or 0 when unknown, as for a first touch.
+    pub page_size: u64,
 }
+
+/// Periods the first thread mapping waits for sharing to show before it places threads
+/// that share nothing.
+pub const FIRST_MAPPING_WAIT: u64 = 3;
 
 /// What the monitor decides and how.
 #[derive(Debug, Clone, Copy)]
@@ -133,7 +140,8 @@ impl<'t> Monitor<'t> {
         for tid in new {
             self.threads.index(tid);
         }
-        let (mut addrs, mut nodes) = (Vec::new(), Vec::new());
+        let (mut addrs, mut nodes, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+        let page = self.model.table().config().page_size;
         // Runs of one thread go to the model at once: it settles a thread's row of
         // sharing once per call, not once per sample.
         for run in faults.chunk_by(|a, b| a.tid == b.tid) {
@@ -143,12 +151,23 @@ impl<'t> Monitor<'t> {
             };
             addrs.clear();
             nodes.clear();
+            sizes.clear();
             for f in run {
                 addrs.push(f.addr);
                 nodes.push(self.node_of_cpu(f.cpu) as u32);
-                self.touched.insert(f.addr >> self.page_shift());
+                sizes.push(f.page_size);
+                // A huge page's NUMA vector is its first page's (the model's rule), and
+                // Eq. 6 is checked there: moving that page moves the whole huge page.
+                let unit = if f.page_size > page && f.page_size.is_power_of_two() {
+                    f.page_size
+                } else {
+                    page
+                };
+                self.touched
+                    .insert((f.addr & !(unit - 1)) >> self.page_shift());
             }
-            self.model.faults(u32::from(t), &addrs, &nodes)?;
+            self.model
+                .faults_sized(u32::from(t), &addrs, &nodes, &sizes)?;
             used += run.len() as u64;
         }
         Ok(used)
@@ -217,7 +236,11 @@ impl<'t> Monitor<'t> {
             .map(|&c| c as f64)
             .collect();
         let shared = (0..n * n).any(|k| k / n != k % n && m[k] > 0.0);
-        if self.mapping.is_none() && !shared {
+        // The first mapping waits for sharing to show, but not for ever: threads that
+        // share nothing still get placed (spread over the machine), so that their pages
+        // can follow them (pages move only once threads are mapped).
+        let waiting = n < 2 || self.periods < FIRST_MAPPING_WAIT;
+        if self.mapping.is_none() && !shared && waiting {
             return Ok(None);
         }
         let opts = Options {
@@ -230,7 +253,15 @@ impl<'t> Monitor<'t> {
         let cur: Vec<usize> = old.iter().chain(&new[old.len()..]).copied().collect();
         let cost = |map: &[usize]| tdmap_map::cost::cost_with(&self.dist, &m, n, map);
         let (old_cost, new_cost) = (cost(&cur), cost(&new));
-        let chosen = if old.is_empty() || new_cost < old_cost * (1.0 - self.cfg.margin) {
+        // A remapping needs evidence, at least one sharing event per thread: a few
+        // events (a barrier at the end of a run) make any mapping look far better than
+        // one chosen without sharing, and moving threads for them is needless.
+        let events = (0..n * n)
+            .filter(|&k| k / n < k % n)
+            .map(|k| m[k])
+            .sum::<f64>();
+        let better = new_cost < old_cost * (1.0 - self.cfg.margin) && events >= n as f64;
+        let chosen = if old.is_empty() || better {
             new
         } else if cur.len() > old.len() {
             cur
@@ -238,6 +269,14 @@ impl<'t> Monitor<'t> {
             return Ok(None);
         };
         let changed: Vec<usize> = (0..n).filter(|&k| old.get(k) != Some(&chosen[k])).collect();
+        if self.mapping.is_none() && self.cfg.data {
+            // Until now threads ran wherever the scheduler put them, so the NUMA vectors
+            // say where they happened to be, not where they will run: a page could pass
+            // Eq. 6 towards a node its thread is about to leave, and need many periods to
+            // come back. Pages move only after this first mapping (kMAF §3.3); they
+            // follow the counts taken from then on.
+            self.model.table_mut().clear_nvs();
+        }
         self.mapping = Some(chosen.clone());
         Ok(Some(ThreadPlan {
             mapping: chosen,
@@ -249,7 +288,7 @@ impl<'t> Monitor<'t> {
 
     /// Pages touched this period whose NUMA vector passes kMAF Eq. 6, as (page address,
     /// vector), in address order. None before the first thread mapping (kMAF §3.3), unless
-    /// threads are not mapped at all (`--data-only`).
+    /// threads are not mapped at all (`--data-only`); the vectors restart at that mapping.
     pub fn page_candidates(&self) -> Vec<(u64, Vec<u32>)> {
         if !self.cfg.data || (self.cfg.threads && self.mapping.is_none()) {
             return Vec::new();

@@ -228,17 +228,37 @@ impl SharingModel {
         nodes: &[u32],
     ) -> Result<(), SharingError> {
         let t = self.check_thread(thread)?;
-        let max = self.table.config().nodes;
-        if let Some(&bad) = nodes.iter().find(|&&n| n as usize >= max) {
-            return Err(SharingError::Node {
-                node: bad,
-                nodes: max,
-            });
-        }
+        self.check_nodes(nodes)?;
         for (&a, &n) in addrs.iter().zip(nodes) {
-            self.event(t, n as usize, a);
+            self.event(t, n as usize, a, 0);
         }
         self.events += addrs.len().min(nodes.len()) as u64;
+        Ok(())
+    }
+
+    /// [`faults`](Self::faults) with the size of the page that mapped each address when
+    /// it faulted (0 when unknown, as for a first touch): a sample on a page larger than
+    /// the table's counts in the NUMA vector of that huge page's first page
+    /// ([`AffinityTable::touch_huge`]), so that Eq. 6 weighs the huge page as a whole.
+    pub fn faults_sized(
+        &mut self,
+        thread: u32,
+        addrs: &[u64],
+        nodes: &[u32],
+        sizes: &[u64],
+    ) -> Result<(), SharingError> {
+        let t = self.check_thread(thread)?;
+        self.check_nodes(nodes)?;
+        let page = self.table.config().page_size;
+        for ((&a, &n), &size) in addrs.iter().zip(nodes).zip(sizes) {
+            let huge = if size > page && size.is_power_of_two() {
+                size
+            } else {
+                0
+            };
+            self.event(t, n as usize, a, huge);
+        }
+        self.events += addrs.len().min(nodes.len()).min(sizes.len()) as u64;
         Ok(())
     }
 
@@ -247,6 +267,17 @@ impl SharingModel {
         match chunk {
             Chunk::Accesses(c) => self.accesses(c.thread, &c.addrs),
             Chunk::Faults(c) => self.faults(c.thread, &c.addrs, &c.nodes),
+        }
+    }
+
+    fn check_nodes(&self, nodes: &[u32]) -> Result<(), SharingError> {
+        let max = self.table.config().nodes;
+        match nodes.iter().find(|&&n| n as usize >= max) {
+            Some(&bad) => Err(SharingError::Node {
+                node: bad,
+                nodes: max,
+            }),
+            None => Ok(()),
         }
     }
 
@@ -264,9 +295,14 @@ impl SharingModel {
     /// sharer of the sub-block. The access metric counts it on every event; the amount
     /// metric only when the thread newly joins the sharers (the block is newly shared with
     /// them). With no other sharer the event is private and goes on the diagonal.
+    /// `huge`: the size of the huge page holding `addr`, or 0.
     #[inline(always)]
-    fn event(&mut self, t: u16, node: usize, addr: u64) {
-        let Touch { sbv_at, was_sharer } = self.table.touch(t, node, addr);
+    fn event(&mut self, t: u16, node: usize, addr: u64, huge: u64) {
+        let Touch { sbv_at, was_sharer } = if huge == 0 {
+            self.table.touch(t, node, addr)
+        } else {
+            self.table.touch_huge(t, node, addr, huge)
+        };
         let slots = self.table.sharer_slots(sbv_at);
         let (acc, amount, sbs) = (&mut self.accesses, &mut self.amount, self.sub_block);
         let mut add = |u| {
@@ -389,6 +425,46 @@ mod tests {
                 prop_assert_eq!(whole.table().sharers(a), grown.table().sharers(a));
             }
         }
+    }
+
+    #[test]
+    fn samples_on_a_huge_page_count_in_its_first_pages_vector() {
+        const HUGE: u64 = 2 << 20;
+        let base = 4 * HUGE;
+        let mut m = SharingModel::new(TableConfig::page_faults(2), 2, &[]).unwrap();
+        // Thread 1 on node 1 faults at four different 4 KiB pages of one huge page, and
+        // thread 0 on node 0 once; then a base-page sample and a first touch (size 0).
+        let addrs = [
+            base + 4096,
+            base + 9 * 4096,
+            base + 300 * 4096,
+            base + 511 * 4096,
+        ];
+        m.faults_sized(1, &addrs, &[1; 4], &[HUGE; 4]).unwrap();
+        m.faults_sized(0, &[base + 9 * 4096 + 8], &[0], &[HUGE])
+            .unwrap();
+        m.faults_sized(0, &[base + HUGE, base + HUGE + 4096], &[0, 0], &[4096, 0])
+            .unwrap();
+        let t = m.table();
+        assert_eq!(t.nv(base), Some(vec![1, 4]), "the huge page as a whole");
+        assert_eq!(
+            t.nv(base + 9 * 4096),
+            Some(vec![0, 0]),
+            "no count of its own"
+        );
+        assert!(
+            crate::should_migrate(&t.nv(base).unwrap()),
+            "4 > 2·1 + 1: Eq. 6 holds"
+        );
+        assert_eq!(
+            t.nv(base + HUGE),
+            Some(vec![1, 0]),
+            "a base page counts for itself"
+        );
+        assert_eq!(t.nv(base + HUGE + 4096), Some(vec![1, 0]));
+        // Sharing still follows the sub-block accessed: both threads in page 9's first.
+        assert_eq!(m.matrix(Metric::Accesses).get(0, 1), 1);
+        assert_eq!(m.events(), 7);
     }
 
     #[test]

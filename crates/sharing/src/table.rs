@@ -221,6 +221,24 @@ impl AffinityTable {
         }
         let p = self.last_p;
         self.bump(p, node);
+        self.join_sub_block(p, thread, addr)
+    }
+
+    /// [`touch`](Self::touch) for an access inside a huge page of `huge` bytes (a power
+    /// of two above the page size): NV[node] += 1 on the huge page's first page, which
+    /// stands for all of it since the kernel places and moves a huge page as one, while
+    /// the thread joins the sharers of the sub-block it accessed, as for any access.
+    pub fn touch_huge(&mut self, thread: u16, node: usize, addr: u64, huge: u64) -> Touch {
+        let head = self.slot((addr & !(huge - 1)) >> self.page_shift);
+        self.bump(head, node);
+        let p = self.slot(addr >> self.page_shift);
+        self.join_sub_block(p, thread, addr)
+    }
+
+    /// The thread becomes MRU sharer of (or joins) the sub-block of `addr` in the page at
+    /// storage index `p`.
+    #[inline(always)]
+    fn join_sub_block(&mut self, p: usize, thread: u16, addr: u64) -> Touch {
         let sb = ((addr >> self.sb_shift) & self.sb_mask) as usize;
         let at = p * self.sbv_words + sb * self.slots;
         let slots = &mut self.sbv[at..at + self.slots];
@@ -412,6 +430,15 @@ impl AffinityTable {
         match &mut self.nv {
             Nv::Narrow(v) => v[p * n..(p + 1) * n].iter_mut().for_each(|c| *c >>= 1),
             Nv::Wide(v) => v[p * n..(p + 1) * n].iter_mut().for_each(|c| *c >>= 1),
+        }
+    }
+
+    /// Zeroes every NUMA vector, keeping the pages and their sharers: for a monitor
+    /// whose counts so far came from threads that ran anywhere, once they are placed.
+    pub fn clear_nvs(&mut self) {
+        match &mut self.nv {
+            Nv::Narrow(v) => v.iter_mut().for_each(|c| *c = 0),
+            Nv::Wide(v) => v.iter_mut().for_each(|c| *c = 0),
         }
     }
 

@@ -124,6 +124,9 @@ pub struct Outcome {
     /// Samples of the program on pages sampled before (extra faults: with first-touch
     /// faults only there are almost none).
     pub repeat: u64,
+    /// Samples of the program on transparent huge pages (their NUMA vector is the huge
+    /// page's).
+    pub huge: u64,
     /// Samples the kernel dropped (full rings).
     pub lost: u64,
     /// Samples of child processes (other address spaces), not used.
@@ -159,7 +162,7 @@ pub fn monitor(
     let soft_dirty = s.sampler.soft_dirty();
     let mut watch = HandlerWatch::new(&s.sampler);
     let mut pages = HashSet::new();
-    let mut repeat = 0u64;
+    let (mut repeat, mut huge) = (0u64, 0u64);
     let mut mon = Monitor::new(topo, s.cfg)?;
     let mut act = Actions::new(topo, pid, s.dry_run);
     let mut times = Times::default();
@@ -199,6 +202,7 @@ pub fn monitor(
             .iter()
             .filter(|f| !pages.insert(f.addr >> 12))
             .count() as u64;
+        huge += faults.iter().filter(|f| f.page_size > 4096).count() as u64;
         if mon.has_new_threads(&faults) {
             // Threads created before this one but not seen faulting yet come first
             // (the inject handler is not one of the program's threads).
@@ -243,6 +247,7 @@ pub fn monitor(
         inject: watch.report(&s.sampler),
         samples,
         repeat,
+        huge,
         lost,
         other_process: other,
         ignored_threads: mon.ignored(),
@@ -267,6 +272,7 @@ fn fault(x: &FaultSample) -> Fault {
         tid: x.tid,
         addr: x.addr,
         cpu: x.cpu,
+        page_size: x.page_size,
     }
 }
 

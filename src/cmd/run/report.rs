@@ -37,6 +37,8 @@ struct Samples {
     taken: u64,
     /// Samples on pages sampled before: the extra faults.
     repeat: u64,
+    /// Samples on transparent huge pages, counted per huge page.
+    huge_page: u64,
     lost: u64,
     other_process: u64,
     ignored_threads: u64,
@@ -133,6 +135,7 @@ impl<'o> Report<'o> {
             samples: Samples {
                 taken: o.samples,
                 repeat: o.repeat,
+                huge_page: o.huge,
                 lost: o.lost,
                 other_process: o.other_process,
                 ignored_threads: o.ignored_threads,
@@ -207,8 +210,8 @@ impl<'o> Report<'o> {
         let sm = &self.samples;
         writeln!(
             s,
-            "samples: {} taken ({} on pages sampled before), {} lost, {} of other processes, {} of untracked threads",
-            sm.taken, sm.repeat, sm.lost, sm.other_process, sm.ignored_threads
+            "samples: {} taken ({} on pages sampled before, {} on huge pages), {} lost, {} of other processes, {} of untracked threads",
+            sm.taken, sm.repeat, sm.huge_page, sm.lost, sm.other_process, sm.ignored_threads
         )?;
         writeln!(s, "threads seen: {}", self.threads.len())?;
         for t in &self.threads {

@@ -6,7 +6,12 @@ fn topo() -> Topology {
 }
 
 fn f(tid: u32, addr: u64, cpu: u32) -> Fault {
-    Fault { tid, addr, cpu }
+    Fault {
+        tid,
+        addr,
+        cpu,
+        page_size: 0,
+    }
 }
 
 /// Threads 100,101 share page 0x1000 (faulting on node 0) and 102,103 share page 0x9000
@@ -58,6 +63,7 @@ fn first_mapping_waits_for_sharing_then_keeps_pairs_together() {
     let mut m = Monitor::new(&t, Config::default()).unwrap();
     m.ingest(&[f(1, 0x1000, 0), f(2, 0x5000, 0)]).unwrap();
     assert_eq!(m.plan_threads().unwrap(), None, "no sharing seen yet");
+    m.end_period();
     m.ingest(&pairs()).unwrap();
     let plan = m.plan_threads().unwrap().expect("first mapping");
     let map = &plan.mapping;
@@ -95,6 +101,13 @@ fn pages_move_only_after_the_first_mapping_and_by_eq6() {
         "no page moves before a thread mapping"
     );
     m.plan_threads().unwrap().unwrap();
+    assert_eq!(
+        m.table().nv(0x9000).unwrap(),
+        vec![0, 0, 0, 0],
+        "counts from before the mapping are dropped"
+    );
+    assert!(m.page_candidates().is_empty());
+    m.ingest(&pairs()).unwrap();
     let cands = m.page_candidates();
     let addrs: Vec<u64> = cands.iter().map(|c| c.0).collect();
     assert_eq!(addrs, vec![0x1000, 0x9000]);
@@ -107,6 +120,79 @@ fn pages_move_only_after_the_first_mapping_and_by_eq6() {
     );
     m.moved(0x9000);
     assert_eq!(m.table().nv(0x9000).unwrap(), vec![0, 3, 0, 0], "halved");
+}
+
+#[test]
+fn a_huge_page_is_one_candidate_at_its_first_page() {
+    const HUGE: u64 = 2 << 20;
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&pairs()).unwrap();
+    m.plan_threads().unwrap().unwrap();
+    m.end_period();
+    // Hinting faults of a thread on node 1 all over one huge page: each 4 KiB page is
+    // hit once, which alone would never pass Eq. 6; the huge page as a whole does.
+    let huge = |k: u64| Fault {
+        page_size: HUGE,
+        ..f(102, 8 * HUGE + k * 4096, 16)
+    };
+    m.ingest(&(0..4).map(huge).collect::<Vec<_>>()).unwrap();
+    let cands = m.page_candidates();
+    assert_eq!(cands, vec![(8 * HUGE, vec![0, 4, 0, 0])]);
+    // The same faults without their page size: four pages of one fault each.
+    m.end_period();
+    let small: Vec<Fault> = (0..4).map(|k| f(102, 16 * HUGE + k * 4096, 16)).collect();
+    m.ingest(&small).unwrap();
+    assert!(m.page_candidates().is_empty());
+}
+
+#[test]
+fn threads_that_share_nothing_are_placed_after_a_wait() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    let private: Vec<Fault> = (1..=4).map(|k| f(k, 0x10000 * k as u64, 0)).collect();
+    for _ in 0..FIRST_MAPPING_WAIT {
+        m.ingest(&private).unwrap();
+        assert_eq!(m.plan_threads().unwrap(), None, "still waiting for sharing");
+        m.end_period();
+    }
+    let plan = m.plan_threads().unwrap().expect("placed after the wait");
+    assert_eq!(plan.changed, vec![0, 1, 2, 3]);
+    let mut pus = plan.mapping.clone();
+    pus.dedup();
+    assert_eq!(pus.len(), 4, "one PU each: {:?}", plan.mapping);
+    // A few sharing events between the first and the last thread: a mapping that puts
+    // them side by side costs far less, but 2 events are too few to move threads for;
+    // 8 (two per thread) are enough.
+    let share = |times: usize| [f(1, 0x90000, 0), f(4, 0x90008, 0)].repeat(times);
+    m.end_period();
+    m.ingest(&share(1)).unwrap();
+    assert_eq!(m.plan_threads().unwrap(), None);
+    m.ingest(&share(4)).unwrap();
+    let again = m.plan_threads().unwrap().expect("enough sharing to remap");
+    let (a, b) = (again.mapping[0], again.mapping[3]);
+    assert!(t.pu_distance(a, b) < t.pu_distance(plan.mapping[0], plan.mapping[3]));
+    // A lone thread is never placed for want of sharing.
+    let mut one = Monitor::new(&t, Config::default()).unwrap();
+    for _ in 0..=FIRST_MAPPING_WAIT {
+        one.ingest(&[f(1, 0x1000, 0)]).unwrap();
+        assert_eq!(one.plan_threads().unwrap(), None);
+        one.end_period();
+    }
+}
+
+/// A thread that ran on node 0 before the first mapping and on node 1 after it: its
+/// page follows it at once, not after the old counts are outweighed.
+#[test]
+fn counts_from_before_the_first_mapping_do_not_hold_pages_back() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&vec![f(102, 0x9000, 0); 20]).unwrap();
+    m.ingest(&pairs()).unwrap();
+    m.plan_threads().unwrap().unwrap();
+    m.end_period();
+    m.ingest(&[f(102, 0x9000, 16), f(102, 0x9000, 16)]).unwrap();
+    assert_eq!(m.page_candidates(), vec![(0x9000, vec![0, 2, 0, 0])]);
 }
 
 #[test]
