@@ -3,8 +3,11 @@
  * threads 0..3 each write their own quarter for SECONDS seconds. At the end each thread
  * prints its tid, the CPUs it may run on (sched_getaffinity) and, queried with
  * move_pages, how many pages of its quarter are on the node of its CPU, and the node
- * where its quarter started. The checks are in guest-test.sh.
- * Usage: quarters [SECONDS] */
+ * where its quarter started. The checks are in run-check.sh.
+ * With `huge`, each quarter is one 2 MiB transparent huge page (2 MiB-aligned, advised
+ * huge) instead of 256 base pages, and the program first prints how much of its data
+ * the kernel backs with huge pages (AnonHugePages).
+ * Usage: quarters [SECONDS] [huge] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -17,9 +20,10 @@
 #include <unistd.h>
 
 #define T 4
-#define QPAGES 256
 #define PAGE 4096
+#define HUGE (2L << 20)
 
+static int QPAGES = 256;
 static char *data;
 static int init_node[T];
 static double seconds = 4.0;
@@ -59,8 +63,13 @@ static void *work(void *arg)
     double end = now() + seconds;
     unsigned long rounds = 0;
     while (now() < end) {
-        for (int i = 0; i < QPAGES; i++)
-            mine[(long)i * PAGE + (rounds % 64) * 8]++;
+        /* Each round starts at another page, so the first write after tdmap clears
+         * the soft-dirty bits lands anywhere in a huge page, not always on its first
+         * 4 KiB: only counting a huge page's samples together then moves it. */
+        for (int k = 0; k < QPAGES; k++) {
+            long i = (k + rounds * 7) % QPAGES;
+            mine[i * PAGE + (rounds % 64) * 8]++;
+        }
         rounds++;
         /* A pause per round: under QEMU TCG a vCPU spinning in a tight loop answers the
          * TLB-shootdown IPIs of page migration only after milliseconds, which made
@@ -88,19 +97,44 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* AnonHugePages (kB) of the mapping holding `p`, from /proc/self/smaps. */
+static long huge_kb(void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0;
+    long kb = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2)
+            inside = (unsigned long)p >= a && (unsigned long)p < b;
+        else if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+            break;
+    }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
         seconds = atof(argv[1]);
-    data = mmap(NULL, (size_t)T * QPAGES * PAGE, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data == MAP_FAILED)
+    int huge = argc > 2 && strcmp(argv[2], "huge") == 0;
+    if (huge)
+        QPAGES = HUGE / PAGE;
+    size_t len = (size_t)T * QPAGES * PAGE;
+    char *raw = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
         return 1;
-    /* 4 KiB pages: a transparent huge page takes one soft-dirty fault per 2 MiB and
-     * moves as a whole, so its quarters could not be told apart (see the issue 7 report). */
-    madvise(data, (size_t)T * QPAGES * PAGE, MADV_NOHUGEPAGE);
-    for (long i = 0; i < (long)T * QPAGES * PAGE; i += 64)
+    data = (char *)(((unsigned long)raw + HUGE - 1) & ~(HUGE - 1));
+    /* By default 4 KiB pages, each quarter its own pages; with `huge` one huge page per
+     * quarter, which tdmap must weigh and move as a whole. */
+    madvise(data, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    for (long i = 0; i < (long)len; i += 64)
         data[i] = 1;
+    if (huge)
+        printf("huge_kb %ld of %ld\n", huge_kb(data), (long)(len >> 10));
     for (int q = 0; q < T; q++)
         init_node[q] = majority_node(q);
     pthread_barrier_init(&bar, NULL, T);
