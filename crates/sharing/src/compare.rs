@@ -49,29 +49,28 @@ pub fn similarity(detected: &SharingMatrix, reference: &SharingMatrix) -> Option
             .map(|(i, j)| m.get(i, j) as f64)
             .collect()
     };
+    let all = |m: &SharingMatrix| -> Vec<f64> {
+        (0..n * n).map(|k| m.get(k / n, k % n) as f64).collect()
+    };
     let (dp, rp) = (pairs(&d), pairs(reference));
-    if spread(&rp, reference).is_some_and(|s| s >= FLAT_SPREAD) {
+    let (da, ra) = (all(&d), all(reference));
+    if spread(&rp, &ra).is_some_and(|s| s >= FLAT_SPREAD) {
         return Some(Similarity {
             value: pearson(&dp, &rp),
             rule: Rule::Pearson,
         });
     }
-    let flatness = spread(&dp, &d).map_or(0.0, |s| (1.0 - s).max(0.0));
-    let all = |m: &SharingMatrix| -> Vec<f64> {
-        (0..n * n).map(|k| m.get(k / n, k % n) as f64).collect()
-    };
-    let value = flatness.min(pearson(&all(&d), &all(reference)));
+    let flatness = spread(&dp, &da).map_or(0.0, |s| (1.0 - s).max(0.0));
     Some(Similarity {
-        value,
+        value: flatness.min(pearson(&da, &ra)),
         rule: Rule::Flat,
     })
 }
 
-/// The standard deviation of the pairs over the mean cell of the whole matrix; None for
-/// an empty matrix.
-fn spread(pairs: &[f64], m: &SharingMatrix) -> Option<f64> {
-    let cells = m.as_slice();
-    let mean = cells.iter().sum::<u64>() as f64 / cells.len().max(1) as f64;
+/// The standard deviation of the pairs over the mean of all `cells`; None when they
+/// are all zero.
+fn spread(pairs: &[f64], cells: &[f64]) -> Option<f64> {
+    let mean = mean_sd(cells).0;
     (mean > 0.0).then(|| mean_sd(pairs).1 / mean)
 }
 
@@ -187,5 +186,19 @@ mod tests {
         let long = matrix(6, band);
         assert!((similarity(&long, &r).unwrap().value - 1.0).abs() < 1e-9);
         assert!(similarity(&long, &matrix(1, |_, _| 5)).is_none());
+        // The same with a flat reference: threads 4 and 5, with much private data, do
+        // not change the detection's spread.
+        let flat = matrix(4, |i, j| if i == j { 1 } else { 100 });
+        let near = |i: usize, j: usize| match (i, j) {
+            _ if i == j && i >= 4 => 100_000,
+            _ if i == j => 1,
+            (0, 1) | (1, 0) => 130,
+            _ => 100,
+        };
+        let s4 = similarity(&matrix(4, near), &flat).unwrap();
+        let s6 = similarity(&matrix(6, near), &flat).unwrap();
+        assert_eq!(s4.rule, Rule::Flat);
+        assert!(s4.value < 0.95, "{}", s4.value);
+        assert_eq!(s4, s6);
     }
 }
