@@ -156,10 +156,11 @@ fn stdout_within(mut cmd: Command, limit: Duration) -> (String, std::process::Ex
     (reader.join().unwrap(), status)
 }
 
-/// `tdmap run` of `prog` with every page of it protected every 10 ms (add its arguments).
-fn protect_everything(prog: &Path) -> Command {
+/// `tdmap run` of `prog` with every page of it protected every `period_ms` (add its
+/// arguments).
+fn protect_everything(prog: &Path, period_ms: &str) -> Command {
     let mut c = Command::new(TDMAP);
-    c.args(["run", "--sampler", "inject", "--period", "10"])
+    c.args(["run", "--sampler", "inject", "--period", period_ms])
         .args(["--inject-fraction", "1", "--inject-pages", "100000", "--"])
         .arg(prog);
     c
@@ -175,7 +176,7 @@ fn fork_program() -> PathBuf {
 fn forked_children_write_protected_memory_without_hanging() {
     runtime();
     let prog = fork_program();
-    let mut cmd = protect_everything(&prog);
+    let mut cmd = protect_everything(&prog, "10");
     cmd.arg("16");
     let (out, st) = stdout_within(cmd, Duration::from_secs(60));
     assert!(st.success(), "{st:?}: {out}");
@@ -189,6 +190,20 @@ fn forked_children_write_protected_memory_without_hanging() {
             2 * pages
         )
     );
+}
+
+/// A multi-threaded program calls setuid again and again while every page is protected
+/// every millisecond: glibc's set-id handler also runs on the handler thread and writes
+/// the caller's stack, which must never leave that thread waiting on its own protection.
+#[test]
+fn setuid_in_a_threaded_program_does_not_hang() {
+    runtime();
+    let prog = common::gcc_test_program("inject/setuid.c", "inject-setuid");
+    let mut cmd = protect_everything(&prog, "1");
+    cmd.arg("20000");
+    let (out, st) = stdout_within(cmd, Duration::from_secs(120));
+    assert!(st.success(), "{st:?}: {out}");
+    assert_eq!(out, "setuid 20000\n");
 }
 
 /// The runtime follows an `exec` of the same process (the pid and its parent stay).
@@ -216,7 +231,7 @@ fn the_program_finishes_when_the_monitor_is_killed() {
     let bare = bare_stdout(&prog, &args);
     let mut during = 0;
     for delay in [0, 20, 50, 100, 200] {
-        let mut c = protect_everything(&prog)
+        let mut c = protect_everything(&prog, "10")
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
