@@ -113,6 +113,11 @@ impl<'t> Monitor<'t> {
         })
     }
 
+    /// True if `f` fell on a transparent huge page (its NUMA vector is the huge page's).
+    pub fn on_huge_page(&self, f: &Fault) -> bool {
+        self.model.table().config().huge_page(f.page_size).is_some()
+    }
+
     /// True if some fault comes from a thread without an index yet.
     pub fn has_new_threads(&self, faults: &[Fault]) -> bool {
         faults.iter().any(|f| !self.threads.contains(f.tid))
@@ -141,7 +146,7 @@ impl<'t> Monitor<'t> {
             self.threads.index(tid);
         }
         let (mut addrs, mut nodes, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
-        let page = self.model.table().config().page_size;
+        let cfg = *self.model.table().config();
         // Runs of one thread go to the model at once: it settles a thread's row of
         // sharing once per call, not once per sample.
         for run in faults.chunk_by(|a, b| a.tid == b.tid) {
@@ -158,11 +163,7 @@ impl<'t> Monitor<'t> {
                 sizes.push(f.page_size);
                 // A huge page's NUMA vector is its first page's (the model's rule), and
                 // Eq. 6 is checked there: moving that page moves the whole huge page.
-                let unit = if f.page_size > page && f.page_size.is_power_of_two() {
-                    f.page_size
-                } else {
-                    page
-                };
+                let unit = cfg.huge_page(f.page_size).unwrap_or(cfg.page_size);
                 self.touched
                     .insert((f.addr & !(unit - 1)) >> self.page_shift());
             }
@@ -235,7 +236,11 @@ impl<'t> Monitor<'t> {
             .iter()
             .map(|&c| c as f64)
             .collect();
-        let shared = (0..n * n).any(|k| k / n != k % n && m[k] > 0.0);
+        let events = (0..n * n)
+            .filter(|&k| k / n < k % n)
+            .map(|k| m[k])
+            .sum::<f64>();
+        let shared = events > 0.0;
         // The first mapping waits for sharing to show, but not for ever: threads that
         // share nothing still get placed (spread over the machine), so that their pages
         // can follow them (pages move only once threads are mapped).
@@ -256,10 +261,6 @@ impl<'t> Monitor<'t> {
         // A remapping needs evidence, at least one sharing event per thread: a few
         // events (a barrier at the end of a run) make any mapping look far better than
         // one chosen without sharing, and moving threads for them is needless.
-        let events = (0..n * n)
-            .filter(|&k| k / n < k % n)
-            .map(|k| m[k])
-            .sum::<f64>();
         let better = new_cost < old_cost * (1.0 - self.cfg.margin) && events >= n as f64;
         let chosen = if old.is_empty() || better {
             new

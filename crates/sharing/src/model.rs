@@ -227,13 +227,7 @@ impl SharingModel {
         addrs: &[u64],
         nodes: &[u32],
     ) -> Result<(), SharingError> {
-        let t = self.check_thread(thread)?;
-        self.check_nodes(nodes)?;
-        for (&a, &n) in addrs.iter().zip(nodes) {
-            self.event(t, n as usize, a, 0);
-        }
-        self.events += addrs.len().min(nodes.len()) as u64;
-        Ok(())
+        self.faults_by(thread, addrs, nodes, |_| 0)
     }
 
     /// [`faults`](Self::faults) with the size of the page that mapped each address when
@@ -247,18 +241,34 @@ impl SharingModel {
         nodes: &[u32],
         sizes: &[u64],
     ) -> Result<(), SharingError> {
+        let k = addrs.len().min(sizes.len());
+        let cfg = *self.table.config();
+        self.faults_by(thread, &addrs[..k], nodes, |i| {
+            cfg.huge_page(sizes[i]).unwrap_or(0)
+        })
+    }
+
+    /// The samples `addrs[i]` of one thread on `nodes[i]`, each in a huge page of
+    /// `huge(i)` bytes or 0.
+    fn faults_by(
+        &mut self,
+        thread: u32,
+        addrs: &[u64],
+        nodes: &[u32],
+        huge: impl Fn(usize) -> u64,
+    ) -> Result<(), SharingError> {
         let t = self.check_thread(thread)?;
-        self.check_nodes(nodes)?;
-        let page = self.table.config().page_size;
-        for ((&a, &n), &size) in addrs.iter().zip(nodes).zip(sizes) {
-            let huge = if size > page && size.is_power_of_two() {
-                size
-            } else {
-                0
-            };
-            self.event(t, n as usize, a, huge);
+        let max = self.table.config().nodes;
+        if let Some(&bad) = nodes.iter().find(|&&n| n as usize >= max) {
+            return Err(SharingError::Node {
+                node: bad,
+                nodes: max,
+            });
         }
-        self.events += addrs.len().min(nodes.len()).min(sizes.len()) as u64;
+        for (i, (&a, &n)) in addrs.iter().zip(nodes).enumerate() {
+            self.event(t, n as usize, a, huge(i));
+        }
+        self.events += addrs.len().min(nodes.len()) as u64;
         Ok(())
     }
 
@@ -267,17 +277,6 @@ impl SharingModel {
         match chunk {
             Chunk::Accesses(c) => self.accesses(c.thread, &c.addrs),
             Chunk::Faults(c) => self.faults(c.thread, &c.addrs, &c.nodes),
-        }
-    }
-
-    fn check_nodes(&self, nodes: &[u32]) -> Result<(), SharingError> {
-        let max = self.table.config().nodes;
-        match nodes.iter().find(|&&n| n as usize >= max) {
-            Some(&bad) => Err(SharingError::Node {
-                node: bad,
-                nodes: max,
-            }),
-            None => Ok(()),
         }
     }
 

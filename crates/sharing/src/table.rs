@@ -107,6 +107,13 @@ impl TableConfig {
         }
     }
 
+    /// `Some(size)` when a sample on a page of `size` bytes (as perf reports it, 0 when
+    /// unknown) is on a huge page: its NUMA vector is then the huge page's, kept on its
+    /// first page ([`AffinityTable::touch_huge`]).
+    pub fn huge_page(&self, size: u64) -> Option<u64> {
+        (size > self.page_size && size.is_power_of_two()).then_some(size)
+    }
+
     /// 2-byte slots per sub-block: K thread ids, or a bitset of `sharers` bits.
     pub fn slots_per_sub_block(&self) -> usize {
         if self.all_sharers {

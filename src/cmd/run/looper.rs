@@ -202,7 +202,7 @@ pub fn monitor(
             .iter()
             .filter(|f| !pages.insert(f.addr >> 12))
             .count() as u64;
-        huge += faults.iter().filter(|f| f.page_size > 4096).count() as u64;
+        huge += faults.iter().filter(|f| mon.on_huge_page(f)).count() as u64;
         if mon.has_new_threads(&faults) {
             // Threads created before this one but not seen faulting yet come first
             // (the inject handler is not one of the program's threads).

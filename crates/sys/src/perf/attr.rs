@@ -75,9 +75,7 @@ impl Attr {
             ..Attr::default()
         }
     }
-}
 
-impl Attr {
     /// The same event without the data page size, for kernels before 5.11.
     pub(crate) fn without_page_size(mut self) -> Attr {
         self.sample_type = SAMPLE_TYPE;
