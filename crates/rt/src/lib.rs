@@ -7,7 +7,8 @@
 //!
 //! Hot path: one thread-local load, no locks, no system calls except one `write` per
 //! [`wire::CHUNK_RECORDS`] accesses. Threads get ids in creation order (main = 0) by
-//! wrapping `pthread_create`. Without the `tdmap trace` environment the runtime stays off
+//! wrapping `pthread_create`; the set-id functions are wrapped for the `inject` sampler
+//! (see [`inject::unprotected`]). Without the `tdmap trace` environment the runtime stays off
 //! and the program runs normally.
 //!
 //! Limits: first touches are judged among instrumented accesses only (memory that libc
@@ -20,6 +21,10 @@ mod callbacks;
 mod init;
 pub mod inject;
 mod io;
+#[cfg(not(test))]
+mod next;
+#[cfg(not(test))]
+mod setid;
 mod state;
 #[cfg(not(test))]
 mod threads;

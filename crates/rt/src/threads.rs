@@ -22,12 +22,7 @@ struct Start {
 }
 
 fn real_create() -> Option<CreateFn> {
-    let mut f = REAL.load(Ordering::Acquire);
-    if f == 0 {
-        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name has no other preconditions.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
-        REAL.store(f, Ordering::Release);
-    }
+    let f = crate::next::symbol(&REAL, c"pthread_create");
     // SAFETY: a non-null result is libc's pthread_create, which has this signature.
     (f != 0).then(|| unsafe { std::mem::transmute::<usize, CreateFn>(f) })
 }

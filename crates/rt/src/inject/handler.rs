@@ -22,7 +22,7 @@ use tdmap_sys::uffd::{self, Msg, EVENT_PAGEFAULT};
 
 /// Mappings tracked at most; more are left unprotected.
 const MAX_REGIONS: usize = 4096;
-const MAPS_BUF: usize = 64 * 1024;
+pub(super) const MAPS_BUF: usize = 64 * 1024;
 const MSGS: usize = 64;
 /// Pages asked about per `mincore` call (64 MiB of 4 KiB pages).
 const RES_BUF: usize = 16 * 1024;
@@ -115,8 +115,12 @@ impl Injector {
                 park();
             }
             if now >= next {
-                self.scan();
-                self.protect();
+                // No pass while a set-id call runs (see `super::unprotected`).
+                if super::begin_pass() {
+                    self.scan();
+                    self.protect();
+                    super::end_pass();
+                }
                 next = (next + self.period_ns).max(now + self.period_ns / 2);
             }
             let left = next.saturating_sub(crate::state::now_ns());
@@ -163,31 +167,17 @@ impl Injector {
 
     /// Re-reads the mappings and registers the new eligible ones.
     fn scan(&mut self) {
-        // SAFETY: a NUL-terminated path; open allocates nothing in this process.
-        let maps_fd = unsafe {
-            libc::open(
-                c"/proc/self/maps".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        if maps_fd < 0 {
-            return;
-        }
         let mut m = 0;
         let own = self.own;
         let fresh = &mut self.fresh;
-        let _ = maps::for_each_line(maps_fd, &mut self.buf, |l| {
-            if let Some(line) = maps::parse_line(l).filter(maps::eligible) {
-                let r = Region {
-                    start: line.start,
-                    end: line.end,
-                    ok: 0,
-                };
-                push_outside(fresh, &mut m, r, own);
-            }
+        maps::for_each_eligible(&mut self.buf, |line| {
+            let r = Region {
+                start: line.start,
+                end: line.end,
+                ok: 0,
+            };
+            push_outside(fresh, &mut m, r, own);
         });
-        // SAFETY: the descriptor opened above.
-        unsafe { libc::close(maps_fd) };
         let known = &self.regions[..self.n];
         for r in &mut self.fresh[..m] {
             // Lines come in address order, so the previous scan's table is sorted.
@@ -251,7 +241,8 @@ impl Injector {
                     if b & 1 == 0 {
                         continue;
                     }
-                    if seen == next && left > 0 {
+                    // A set-id call waits for this pass: stop protecting at once.
+                    if seen == next && left > 0 && !super::paused() {
                         let _ = uffd::write_protect(self.fd, from + p as u64 * page, page, true);
                         next = next.saturating_add(stride);
                         left -= 1;

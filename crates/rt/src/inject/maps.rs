@@ -76,6 +76,28 @@ pub fn eligible(l: &Line<'_>) -> bool {
             || l.path.starts_with(b"[anon:"))
 }
 
+/// Calls `f` with every eligible mapping of this process, reading `/proc/self/maps`
+/// through `buf`; does nothing if the file cannot be opened.
+pub fn for_each_eligible(buf: &mut [u8], mut f: impl FnMut(Line<'_>)) {
+    // SAFETY: a NUL-terminated path; open allocates nothing in this process.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/maps".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let _ = for_each_line(fd, buf, |l| {
+        if let Some(line) = parse_line(l).filter(eligible) {
+            f(line);
+        }
+    });
+    // SAFETY: the descriptor opened above.
+    unsafe { libc::close(fd) };
+}
+
 /// Calls `f` with every complete line of the file open at `fd`, read through `buf`
 /// (longer lines than `buf` are skipped); returns the errno of a failed read.
 pub fn for_each_line(fd: i32, buf: &mut [u8], mut f: impl FnMut(&[u8])) -> Result<(), i32> {

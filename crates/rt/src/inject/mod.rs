@@ -20,24 +20,76 @@
 //! Limits: writes only (reads of a protected page do not fault, so read-only sharing is
 //! not seen). A program that calls `setuid` while multi-threaded runs glibc's set-id
 //! signal handler on the handler thread too (glibc does not let it be blocked), and that
-//! handler writes a counter on the caller's stack: if a protection pass had just
-//! protected that page, the handler thread would wait on itself. Not seen so far: 20 000
-//! `setuid` calls with every page protected every millisecond finish
-//! (`tests/run_inject.rs`, `setuid_in_a_threaded_program_does_not_hang`), and 600 000
-//! did by hand; the window is not closed by design.
+//! handler writes a counter on the caller's stack, and the kernel writes each thread's
+//! signal frame on its stack: a page protected there would leave the handler thread
+//! waiting on itself (it happened: `tests/run_inject.rs`,
+//! `setuid_in_a_threaded_program_does_not_hang`). The set-id functions are therefore
+//! wrapped ([`unprotected`]): protection passes pause and every protection is lifted
+//! for the call. Calls glibc makes internally (`initgroups` calling `setgroups`) are not
+//! wrapped.
 
 pub mod env;
 mod handler;
 mod maps;
 
 use handler::Injector;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tdmap_sys::uffd;
 
 /// Stack of the handler thread (glibc also puts its descriptor and TLS there).
 const STACK: usize = 256 * 1024;
 /// The userfaultfd, -1 when not injecting.
 static FD: AtomicI32 = AtomicI32::new(-1);
+/// Set-id calls under way ([`unprotected`]): no protection pass starts meanwhile.
+static PAUSED: AtomicU32 = AtomicU32::new(0);
+/// 1 while the handler thread scans and protects.
+static BUSY: AtomicU32 = AtomicU32::new(0);
+
+/// Runs `f`, a set-id call, with no page of the program write-protected. glibc runs its
+/// set-id handler on every thread, the handler thread included, and the kernel writes
+/// each thread's signal frame on its stack: a protected page there would make the
+/// handler thread wait on itself. So no pass starts, the pass under way stops at its
+/// next page (the two flags, sequentially consistent: either the handler sees `PAUSED`
+/// or this sees `BUSY`), and every protection is lifted before the call.
+pub fn unprotected<T>(f: impl FnOnce() -> T) -> T {
+    let fd = FD.load(Ordering::Acquire);
+    if fd < 0 {
+        return f();
+    }
+    PAUSED.fetch_add(1, Ordering::SeqCst);
+    while BUSY.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+    // Writes to protected pages here (the heap buffer) fault and are resolved as usual:
+    // the handler thread is not in a pass.
+    let mut buf = vec![0u8; handler::MAPS_BUF];
+    maps::for_each_eligible(&mut buf, |l| {
+        let _ = uffd::write_protect(fd, l.start, l.end - l.start, false);
+    });
+    let r = f();
+    PAUSED.fetch_sub(1, Ordering::SeqCst);
+    r
+}
+
+/// The handler thread starts a pass unless a set-id call is under way.
+fn begin_pass() -> bool {
+    BUSY.store(1, Ordering::SeqCst);
+    if PAUSED.load(Ordering::SeqCst) == 0 {
+        return true;
+    }
+    BUSY.store(0, Ordering::SeqCst);
+    false
+}
+
+/// The handler thread's pass is over.
+fn end_pass() {
+    BUSY.store(0, Ordering::SeqCst);
+}
+
+/// True while a set-id call waits for the pass under way.
+fn paused() -> bool {
+    PAUSED.load(Ordering::SeqCst) != 0
+}
 
 /// Starts the injector if this process is the one `tdmap run` asked for. Runs in the
 /// constructor, before `main`, while the process has a single thread.
