@@ -115,9 +115,9 @@ impl Injector {
                 park();
             }
             if now >= next {
-                // No pass while a set-id call runs (see `super::unprotected`).
+                self.scan();
+                // No protection while a set-id call runs (see `super::unprotected`).
                 if super::begin_pass() {
-                    self.scan();
                     self.protect();
                     super::end_pass();
                 }
@@ -209,7 +209,7 @@ impl Injector {
         // Counted afresh: memory may have grown a lot since the last pass. mincore is
         // cheap next to the faults (a few ns a page).
         let est = self.each_resident(0, u64::MAX, 0);
-        if est == 0 {
+        if est == 0 || super::paused() {
             return;
         }
         let k = ((est as f64 * self.fraction).ceil() as u64).clamp(1, self.max_pages.max(1));
@@ -241,8 +241,11 @@ impl Injector {
                     if b & 1 == 0 {
                         continue;
                     }
-                    // A set-id call waits for this pass: stop protecting at once.
-                    if seen == next && left > 0 && !super::paused() {
+                    if seen == next && left > 0 {
+                        // A set-id call waits for this pass (`super::unprotected`).
+                        if super::paused() {
+                            return seen;
+                        }
                         let _ = uffd::write_protect(self.fd, from + p as u64 * page, page, true);
                         next = next.saturating_add(stride);
                         left -= 1;

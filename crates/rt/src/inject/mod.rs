@@ -42,8 +42,10 @@ const STACK: usize = 256 * 1024;
 static FD: AtomicI32 = AtomicI32::new(-1);
 /// Set-id calls under way ([`unprotected`]): no protection pass starts meanwhile.
 static PAUSED: AtomicU32 = AtomicU32::new(0);
-/// 1 while the handler thread scans and protects.
+/// 1 while the handler thread protects pages.
 static BUSY: AtomicU32 = AtomicU32::new(0);
+/// 1 once the handler thread may have protected pages since they were last all lifted.
+static PROTECTED: AtomicU32 = AtomicU32::new(0);
 
 /// Runs `f`, a set-id call, with no page of the program write-protected. glibc runs its
 /// set-id handler on every thread, the handler thread included, and the kernel writes
@@ -58,32 +60,64 @@ pub fn unprotected<T>(f: impl FnOnce() -> T) -> T {
     }
     PAUSED.fetch_add(1, Ordering::SeqCst);
     while BUSY.load(Ordering::SeqCst) != 0 {
-        std::thread::yield_now();
+        // Sleep rather than spin: the handler thread needs a CPU to see PAUSED, and
+        // wakes this futex when it is done (the timeout covers a missed wake-up).
+        let ms = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: FUTEX_WAIT reads BUSY's 4 bytes and `ms`, both live for the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                BUSY.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                1u32,
+                &ms as *const libc::timespec,
+            )
+        };
     }
-    // Writes to protected pages here (the heap buffer) fault and are resolved as usual:
-    // the handler thread is not in a pass.
-    let mut buf = vec![0u8; handler::MAPS_BUF];
-    maps::for_each_eligible(&mut buf, |l| {
-        let _ = uffd::write_protect(fd, l.start, l.end - l.start, false);
-    });
+    // Cleared only once all is lifted: a concurrent caller that still sees it set
+    // lifts too.
+    if PROTECTED.load(Ordering::SeqCst) != 0 {
+        // Writes to protected pages here (the heap buffer) fault and are resolved as
+        // usual: the handler thread is not protecting.
+        let mut buf = vec![0u8; handler::MAPS_BUF];
+        maps::for_each_eligible(&mut buf, |l| {
+            let _ = uffd::write_protect(fd, l.start, l.end - l.start, false);
+        });
+        PROTECTED.store(0, Ordering::SeqCst);
+    }
     let r = f();
     PAUSED.fetch_sub(1, Ordering::SeqCst);
     r
 }
 
-/// The handler thread starts a pass unless a set-id call is under way.
+/// The handler thread starts protecting unless a set-id call is under way.
 fn begin_pass() -> bool {
     BUSY.store(1, Ordering::SeqCst);
     if PAUSED.load(Ordering::SeqCst) == 0 {
+        PROTECTED.store(1, Ordering::SeqCst);
         return true;
     }
     BUSY.store(0, Ordering::SeqCst);
     false
 }
 
-/// The handler thread's pass is over.
+/// The handler thread is done protecting; wakes a set-id call waiting for that.
 fn end_pass() {
     BUSY.store(0, Ordering::SeqCst);
+    if PAUSED.load(Ordering::SeqCst) != 0 {
+        // SAFETY: FUTEX_WAKE only reads the futex word's address.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                BUSY.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            )
+        };
+    }
 }
 
 /// True while a set-id call waits for the pass under way.
