@@ -7,8 +7,9 @@
 //! and the present bit of every page is cleared so that the next access to each faults.
 
 use super::basic::{pu_order, spread, ThreadOrder};
+use super::remap::{worth_remapping, DataHome};
 use super::{Actions, FaultEvent, FaultKind, Policy, PolicyCtx};
-use tdmap_map::{Algorithm, Distance};
+use tdmap_map::Algorithm;
 use tdmap_sharing::{migration_target, Metric, SharingModel, TableConfig};
 
 /// kMAF's parameters.
@@ -68,9 +69,9 @@ pub struct Kmaf {
     credit: f64,
     /// The threads' work ([`PolicyCtx::work`]) at the last period.
     work_at: u64,
-    /// Faults of each thread on pages of each node (`[thread * nodes + node]`), aged
-    /// with the matrix: where each thread's data lives, for the cost of moving it.
-    node_faults: Vec<f64>,
+    /// Faults of each thread on pages of each node, aged with the matrix: where each
+    /// thread's data lives, for the cost of moving it.
+    home: DataHome,
     /// Fault samples in the model at the last mapping.
     seen: u64,
 }
@@ -87,7 +88,7 @@ impl Kmaf {
             cursor: 0,
             credit: 0.0,
             work_at: 0,
-            node_faults: Vec::new(),
+            home: DataHome::default(),
             seen: 0,
         }
     }
@@ -110,36 +111,7 @@ impl Kmaf {
             oversubscribe: n > ctx.topo.num_pus(),
         };
         let new = tdmap_map::map_threads(self.params.algorithm, ctx.topo, m, n, &opts).ok()?;
-        let kind = if ctx.topo.latencies.is_some() {
-            Distance::Latency
-        } else {
-            Distance::Hops
-        };
-        let old_cost = tdmap_map::cost(ctx.topo, m, n, ctx.thread_pu, kind).ok()?
-            + self.data_cost(ctx, ctx.thread_pu);
-        let new_cost =
-            tdmap_map::cost(ctx.topo, m, n, &new, kind).ok()? + self.data_cost(ctx, &new);
-        (new_cost < old_cost * (1.0 - self.params.remap_gain)).then_some(new)
-    }
-}
-
-impl Kmaf {
-    /// The extra memory latency a mapping gives the threads' sampled accesses to pages on
-    /// other nodes than their own. kMAF §3.3 moves pages after threads; until it does, a
-    /// thread moved to another node leaves its data behind, and a remap that only
-    /// shortens sharing distances can lose more than it wins (stencils: private slabs,
-    /// sharing at their borders only).
-    fn data_cost(&self, ctx: &PolicyCtx, mapping: &[usize]) -> f64 {
-        let (nodes, lat) = (ctx.machine.nodes(), &ctx.machine.mem_latency);
-        let mut total = 0.0;
-        for (t, &pu) in mapping.iter().enumerate() {
-            let a = ctx.machine.node_of_pu[pu];
-            let row = &self.node_faults[t * nodes..(t + 1) * nodes];
-            for (n, &f) in row.iter().enumerate() {
-                total += f * lat[a * nodes + n].saturating_sub(lat[n * nodes + n]) as f64;
-            }
-        }
-        total
+        worth_remapping(ctx, m, &new, &self.home, self.params.remap_gain).then_some(new)
     }
 
     /// kMAF §3.1.2: clears the present bit of the next pages of a sweep over every page
@@ -174,24 +146,21 @@ impl Policy for Kmaf {
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
         let cfg = TableConfig::page_faults(ctx.machine.nodes());
         self.model = SharingModel::new(cfg, ctx.threads, &[]).ok();
-        self.node_faults = vec![0.0; ctx.threads * ctx.machine.nodes()];
+        self.home = DataHome::new(ctx.threads, ctx.machine.nodes());
         spread(
             &pu_order(ctx.topo, ThreadOrder::Random(self.params.seed)),
             ctx.threads,
         )
     }
 
-    fn on_fault(&mut self, ctx: &PolicyCtx, ev: &FaultEvent, out: &mut Actions) {
+    fn on_fault(&mut self, _ctx: &PolicyCtx, ev: &FaultEvent, out: &mut Actions) {
         let Some(model) = self.model.as_mut() else {
             return;
         };
         if ev.kind == FaultKind::FirstTouch {
             self.known.push(ev.page);
         }
-        let slot = ev.thread as usize * ctx.machine.nodes() + ev.page_node;
-        if let Some(f) = self.node_faults.get_mut(slot) {
-            *f += 1.0;
-        }
+        self.home.add(ev.thread, ev.page_node, 1.0);
         // The simulator only reports threads and nodes of the run, which the model was
         // built for: this cannot fail.
         if model.fault(ev.thread, ev.addr, ev.node as u32).is_err() || !self.mapped {
@@ -220,7 +189,10 @@ impl Policy for Kmaf {
         self.seen = model.events();
         let sm = model.matrix(Metric::Accesses);
         let all: u64 = sm.as_slice().iter().sum();
-        let shared = sm.off_diagonal_sum() as f64 >= self.params.min_sharing * all as f64;
+        let off = sm.off_diagonal_sum() as f64;
+        // As `tdmap run` asks: at least one sharing event per thread (each pair counts
+        // twice in `off`), or a pointer array every thread reads once maps them.
+        let shared = off >= 2.0 * ctx.threads as f64 && off >= self.params.min_sharing * all as f64;
         let m = sm.to_f64_rows();
         if let Some(new) = shared.then(|| self.remap(ctx, &m)).flatten() {
             for (t, (&pu, &old)) in new.iter().zip(ctx.thread_pu).enumerate() {
@@ -234,9 +206,7 @@ impl Policy for Kmaf {
         if let Some(model) = self.model.as_mut() {
             model.age(); // kMAF §3.4.2: ×0.75 after each mapping
         }
-        for f in &mut self.node_faults {
-            *f *= 0.75;
-        }
+        self.home.age(0.75);
         self.sweep(ctx, out);
     }
 }
@@ -304,5 +274,51 @@ mod tests {
         );
         let nv = k.model().unwrap().table().nv(0x5000).unwrap();
         assert_eq!(nv, vec![0, 0, 3, 0], "halved after the migration");
+    }
+
+    /// Threads 0-3, spread over the packages, each touch one page `rounds` times: a
+    /// pointer array each reads once (one round: 6 sharing events for 8 threads) moves no
+    /// thread, as in `tdmap run`; the same sharing seen four times brings them together.
+    fn moved_after(rounds: usize) -> usize {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let machine = Machine::new(&topo, &SimConfig::default()).unwrap();
+        let mut k = Kmaf::new(KmafParams::default());
+        let mut ctx = PolicyCtx {
+            topo: &topo,
+            machine: &machine,
+            threads: 8,
+            thread_pu: &[],
+            now: 0,
+            period: 1,
+            work: 0,
+        };
+        let pus = k.initial_mapping(&ctx);
+        ctx.thread_pu = &pus;
+        let mut out = Actions::default();
+        for r in 0..rounds {
+            for t in 0..4 {
+                let ev = FaultEvent {
+                    thread: t,
+                    node: machine.node_of_pu[pus[t as usize]],
+                    addr: 0x5000,
+                    page: 5,
+                    page_node: machine.node_of_pu[pus[0]],
+                    kind: if r + t as usize == 0 {
+                        FaultKind::FirstTouch
+                    } else {
+                        FaultKind::Injected
+                    },
+                };
+                k.on_fault(&ctx, &ev, &mut out);
+            }
+        }
+        k.on_tick(&ctx, &mut out);
+        out.thread_moves.len()
+    }
+
+    #[test]
+    fn fewer_sharing_events_than_threads_move_no_thread() {
+        assert_eq!(moved_after(1), 0);
+        assert!(moved_after(4) > 0);
     }
 }

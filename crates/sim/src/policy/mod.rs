@@ -10,6 +10,7 @@ pub mod grouping;
 pub mod kmaf;
 mod numa_balancing;
 pub mod oracle;
+pub mod remap;
 pub mod sammu;
 
 pub use basic::{pu_order, ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
