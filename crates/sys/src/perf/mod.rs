@@ -61,6 +61,13 @@ pub trait FaultSource {
     fn wait(&mut self, timeout: Duration, also: Option<BorrowedFd<'_>>) -> Result<(), SysError>;
 }
 
+/// poll(2)'s timeout for `timeout`, rounded up to whole milliseconds: rounded down, the
+/// last millisecond before a deadline is a poll of 0 ms, again and again, a busy wait
+/// that took about 1 % of a CPU at one deadline per 100 ms period.
+fn poll_ms(timeout: Duration) -> i32 {
+    timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+}
+
 /// Whose faults the perf events count (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -213,7 +220,7 @@ impl FaultSource for PerfSampler {
                 revents: 0,
             })
             .collect();
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        let ms = poll_ms(timeout);
         // SAFETY: `fds` is a live array of fds.len() pollfd entries the kernel may write.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if rc < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
@@ -307,5 +314,15 @@ mod tests {
         };
         let err = PerfSampler::open(&FsRoot::default(), 0, &cfg).unwrap_err();
         assert!(err.to_string().contains("power of two"), "{err}");
+    }
+
+    #[test]
+    fn a_wait_of_less_than_a_millisecond_still_sleeps() {
+        assert_eq!(poll_ms(Duration::ZERO), 0);
+        assert_eq!(poll_ms(Duration::from_micros(1)), 1);
+        assert_eq!(poll_ms(Duration::from_micros(999)), 1);
+        assert_eq!(poll_ms(Duration::from_millis(99)), 99);
+        assert_eq!(poll_ms(Duration::from_micros(99_001)), 100);
+        assert_eq!(poll_ms(Duration::from_secs(1 << 40)), i32::MAX);
     }
 }
