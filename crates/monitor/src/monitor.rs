@@ -4,7 +4,9 @@ use crate::error::MonitorError;
 use crate::threads::ThreadIndex;
 use std::collections::BTreeSet;
 use tdmap_map::{cost::PuDistance, map_threads, Algorithm, Distance, Options};
-use tdmap_sharing::{migration_target, should_migrate, Metric, SharingMatrix, SharingModel};
+use tdmap_sharing::{
+    enough_sharing, migration_target, should_migrate, Metric, SharingMatrix, SharingModel,
+};
 use tdmap_sharing::{Sharers, TableConfig};
 use tdmap_topo::Topology;
 
@@ -258,10 +260,7 @@ impl<'t> Monitor<'t> {
         let cur: Vec<usize> = old.iter().chain(&new[old.len()..]).copied().collect();
         let cost = |map: &[usize]| tdmap_map::cost::cost_with(&self.dist, &m, n, map);
         let (old_cost, new_cost) = (cost(&cur), cost(&new));
-        // A remapping needs evidence, at least one sharing event per thread: a few
-        // events (a barrier at the end of a run) make any mapping look far better than
-        // one chosen without sharing, and moving threads for them is needless.
-        let better = new_cost < old_cost * (1.0 - self.cfg.margin) && events >= n as f64;
+        let better = new_cost < old_cost * (1.0 - self.cfg.margin) && enough_sharing(events, n);
         let chosen = if old.is_empty() || better {
             new
         } else if cur.len() > old.len() {

@@ -2,6 +2,14 @@
 
 use serde::Serialize;
 
+/// Whether `pair_events` sharing events (each pair of threads counted once) are evidence
+/// enough to map `threads` threads by: at least one per thread. Fewer (a pointer array
+/// each thread reads once, a barrier at the end of a run) make any mapping look far
+/// better than one chosen without sharing, and moving threads for them is needless.
+pub fn enough_sharing(pair_events: f64, threads: usize) -> bool {
+    pair_events >= threads as f64
+}
+
 /// A dense symmetric T×T matrix of sharing between threads; cell (i,i) holds private data
 /// (trace paper §III-B), cell (i,j) the sharing between threads i and j.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

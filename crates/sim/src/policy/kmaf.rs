@@ -10,7 +10,7 @@ use super::basic::{pu_order, spread, ThreadOrder};
 use super::remap::{worth_remapping, DataHome};
 use super::{Actions, FaultEvent, FaultKind, Policy, PolicyCtx};
 use tdmap_map::Algorithm;
-use tdmap_sharing::{migration_target, Metric, SharingModel, TableConfig};
+use tdmap_sharing::{enough_sharing, migration_target, Metric, SharingModel, TableConfig};
 
 /// kMAF's parameters.
 #[derive(Debug, Clone, Copy)]
@@ -189,10 +189,9 @@ impl Policy for Kmaf {
         self.seen = model.events();
         let sm = model.matrix(Metric::Accesses);
         let all: u64 = sm.as_slice().iter().sum();
-        let off = sm.off_diagonal_sum() as f64;
-        // As `tdmap run` asks: at least one sharing event per thread (each pair counts
-        // twice in `off`), or a pointer array every thread reads once maps them.
-        let shared = off >= 2.0 * ctx.threads as f64 && off >= self.params.min_sharing * all as f64;
+        let off = sm.off_diagonal_sum() as f64; // each pair twice
+        let shared =
+            enough_sharing(off / 2.0, ctx.threads) && off >= self.params.min_sharing * all as f64;
         let m = sm.to_f64_rows();
         if let Some(new) = shared.then(|| self.remap(ctx, &m)).flatten() {
             for (t, (&pu, &old)) in new.iter().zip(ctx.thread_pu).enumerate() {

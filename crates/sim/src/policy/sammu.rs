@@ -11,6 +11,7 @@ use super::remap::{worth_remapping, DataHome};
 use super::{Actions, Policy, PolicyCtx, TlbEvent, TlbEventKind};
 use crate::hash::FastMap;
 use crate::policy::basic::{pu_order, ThreadOrder};
+use tdmap_sharing::enough_sharing;
 
 /// An empty slot of the sharers vector.
 pub const NO_THREAD: u32 = u32::MAX;
@@ -213,7 +214,7 @@ impl Sammu {
                 *c += 1.0;
             }
         }
-        for &s in &h.sv[..sv_len] {
+        for &s in sv {
             if s != NO_THREAD && (s as usize) < n && t < n {
                 self.sm[t * n + s as usize] += 1.0; // SAMMU Eq. 4, Fig. 2-D
             }
@@ -244,13 +245,15 @@ impl Sammu {
     /// than counting noise: sampled events are Poisson counts, so k of them only show
     /// sharing when k exceeds twice its standard deviation √k (k > 4). A private-only
     /// program (ep) otherwise remaps on the one or two events of its runtime's shared
-    /// lines whenever its matrix is nearly empty. And at least one sharing event per
-    /// thread, as `tdmap run` asks: with two sharers kept per page, the threads that
-    /// read a pointer array once each look like a chain of pairs.
+    /// lines whenever its matrix is nearly empty. And [`enough_sharing`], as `tdmap run`
+    /// asks: with two sharers kept per page, the threads that read a pointer array once
+    /// each look like a chain of pairs.
     fn shared_enough(&self, a: &[f64]) -> bool {
         let off: f64 = a.iter().sum::<f64>() / 2.0;
         let diag: f64 = (0..self.n).map(|i| self.sm[i * self.n + i]).sum();
-        off >= self.n as f64 && off > 2.0 * off.sqrt() && off >= self.p.min_sharing * (off + diag)
+        enough_sharing(off, self.n)
+            && off > 2.0 * off.sqrt()
+            && off >= self.p.min_sharing * (off + diag)
     }
 
     /// Each thread's private events, taken to be on the node it runs on: first touch put
