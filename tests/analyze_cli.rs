@@ -25,11 +25,16 @@ fn dir() -> PathBuf {
     d
 }
 
+/// A trace writer at `path` for `threads` threads of `program`, traced on the x7550.
+fn writer(path: &Path, program: &str, threads: u32) -> Writer {
+    let mut h = Header::new(vec![program.into()], "xeon-x7550-4s");
+    h.threads = threads;
+    Writer::create(path, h).unwrap()
+}
+
 /// An 8-thread trace of `p`.
 fn trace(p: Pattern, path: &Path) {
-    let mut h = Header::new(vec!["gen".into()], "xeon-x7550-4s");
-    h.threads = 8;
-    let w = Writer::create(path, h).unwrap();
+    let w = writer(path, "gen", 8);
     for (t, v) in accesses(p, 8, 50, 64, 3, 0) {
         w.append_accesses(t, &v).unwrap();
     }
@@ -267,9 +272,7 @@ fn page_fault_traces_use_kmaf_sub_blocks_and_their_own_nodes() {
     use tdmap_trace::Fault;
     let d = dir();
     let p = d.join("f.trace");
-    let mut h = Header::new(vec!["faults".into()], "xeon-x7550-4s");
-    h.threads = 2;
-    let w = Writer::create(&p, h).unwrap();
+    let w = writer(&p, "faults", 2);
     // Both threads fault on the same 1 KiB sub-block, from nodes 1 and 3.
     for (t, node) in [(0u32, 1u32), (1, 3), (0, 1), (1, 3)] {
         let f = Fault {
@@ -300,9 +303,7 @@ fn page_fault_traces_use_kmaf_sub_blocks_and_their_own_nodes() {
 fn block_sets_the_sharing_granularity_and_json_carries_the_matrix() {
     let d = dir();
     let p = d.join("b.trace");
-    let mut h = Header::new(vec!["lines".into()], "xeon-x7550-4s");
-    h.threads = 2;
-    let w = Writer::create(&p, h).unwrap();
+    let w = writer(&p, "lines", 2);
     // Thread 0 touches the first line of a 1 KiB block, thread 1 the last one.
     for (thread, addr) in [(0u32, 0x10000u64), (1, 0x10000 + 1024 - 64)] {
         let a = tdmap_trace::Access {
