@@ -12,20 +12,22 @@
 //! with and without tdmap. tdmap exits with the program's exit code (128 + signal number
 //! if a signal ended it), or 2 when the program cannot be started.
 
-mod act;
-mod looper;
+mod mapping;
 mod preload;
 mod reference;
 mod report;
 mod sampler;
+mod settings;
 
 use crate::exit::input;
 use anyhow::{Context, Result};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use tdmap_map::Algorithm;
+use tdmap_monitor::live::{LiveProgram, SysActuator};
+use tdmap_monitor::online::{self, LoopSettings, SystemClock};
+use tdmap_monitor::Engine;
 use tdmap_sys::perf::{PerfSampler, SamplerConfig};
-use tdmap_sys::FsRoot;
+use tdmap_sys::{FsRoot, LinuxSys};
 
 /// Arguments of `tdmap run`.
 #[derive(Debug, clap::Args)]
@@ -33,9 +35,17 @@ pub struct Args {
     /// Decision period in milliseconds (kMAF: 100).
     #[arg(long, value_name = "MS", default_value_t = 100)]
     period: u64,
-    /// Thread-mapping algorithm: greedy, drb, matching, ... (as `tdmap map`).
-    #[arg(long, default_value = "greedy")]
-    algorithm: String,
+    /// Which kMAF rules: `run` (tdmap run's: a 10% margin, a wait of 3 periods for the
+    /// first mapping, NUMA vectors restarted there, Eq. 6 once per period, a gate of one
+    /// sharing event per thread, greedy) or `paper` (kMAF §3.3-3.4: Scotch's dual
+    /// recursive bipartitioning, Eq. 6 at every fault, no margin, no wait, no gate).
+    /// --algorithm and --margin override either.
+    #[arg(long, value_name = "run|paper", default_value = "run")]
+    kmaf: tdmap_monitor::Preset,
+    /// Thread-mapping algorithm: greedy, drb, matching, ... (as `tdmap map`); default:
+    /// the rules' (greedy for run, drb for paper).
+    #[arg(long)]
+    algorithm: Option<String>,
     /// Where samples come from: kernel (perf page faults, plus soft-dirty extra faults
     /// where the kernel has them), inject (perf page faults, plus extra write faults the
     /// preloaded libtdmap_rt.so injects with userfaultfd), or auto (kernel where
@@ -53,9 +63,9 @@ pub struct Args {
     #[arg(long, default_value_t = 20, value_name = "PAGES")]
     inject_pages: u64,
     /// A new thread mapping is applied only if it lowers the cost by more than this
-    /// fraction of the current one.
-    #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
-    margin: f64,
+    /// fraction of the current one (default: the rules', 0.10 for run, 0 for paper).
+    #[arg(long, value_name = "FRACTION")]
+    margin: Option<f64>,
     /// Bytes per sub-block of the per-page sharer vectors: two threads share when they
     /// fault in the same sub-block (kMAF §3.5.1: 1024). A power of two from 64 to 4096.
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
@@ -65,7 +75,8 @@ pub struct Args {
     /// more also see readers of one producer's data sharing with each other.
     #[arg(long, value_name = "N|all", default_value = "2", value_parser = super::analyze::parse_sharers)]
     sharers: tdmap_sharing::Sharers,
-    /// Detect and decide, but move no thread and no page.
+    /// Detect and decide, but move no thread and no page: the report says what would
+    /// have been pinned and moved.
     #[arg(long)]
     dry_run: bool,
     /// Map threads only, move no page (kMAF Figure 11).
@@ -115,31 +126,47 @@ pub struct Args {
 
 /// Runs the program under the monitor and returns the program's exit code.
 pub fn run(args: Args) -> Result<i32> {
-    let settings = looper::Settings::from_args(&args)?;
     let topo = tdmap_topo::MachineSpec::parse("")
         .load(None)
         .context("cannot read this machine's topology")?;
+    let settings = settings::Settings::from_args(&args, &topo)?;
     let (prog, rest) = args
         .command
         .split_first()
         .expect("clap requires the program");
-    let env = preload::env(&settings, args.period);
+    let mut announce = settings.sampler.announcer()?;
+    let env = preload::env(&settings, args.period, announce.as_ref());
     let mut child = tdmap_sys::spawn_gated_env(prog, rest, &env)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
+    if let Some(a) = announce.as_mut() {
+        a.child_started();
+    }
     let fs = FsRoot::default();
-    let sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())
+    let mut sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())
         .map_err(|e| input(format!("cannot sample page faults: {e}")))?;
     let events = sampler.scope();
     child
         .release()
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
-    let outcome = looper::monitor(&topo, &settings, &mut child, sampler)?;
-    let report = report::Report::new(&topo, &settings, prog, &outcome, events);
-    report.emit(&args, &outcome)?;
+    let mut engine = Engine::new(&topo, settings.cfg, settings.dry_run)?;
+    if let Some(pus) = &settings.fixed {
+        engine = engine.with_fixed_mapping(pus.clone());
+    }
+    let mut act = SysActuator::new(LinuxSys, child.pid(), &topo);
+    let soft_dirty = settings.sampler.soft_dirty();
+    let mut program = LiveProgram::new(&mut child, fs, soft_dirty);
+    let outcome = online::run(
+        &mut engine,
+        &mut sampler,
+        &mut act,
+        &mut program,
+        &SystemClock::start(),
+        LoopSettings {
+            period: settings.period,
+            announcer: announce.as_mut().map(|a| a as &mut dyn online::Announcer),
+        },
+    )?;
+    let report = report::build(&topo, &settings, prog, &outcome, events);
+    report::emit(&report, &args, &outcome)?;
     Ok(outcome.exit_code)
-}
-
-/// Parses `--algorithm`.
-fn parse_algorithm(args: &Args) -> Result<Algorithm> {
-    args.algorithm.parse::<Algorithm>().map_err(input)
 }

@@ -1,17 +1,31 @@
-//! The decisions of `tdmap run` (kMAF §3 in user space), apart from the kernel: samples
-//! of page faults come in as plain [`Fault`]s, and out come a thread mapping to apply and
-//! the pages to move. Pure: the binary drains the sampler and applies the decisions
-//! through tdmap-sys, so every rule here is tested on replayed samples.
+//! kMAF (§3) in user space, in one place: the decisions ([`Monitor`]), their application
+//! through an [`Actuator`] ([`Engine`]), and `tdmap run`'s real-time loop ([`online`]).
+//! `tdmap run` drives it from perf samples and the live kernel ([`live`]); `tdmap sim`'s
+//! kmaf policies drive the same [`Engine`] from simulated faults through a simulated
+//! actuator, so what is simulated is what runs. Every difference between `tdmap run`'s
+//! rules and the paper's is a named option of [`Config`].
 //!
-//! Per period the binary calls [`Monitor::ingest`] with the drained samples, then
-//! [`Monitor::plan_threads`] (kMAF §3.4.1), [`Monitor::page_candidates`] and
-//! [`Monitor::plan_pages`] (kMAF §3.3, Eq. 6), [`Monitor::moved`] for each page it moved,
-//! and [`Monitor::age`] (kMAF §3.4.2).
+//! Per period: plan threads (kMAF §3.4.1) → pin → Eq. 6 candidates (§3.3) → move →
+//! halve → age ×0.75 (§3.4.2).
+#![forbid(unsafe_code)]
 
+mod actuator;
+mod config;
+mod datahome;
+mod engine;
 mod error;
+pub mod live;
 mod monitor;
+pub mod online;
+mod outcome;
 mod threads;
 
+pub use actuator::{ActError, Actuator, Counts, Failures};
+pub use config::{Config, Eq6When, Preset, FIRST_MAPPING_WAIT};
+pub use datahome::DataHome;
+pub use engine::{Engine, Times, BATCH};
 pub use error::MonitorError;
-pub use monitor::{Config, Fault, Monitor, ThreadPlan};
+pub use monitor::{Fault, Monitor, ThreadPlan};
+pub use outcome::{HandlerReport, Outcome, SampleCounts};
 pub use threads::ThreadIndex;
+pub mod report;

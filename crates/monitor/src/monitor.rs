@@ -1,13 +1,17 @@
-//! The monitor's state and its per-period decisions (kMAF §3.2–3.4).
+//! The monitor's state and its per-period decisions (kMAF §3.2–3.4): the sharing model,
+//! the threads seen, the mapping in force. It decides; [`crate::Engine`] applies.
 
+use crate::config::{Config, Eq6When};
+use crate::datahome::DataHome;
 use crate::error::MonitorError;
 use crate::threads::ThreadIndex;
 use std::collections::BTreeSet;
-use tdmap_map::{cost::PuDistance, map_threads, Algorithm, Distance, Options};
+use std::sync::Arc;
+use tdmap_map::{cost::PuDistance, map_threads, Distance, Options};
+use tdmap_sharing::TableConfig;
 use tdmap_sharing::{
     enough_sharing, migration_target, should_migrate, Metric, SharingMatrix, SharingModel,
 };
-use tdmap_sharing::{Sharers, TableConfig};
 use tdmap_topo::Topology;
 
 /// One sampled page fault, as the monitor needs it.
@@ -22,42 +26,20 @@ pub struct Fault {
     /// Bytes of the page that mapped `addr` at the fault (2 MiB on a transparent huge
     /// page), or 0 when unknown, as for a first touch.
     pub page_size: u64,
+    /// The logical node the page lived on at the fault, when the source knows it (the
+    /// simulator does, perf samples do not): what [`Config::data_cost`] weighs.
+    pub page_node: Option<u32>,
 }
 
-/// Periods the first thread mapping waits for sharing to show before it places threads
-/// that share nothing.
-pub const FIRST_MAPPING_WAIT: u64 = 3;
-
-/// What the monitor decides and how.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    /// The thread-mapping algorithm (greedy by default, kMAF used drb).
-    pub algorithm: Algorithm,
-    /// A new mapping replaces the current one only if it lowers the cost by more than this
-    /// fraction of it: SAMMU notes that needless thread migrations hurt CG-like programs.
-    pub margin: f64,
-    /// Threads tracked; samples of later threads are counted as ignored.
-    pub max_threads: usize,
-    /// Decide thread mappings (off with `--data-only`).
-    pub threads: bool,
-    /// Decide page moves (off with `--threads-only`).
-    pub data: bool,
-    /// Bytes per sub-block of the sharer vectors (kMAF §3.5.1 uses 1 KiB).
-    pub sub_block: u32,
-    /// Sharers kept per sub-block (kMAF §3.5.1 keeps the last 2).
-    pub sharers: Sharers,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            algorithm: Algorithm::Greedy,
-            margin: 0.10,
-            max_threads: 256,
-            threads: true,
-            data: true,
-            sub_block: 1024,
-            sharers: Sharers::Last(2),
+impl Fault {
+    /// A fault whose page size and page node are unknown.
+    pub fn new(tid: u32, addr: u64, cpu: u32) -> Fault {
+        Fault {
+            tid,
+            addr,
+            cpu,
+            page_size: 0,
+            page_node: None,
         }
     }
 }
@@ -77,9 +59,8 @@ pub struct ThreadPlan {
 
 /// kMAF's state for one program: the affinity table and sharing matrix, the threads
 /// seen, the mapping in force and the pages touched this period.
-pub struct Monitor<'t> {
-    topo: &'t Topology,
-    dist: PuDistance<'t>,
+pub struct Monitor {
+    topo: Arc<Topology>,
     cfg: Config,
     model: SharingModel,
     threads: ThreadIndex,
@@ -89,21 +70,22 @@ pub struct Monitor<'t> {
     totals: [Totals; 2],
     ignored: u64,
     periods: u64,
+    home: DataHome,
 }
 
-impl<'t> Monitor<'t> {
+impl Monitor {
     /// A monitor for a program running on `topo`, with kMAF's page-fault table (§3.5.1:
     /// 1 KiB sub-blocks, 2 sharers) and one NUMA-vector counter per node.
-    pub fn new(topo: &'t Topology, cfg: Config) -> Result<Monitor<'t>, MonitorError> {
+    pub fn new(topo: &Topology, cfg: Config) -> Result<Monitor, MonitorError> {
         let table = TableConfig {
             sub_block: u64::from(cfg.sub_block),
             ..TableConfig::page_faults(topo.num_nodes().max(1))
         }
         .keeping(cfg.sharers);
         let cap = cfg.max_threads;
+        PuDistance::new(topo, Distance::Hops)?;
         Ok(Monitor {
-            topo,
-            dist: PuDistance::new(topo, Distance::Hops)?,
+            topo: Arc::new(topo.clone()),
             cfg,
             model: SharingModel::new(table, cap, &[])?,
             threads: ThreadIndex::new(cap),
@@ -112,7 +94,18 @@ impl<'t> Monitor<'t> {
             totals: [Totals::new(cap), Totals::new(cap)],
             ignored: 0,
             periods: 0,
+            home: DataHome::new(cap, topo.num_nodes().max(1)),
         })
+    }
+
+    /// The rules in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The machine.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
     }
 
     /// True if `f` fell on a transparent huge page (its NUMA vector is the huge page's).
@@ -163,6 +156,9 @@ impl<'t> Monitor<'t> {
                 addrs.push(f.addr);
                 nodes.push(self.node_of_cpu(f.cpu) as u32);
                 sizes.push(f.page_size);
+                if let (true, Some(n)) = (self.cfg.data_cost, f.page_node) {
+                    self.home.add(u32::from(t), n as usize, 1.0);
+                }
                 // A huge page's NUMA vector is its first page's (the model's rule), and
                 // Eq. 6 is checked there: moving that page moves the whole huge page.
                 let unit = cfg.huge_page(f.page_size).unwrap_or(cfg.page_size);
@@ -225,9 +221,10 @@ impl<'t> Monitor<'t> {
     }
 
     /// kMAF §3.4.1: maps the threads seen onto the machine. Returns the mapping to apply
-    /// when there is none yet (once some sharing is seen), when the new mapping costs
-    /// less than `(1 - margin)` × the one in force, or when new threads need a PU (then
-    /// only they move). None otherwise, and always with `--data-only`.
+    /// when there is none yet (once some sharing is seen, or after
+    /// [`Config::first_mapping_wait`] periods), when the new mapping costs less than
+    /// `(1 - margin)` × the one in force and passes the sharing gates, or when new threads
+    /// need a PU (then only they move). None otherwise, and always with `--data-only`.
     pub fn plan_threads(&mut self) -> Result<Option<ThreadPlan>, MonitorError> {
         let n = self.threads.len();
         if !self.cfg.threads || n == 0 {
@@ -246,21 +243,20 @@ impl<'t> Monitor<'t> {
         // The first mapping waits for sharing to show, but not for ever: threads that
         // share nothing still get placed (spread over the machine), so that their pages
         // can follow them (pages move only once threads are mapped).
-        let waiting = n < 2 || self.periods < FIRST_MAPPING_WAIT;
+        let waiting = n < 2 || self.periods < self.cfg.first_mapping_wait;
         if self.mapping.is_none() && !shared && waiting {
             return Ok(None);
         }
         let opts = Options {
-            seed: 0,
+            seed: self.cfg.seed,
             oversubscribe: true,
         };
-        let new = map_threads(self.cfg.algorithm, self.topo, &m, n, &opts)?;
+        let new = map_threads(self.cfg.algorithm, &self.topo, &m, n, &opts)?;
         let old = self.mapping.clone().unwrap_or_default();
         // The mapping in force, with any new thread placed where the new mapping says.
         let cur: Vec<usize> = old.iter().chain(&new[old.len()..]).copied().collect();
-        let cost = |map: &[usize]| tdmap_map::cost::cost_with(&self.dist, &m, n, map);
-        let (old_cost, new_cost) = (cost(&cur), cost(&new));
-        let better = new_cost < old_cost * (1.0 - self.cfg.margin) && enough_sharing(events, n);
+        let (old_cost, new_cost) = (self.cost(&m, &cur)?, self.cost(&m, &new)?);
+        let better = new_cost < old_cost * (1.0 - self.cfg.margin) && self.gates_pass(&m, events);
         let chosen = if old.is_empty() || better {
             new
         } else if cur.len() > old.len() {
@@ -269,7 +265,7 @@ impl<'t> Monitor<'t> {
             return Ok(None);
         };
         let changed: Vec<usize> = (0..n).filter(|&k| old.get(k) != Some(&chosen[k])).collect();
-        if self.mapping.is_none() && self.cfg.data {
+        if self.mapping.is_none() && self.cfg.data && self.cfg.reset_nvs_at_first_mapping {
             // Until now threads ran wherever the scheduler put them, so the NUMA vectors
             // say where they happened to be, not where they will run: a page could pass
             // Eq. 6 towards a node its thread is about to leave, and need many periods to
@@ -286,18 +282,75 @@ impl<'t> Monitor<'t> {
         }))
     }
 
+    /// The sharing gates of a remap ([`Config::min_events_per_thread`],
+    /// [`Config::min_sharing_share`]); `events` counts each pair once.
+    fn gates_pass(&self, m: &[f64], events: f64) -> bool {
+        let n = self.threads.len();
+        let all: f64 = m.iter().sum();
+        enough_sharing(events, n, self.cfg.min_events_per_thread)
+            && 2.0 * events >= self.cfg.min_sharing_share * all
+    }
+
+    /// The cost of `map` for the sharing `m` (hops between the threads' PUs), plus the
+    /// data it leaves behind when [`Config::data_cost`] is on.
+    fn cost(&self, m: &[f64], map: &[usize]) -> Result<f64, MonitorError> {
+        let topo = &*self.topo;
+        let dist = PuDistance::new(topo, Distance::Hops)?;
+        let sharing = tdmap_map::cost::cost_with(&dist, m, map.len(), map);
+        if !self.cfg.data_cost {
+            return Ok(sharing);
+        }
+        // A node's accesses to another node's memory cost the hops between their PUs.
+        let first_pu: Vec<usize> = (0..topo.num_nodes())
+            .map(|n| {
+                (0..topo.num_pus())
+                    .find(|&p| topo.node_of_pu(p) == n)
+                    .unwrap_or(0)
+            })
+            .collect();
+        let data = self.home.cost(
+            map,
+            |pu| topo.node_of_pu(pu),
+            |a, n| dist.get(first_pu[a], first_pu[n]),
+        );
+        Ok(sharing + data)
+    }
+
     /// Pages touched this period whose NUMA vector passes kMAF Eq. 6, as (page address,
     /// vector), in address order. None before the first thread mapping (kMAF §3.3), unless
     /// threads are not mapped at all (`--data-only`); the vectors restart at that mapping.
     pub fn page_candidates(&self) -> Vec<(u64, Vec<u32>)> {
-        if !self.cfg.data || (self.cfg.threads && self.mapping.is_none()) {
+        if self.cfg.eq6 != Eq6When::PerPeriod {
             return Vec::new();
         }
         let shift = self.page_shift();
+        self.candidates(self.touched.iter().map(|&p| p << shift))
+    }
+
+    /// With Eq. 6 per fault ([`Eq6When::PerFault`]): the pages of `faults` whose NUMA
+    /// vector passes it now, once each, in fault order.
+    pub fn fault_candidates(&self, faults: &[Fault]) -> Vec<(u64, Vec<u32>)> {
+        if self.cfg.eq6 != Eq6When::PerFault {
+            return Vec::new();
+        }
+        let cfg = self.model.table().config();
+        let mut seen = BTreeSet::new();
+        let pages = faults.iter().filter_map(|f| {
+            let unit = cfg.huge_page(f.page_size).unwrap_or(cfg.page_size);
+            let page = f.addr & !(unit - 1);
+            seen.insert(page).then_some(page)
+        });
+        self.candidates(pages)
+    }
+
+    /// The pages among `pages` (addresses of page starts) whose NUMA vector passes kMAF
+    /// Eq. 6; none before the first thread mapping (§3.3) unless threads are not mapped.
+    fn candidates(&self, pages: impl Iterator<Item = u64>) -> Vec<(u64, Vec<u32>)> {
+        if !self.cfg.data || (self.cfg.threads && self.mapping.is_none()) {
+            return Vec::new();
+        }
         let table = self.model.table();
-        self.touched
-            .iter()
-            .map(|&p| p << shift)
+        pages
             .filter_map(|a| table.nv(a).map(|nv| (a, nv)))
             .filter(|(_, nv)| should_migrate(nv))
             .collect()
@@ -334,6 +387,7 @@ impl<'t> Monitor<'t> {
             self.totals[metric_slot(metric)].add_since_last(m, n, cap);
         }
         self.model.age();
+        self.home.age();
         for metric in [Metric::Accesses, Metric::Amount] {
             let m = self.model.matrix(metric).as_slice();
             self.totals[metric_slot(metric)].mark(m, n, cap);

@@ -2,7 +2,7 @@
 //! matrix of a `tdmap trace`: the check behind `tdmap run --reference`.
 
 use crate::SharingMatrix;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A reference whose pairs vary (standard deviation) by less than this share of its mean
 /// cell, private data on the diagonal included, has every pair sharing alike or next to
@@ -12,7 +12,7 @@ use serde::Serialize;
 pub const FLAT_SPREAD: f64 = 0.2;
 
 /// Which comparison a [`Similarity`] used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rule {
     /// Pearson correlation over the pairs i<j: the reference has a pattern.
@@ -26,7 +26,7 @@ pub enum Rule {
 }
 
 /// The similarity of a detected matrix to a reference, and the rule that gave it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Similarity {
     /// From −1 to 1; 1 is a perfect match.
     pub value: f64,

@@ -17,7 +17,7 @@ mod table;
 
 pub use compare::{similarity, Rule, Similarity};
 pub use error::SharingError;
-pub use matrix::{enough_sharing, SharingMatrix};
+pub use matrix::{age_weights, enough_sharing, SharingMatrix, AGING};
 pub use metrics::{
     data_metrics, heterogeneity_eq1, page_exclusivity, sharing_amount_eq2, thread_metrics,
     DataMetrics, ThreadMetrics,

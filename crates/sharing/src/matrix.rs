@@ -1,21 +1,51 @@
 //! The thread sharing matrix: dense, symmetric, u64 cells, with kMAF's aging.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Whether `pair_events` sharing events (each pair of threads counted once) are evidence
-/// enough to map `threads` threads by: at least one per thread. Fewer (a pointer array
-/// each thread reads once, a barrier at the end of a run) make any mapping look far
-/// better than one chosen without sharing, and moving threads for them is needless.
-pub fn enough_sharing(pair_events: f64, threads: usize) -> bool {
-    pair_events >= threads as f64
+/// enough to map `threads` threads by: at least `per_thread` per thread (1 in `tdmap
+/// run`). Fewer (a pointer array each thread reads once, a barrier at the end of a run)
+/// make any mapping look far better than one chosen without sharing, and moving threads
+/// for them is needless.
+pub fn enough_sharing(pair_events: f64, threads: usize, per_thread: f64) -> bool {
+    pair_events >= per_thread * threads as f64
+}
+
+/// kMAF §3.4.2's aging factor, applied after each mapping (SAMMU §2.7.1 uses the same).
+pub const AGING: f64 = 0.75;
+
+/// kMAF §3.4.2 aging of real-valued counters (SAMMU's matrix, the loop's data homes):
+/// every value ×[`AGING`]. Integer matrices use the shift form of [`SharingMatrix::age`].
+pub fn age_weights(values: &mut [f64]) {
+    for v in values {
+        *v *= AGING;
+    }
 }
 
 /// A dense symmetric T×T matrix of sharing between threads; cell (i,i) holds private data
 /// (trace paper §III-B), cell (i,j) the sharing between threads i and j.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawMatrix")]
 pub struct SharingMatrix {
     n: usize,
     cells: Vec<u64>,
+}
+
+/// A matrix as read from a file, checked by [`SharingMatrix::from_rows`].
+#[derive(Deserialize)]
+struct RawMatrix {
+    n: usize,
+    cells: Vec<u64>,
+}
+
+impl TryFrom<RawMatrix> for SharingMatrix {
+    type Error = String;
+
+    fn try_from(r: RawMatrix) -> Result<SharingMatrix, String> {
+        let n = r.n;
+        SharingMatrix::from_rows(n, r.cells)
+            .ok_or_else(|| format!("the matrix is not a symmetric {n}×{n} one"))
+    }
 }
 
 impl SharingMatrix {
@@ -30,7 +60,7 @@ impl SharingMatrix {
     /// Builds a matrix from row-major cells; `None` unless there are n×n of them and they
     /// are symmetric.
     pub fn from_rows(n: usize, cells: Vec<u64>) -> Option<SharingMatrix> {
-        let ok = cells.len() == n * n
+        let ok = n.checked_mul(n) == Some(cells.len())
             && (0..n).all(|i| (0..i).all(|j| cells[i * n + j] == cells[j * n + i]));
         ok.then_some(SharingMatrix { n, cells })
     }
@@ -65,7 +95,7 @@ impl SharingMatrix {
         }
     }
 
-    /// kMAF §3.4.2 aging: every cell ×0.75 as `M - (M >> 2)`.
+    /// kMAF §3.4.2 aging: every cell ×[`AGING`] in the paper's shift form `M - (M >> 2)`.
     pub fn age(&mut self) {
         for c in &mut self.cells {
             *c -= *c >> 2;

@@ -13,7 +13,9 @@ use crate::error::SimError;
 use crate::hash::FastMap;
 use crate::machine::Machine;
 use crate::memsys::MemSys;
-use crate::policy::{Actions, FaultEvent, FaultKind, Policy, PolicyCtx, TlbEvent, TlbEventKind};
+use crate::policy::{
+    Actions, FaultEvent, FaultKind, PageView, Policy, PolicyCtx, TlbEvent, TlbEventKind,
+};
 use crate::stats::SimReport;
 use crate::tlb::{Tlb, TlbEntry};
 use tdmap_topo::Topology;
@@ -30,6 +32,7 @@ macro_rules! ctx {
             now: $s.now,
             period: $s.period,
             work: $s.clocks.iter().sum::<u64>() - $s.start_sum,
+            pages: PageView::new(&$s.pages, $s.page_shift),
         }
     };
 }
@@ -45,9 +48,11 @@ struct Overhead {
 
 /// A page table entry.
 #[derive(Debug, Clone, Copy)]
-struct Pte {
-    node: u16,
-    present: bool,
+pub(crate) struct Pte {
+    /// The node the page lives on.
+    pub(crate) node: u16,
+    /// Cleared by a policy's extra-fault injection.
+    pub(crate) present: bool,
 }
 
 /// One simulation run of one policy.
@@ -106,6 +111,7 @@ impl<'t> Simulator<'t> {
             now: 0,
             period: 1,
             work: 0,
+            pages: PageView::default(),
         };
         let thread_pu = policy.initial_mapping(&ctx);
         let bad = |why: String| SimError::BadPolicyOutput {

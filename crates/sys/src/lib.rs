@@ -4,7 +4,9 @@
 //! perf-event's `Hooks` does, and every file read goes through an [`FsRoot`] whose root
 //! can be swapped for a captured tree, as hwloc's `HWLOC_FSROOT` does.
 
+mod announce;
 mod error;
+pub mod fake;
 mod fsroot;
 mod linux;
 mod mem;
@@ -18,6 +20,7 @@ mod spawn;
 pub mod uffd;
 pub mod vm;
 
+pub use announce::InheritedPipe;
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;
@@ -58,6 +61,12 @@ pub trait Sys {
     fn get_affinity(&self, tid: i32) -> Result<CpuList, SysError>;
     /// Returns the CPU the calling thread runs on right now.
     fn current_cpu(&self) -> Result<usize, SysError>;
+    /// Whether process `pid` belongs to the caller (real and effective uid): tdmap acts
+    /// only on the user's own processes.
+    fn process_owned(&self, pid: i32) -> Result<bool, SysError> {
+        let _ = pid;
+        Err(not_modelled("process_owned"))
+    }
 
     // The NUMA memory calls have defaults so that fakes which only need affinity stay
     // small; a fake that is asked for memory placement it does not model says so.
@@ -100,5 +109,45 @@ fn not_modelled(call: &'static str) -> SysError {
     SysError::Invalid {
         call,
         what: "this Sys implementation does not model it".into(),
+    }
+}
+
+/// A shared reference to a kernel is a kernel: tests keep the fake to inspect it while
+/// the loop acts through it.
+impl<S: Sys + ?Sized> Sys for &S {
+    fn set_affinity(&self, tid: i32, cpus: &[usize]) -> Result<(), SysError> {
+        (**self).set_affinity(tid, cpus)
+    }
+    fn get_affinity(&self, tid: i32) -> Result<CpuList, SysError> {
+        (**self).get_affinity(tid)
+    }
+    fn current_cpu(&self) -> Result<usize, SysError> {
+        (**self).current_cpu()
+    }
+    fn process_owned(&self, pid: i32) -> Result<bool, SysError> {
+        (**self).process_owned(pid)
+    }
+    fn move_pages(
+        &self,
+        pid: i32,
+        pages: &[usize],
+        nodes: Option<&[i32]>,
+    ) -> Result<Vec<i32>, SysError> {
+        (**self).move_pages(pid, pages, nodes)
+    }
+    fn mbind(
+        &self,
+        addr: usize,
+        len: usize,
+        policy: &MemPolicy,
+        flags: MbindFlags,
+    ) -> Result<(), SysError> {
+        (**self).mbind(addr, len, policy, flags)
+    }
+    fn set_mempolicy(&self, policy: &MemPolicy) -> Result<(), SysError> {
+        (**self).set_mempolicy(policy)
+    }
+    fn get_mempolicy(&self, addr: Option<usize>) -> Result<MemPolicy, SysError> {
+        (**self).get_mempolicy(addr)
     }
 }

@@ -58,6 +58,10 @@ impl Sys for LinuxSys {
         Ok(cpu as usize)
     }
 
+    fn process_owned(&self, pid: i32) -> Result<bool, SysError> {
+        crate::owned_by_caller(&crate::FsRoot::default(), pid)
+    }
+
     fn move_pages(
         &self,
         pid: i32,

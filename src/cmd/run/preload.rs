@@ -4,7 +4,8 @@
 //! any the user preloaded, so that the user's still interpose whatever tdmap's do not.
 //! Everything else (`MAI_AUTO_LOG`, `MAI_AUTO_THRESHOLD`, ...) is inherited untouched.
 
-use super::looper::Settings;
+use super::sampler::Announce;
+use super::settings::Settings;
 use crate::exit::input;
 use anyhow::Result;
 use std::ffi::OsString;
@@ -32,14 +33,14 @@ pub fn mai() -> Result<PathBuf> {
 }
 
 /// Variables to set in the program's environment for this run.
-pub fn env(s: &Settings, period_ms: u64) -> Vec<(OsString, OsString)> {
+pub fn env(s: &Settings, period_ms: u64, announce: Option<&Announce>) -> Vec<(OsString, OsString)> {
     let libs: Vec<&Path> = s
         .sampler
         .preload()
         .into_iter()
         .chain(s.mai.as_deref())
         .collect();
-    let mut env = s.sampler.env(period_ms);
+    let mut env = s.sampler.env(period_ms, announce.map(Announce::fd));
     if let Some(p) = ld_preload(&libs, std::env::var_os("LD_PRELOAD")) {
         env.push(("LD_PRELOAD".into(), p));
     }

@@ -3,9 +3,10 @@
 
 use crate::exit::input;
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::Path;
-use tdmap_sharing::{Metric, SharingMatrix, Similarity};
+use tdmap_monitor::report::ReferenceComparison;
+use tdmap_sharing::{Metric, SharingMatrix};
 
 /// A reference sharing matrix and how it was made.
 #[derive(Debug, Clone)]
@@ -68,23 +69,14 @@ pub fn read(path: &Path) -> Result<Reference> {
     })
 }
 
-/// The comparison as the report shows it.
-#[derive(Debug, Serialize)]
-pub struct Comparison {
-    file: String,
-    metric: Metric,
-    /// Bytes per block of the reference; like for like when it equals `sub_block`.
-    block: u64,
-    like_for_like: bool,
-    threads: usize,
-    /// None when the reference has fewer than two threads.
-    similarity: Option<Similarity>,
-}
+/// The comparison of a detection with a [`Reference`], as the run report holds it
+/// (tdmap-monitor's `ReferenceComparison`).
+pub struct Comparison;
 
 impl Comparison {
-    /// Compares the detected matrix of the reference's metric with it.
-    pub fn new(r: &Reference, detected: &SharingMatrix, sub_block: u32) -> Comparison {
-        Comparison {
+    /// Compares `detected` (made with `sub_block`-byte sub-blocks) with `r`.
+    pub fn of(r: &Reference, detected: &SharingMatrix, sub_block: u32) -> ReferenceComparison {
+        ReferenceComparison {
             file: r.file.clone(),
             metric: r.metric,
             block: r.block,
@@ -95,16 +87,16 @@ impl Comparison {
     }
 
     /// One line for the text report.
-    pub fn line(&self, sub_block: u32) -> String {
-        let what = match self.similarity {
+    pub fn line(c: &ReferenceComparison, sub_block: u32) -> String {
+        let what = match c.similarity {
             Some(s) => format!("similarity {:.3} ({:?})", s.value, s.rule).to_lowercase(),
             None => "no similarity: the reference has fewer than two threads".into(),
         };
         let mut l = format!(
             "reference {} ({:?}, {} threads, {}-byte blocks): {what}",
-            self.file, self.metric, self.threads, self.block
+            c.file, c.metric, c.threads, c.block
         );
-        if !self.like_for_like {
+        if !c.like_for_like {
             l += &format!(
                 "; not like for like: detection used {sub_block}-byte sub-blocks, so pass --block {sub_block} to tdmap analyze"
             );

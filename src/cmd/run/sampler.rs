@@ -9,7 +9,8 @@
 //!
 //! `auto` takes kernel + soft-dirty where it works, else inject where userfaultfd
 //! write-protection works and the runtime library is found, else kernel (first touch).
-//! The runtime's handler thread is recognised by its name and left out of the threads.
+//! The runtime's handler thread announces its tid through a pipe before the program's
+//! main starts ([`Announce`]), so the loop never numbers it as a program thread.
 
 // The runtime decodes what tdmap encodes.
 #[allow(dead_code)]
@@ -19,11 +20,8 @@ mod inject_env;
 use super::Args;
 use crate::exit::input;
 use anyhow::Result;
-use serde::Serialize;
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use tdmap_sys::perf::FaultSample;
 use tdmap_sys::FsRoot;
 
 /// The sampler chosen for a run.
@@ -112,10 +110,11 @@ impl Sampler {
 
     /// Variables to set in the program's environment besides `LD_PRELOAD` (run/preload.rs):
     /// for inject, the runtime's settings.
-    pub fn env(&self, period_ms: u64) -> Vec<(OsString, OsString)> {
+    pub fn env(&self, period_ms: u64, announce_fd: Option<i32>) -> Vec<(OsString, OsString)> {
         let Sampler::Inject(i) = self else {
             return Vec::new();
         };
+        let _ = announce_fd; // wired to the runtime's settings with tdmap-wire
         let settings = inject_env::Settings {
             period_ms,
             fraction: i.fraction,
@@ -131,90 +130,40 @@ fn runtime_so() -> Result<PathBuf> {
     super::preload::library("TDMAP_RT_SO", "libtdmap_rt.so", "tdmap-rt")
 }
 
-/// What the report says about the inject sampler.
-#[derive(Debug, Clone, Serialize)]
-pub struct InjectReport {
-    /// Share of the anonymous memory protected per period.
-    pub fraction: f64,
-    /// At most this many pages protected per period.
-    pub pages_per_period: u64,
-    /// The runtime's handler thread, if it was seen running in the program.
-    pub handler_tid: Option<u32>,
-    /// Samples of the handler thread itself (left out of the model).
-    pub handler_samples: u64,
+/// The inject runtime's announcement channel (see tdmap-wire's `announce`).
+pub struct Announce {
+    pipe: tdmap_sys::InheritedPipe,
 }
 
-/// Finds the inject runtime's handler thread in the program and drops its samples.
-#[derive(Debug, Default)]
-pub struct HandlerWatch {
-    active: bool,
-    tid: Option<u32>,
-    checked: HashSet<u32>,
-    samples: u64,
+impl Announce {
+    /// The descriptor number the program inherits.
+    pub fn fd(&self) -> i32 {
+        self.pipe.write_fd()
+    }
+
+    /// tdmap's copy of the write end is closed once the program holds its own.
+    pub fn child_started(&mut self) {
+        self.pipe.close_write();
+    }
 }
 
-impl HandlerWatch {
-    /// A watch that looks for the handler only when the sampler is inject.
-    pub fn new(sampler: &Sampler) -> HandlerWatch {
-        HandlerWatch {
-            active: matches!(sampler, Sampler::Inject(_)),
-            ..HandlerWatch::default()
+impl tdmap_monitor::online::Announcer for Announce {
+    fn poll(&mut self) -> tdmap_monitor::online::Announce {
+        use tdmap_monitor::online::Announce as A;
+        let mut bytes = Vec::new();
+        match self.pipe.read_available(&mut bytes) {
+            Ok(_) | Err(_) => A::NoHandler,
         }
     }
+}
 
-    fn is_handler(fs: &FsRoot, pid: i32, tid: u32) -> bool {
-        fs.read(format!("/proc/{pid}/task/{tid}/comm"))
-            .is_ok_and(|c| c.trim_end() == inject_env::THREAD_NAME)
-    }
-
-    /// Removes the handler's samples from `buf`. The handler announces itself with a
-    /// fault on the beacon page; failing that, each new thread's name is checked.
-    pub fn filter(&mut self, fs: &FsRoot, pid: i32, buf: &mut Vec<FaultSample>) {
-        if !self.active {
-            return;
+impl Sampler {
+    /// The announcement channel, for the inject sampler.
+    pub fn announcer(&self) -> Result<Option<Announce>> {
+        if !matches!(self, Sampler::Inject(_)) {
+            return Ok(None);
         }
-        for s in buf.iter().filter(|s| s.pid == pid as u32) {
-            if self.tid.is_some() {
-                break;
-            }
-            if s.addr >> 12 == inject_env::BEACON >> 12
-                || (self.checked.insert(s.tid) && Self::is_handler(fs, pid, s.tid))
-            {
-                self.tid = Some(s.tid);
-            }
-        }
-        if let Some(t) = self.tid {
-            let before = buf.len();
-            buf.retain(|s| s.tid != t);
-            self.samples += (before - buf.len()) as u64;
-        }
-    }
-
-    /// Looks for the handler among the program's threads until it is found (it may
-    /// never fault, and then [`HandlerWatch::filter`] never meets it).
-    pub fn look(&mut self, fs: &FsRoot, pid: i32) {
-        if !self.active || self.tid.is_some() {
-            return;
-        }
-        let tasks = tdmap_sys::task_ids(fs, pid).unwrap_or_default();
-        self.tid = tasks.into_iter().find(|&t| Self::is_handler(fs, pid, t));
-    }
-
-    /// The handler's tid, once found.
-    pub fn tid(&self) -> Option<u32> {
-        self.tid
-    }
-
-    /// The report's part, for the inject sampler.
-    pub fn report(&self, sampler: &Sampler) -> Option<InjectReport> {
-        let Sampler::Inject(i) = sampler else {
-            return None;
-        };
-        Some(InjectReport {
-            fraction: i.fraction,
-            pages_per_period: i.pages,
-            handler_tid: self.tid,
-            handler_samples: self.samples,
-        })
+        let pipe = tdmap_sys::InheritedPipe::new()?;
+        Ok(Some(Announce { pipe }))
     }
 }

@@ -30,7 +30,10 @@ pub struct Args {
     #[command(flatten)]
     pub machine: MachineArgs,
     /// Policies to compare, comma-separated; `os`, the baseline, is always run. Known:
-    /// os, compact, scatter, random, interleave, numa-balancing, sammu, kmaf, oracle.
+    /// os, compact, scatter, random, interleave, numa-balancing, sammu, kmaf (tdmap run's
+    /// loop and rules), kmaf-paper (the same loop with the paper's rules: drb, Eq. 6 at
+    /// every fault, no margin), kmaf-threads and kmaf-data (kMAF Fig. 11's variants),
+    /// oracle.
     #[arg(long, value_name = "LIST", default_value = DEFAULT_POLICIES)]
     pub policies: String,
     /// Seed of every random choice (OS placement and migrations, random mapping).

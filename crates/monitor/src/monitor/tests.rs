@@ -1,4 +1,6 @@
 use super::*;
+use crate::config::FIRST_MAPPING_WAIT;
+use tdmap_sharing::Sharers;
 
 fn topo() -> Topology {
     // 4 nodes of 16 PUs; OS CPU c is on node c / 16.
@@ -6,12 +8,7 @@ fn topo() -> Topology {
 }
 
 fn f(tid: u32, addr: u64, cpu: u32) -> Fault {
-    Fault {
-        tid,
-        addr,
-        cpu,
-        page_size: 0,
-    }
+    Fault::new(tid, addr, cpu)
 }
 
 /// Threads 100,101 share page 0x1000 (faulting on node 0) and 102,103 share page 0x9000

@@ -240,6 +240,9 @@ impl ByName {
         "sammu",
         "numa-balancing",
         "kmaf",
+        "kmaf-paper",
+        "kmaf-threads",
+        "kmaf-data",
     ];
 
     /// Builds a policy by name, or `None` for an unknown name.
@@ -256,10 +259,21 @@ impl ByName {
                 ..Default::default()
             })),
             "numa-balancing" => Box::new(super::NumaBalancing::new(seed)),
-            "kmaf" => Box::new(super::Kmaf::new(super::KmafParams {
-                seed,
-                ..Default::default()
-            })),
+            "kmaf" | "kmaf-paper" | "kmaf-threads" | "kmaf-data" => {
+                let run = tdmap_monitor::Config::default();
+                let config = match name {
+                    "kmaf-paper" => tdmap_monitor::Config::kmaf_paper(),
+                    "kmaf-threads" => run.threads_only(),
+                    "kmaf-data" => run.data_only(),
+                    _ => run,
+                };
+                let params = super::KmafParams {
+                    seed,
+                    config,
+                    ..Default::default()
+                };
+                Box::new(super::Kmaf::named(name, params))
+            }
             _ => return None,
         })
     }

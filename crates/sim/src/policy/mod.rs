@@ -40,6 +40,35 @@ pub struct PolicyCtx<'a> {
     /// The cycles every thread has run so far, added up: the work done, which grows only
     /// with the threads that run (a serial phase adds one thread's time, not all).
     pub work: u64,
+    /// Where the pages are.
+    pub pages: PageView<'a>,
+}
+
+/// A read-only view of the simulated page table: where each page lives.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PageView<'a> {
+    table: Option<&'a crate::hash::FastMap<u64, crate::sim::Pte>>,
+    shift: u32,
+}
+
+impl<'a> PageView<'a> {
+    pub(crate) fn new(table: &'a crate::hash::FastMap<u64, crate::sim::Pte>, shift: u32) -> Self {
+        PageView {
+            table: Some(table),
+            shift,
+        }
+    }
+
+    /// The node of the page holding address `addr`, None if it was never touched.
+    pub fn node_of_addr(&self, addr: u64) -> Option<usize> {
+        let t = self.table?;
+        t.get(&(addr >> self.shift)).map(|p| p.node as usize)
+    }
+
+    /// The page number of address `addr`.
+    pub fn page_of(&self, addr: u64) -> u64 {
+        addr >> self.shift
+    }
 }
 
 impl PolicyCtx<'_> {
@@ -183,4 +212,42 @@ pub trait Policy {
 
     /// The periodic call (every 100 ms of simulated time by default).
     fn on_tick(&mut self, _ctx: &PolicyCtx, _out: &mut Actions) {}
+}
+
+/// A page table of its own, to call a policy outside the simulator (tests, tools): pages
+/// set by hand, seen by the policy through [`PolicyCtx::pages`].
+#[derive(Debug, Clone, Default)]
+pub struct TestPages {
+    table: crate::hash::FastMap<u64, crate::sim::Pte>,
+}
+
+impl TestPages {
+    /// Puts page number `page` on `node`.
+    pub fn set(&mut self, page: u64, node: usize) {
+        let pte = crate::sim::Pte {
+            node: node as u16,
+            present: true,
+        };
+        self.table.insert(page, pte);
+    }
+
+    /// A context on `topo` with these 4 KiB pages, `threads` threads on `thread_pu`.
+    pub fn ctx<'a>(
+        &'a self,
+        topo: &'a Topology,
+        machine: &'a Machine,
+        threads: usize,
+        thread_pu: &'a [usize],
+    ) -> PolicyCtx<'a> {
+        PolicyCtx {
+            topo,
+            machine,
+            threads,
+            thread_pu,
+            now: 0,
+            period: 1,
+            work: 0,
+            pages: PageView::new(&self.table, 12),
+        }
+    }
 }

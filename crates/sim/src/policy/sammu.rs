@@ -7,10 +7,11 @@
 //! `tdmap-map`'s greedy grouping ([`map_greedy`]) behind [`MapFn`] (SAMMU used Scotch).
 
 use super::grouping::{map_greedy, MapFn};
-use super::remap::{worth_remapping, DataHome};
+use super::remap::worth_remapping;
 use super::{Actions, Policy, PolicyCtx, TlbEvent, TlbEventKind};
 use crate::hash::FastMap;
 use crate::policy::basic::{pu_order, ThreadOrder};
+use tdmap_monitor::DataHome;
 use tdmap_sharing::enough_sharing;
 
 /// An empty slot of the sharers vector.
@@ -27,8 +28,6 @@ pub struct SammuParams {
     pub nc_max: u8,
     /// Entries of the sharers vector (Table 1: 2; at most [`SV_MAX`]).
     pub sv_len: usize,
-    /// Aging factor of the sharing matrix at each mapping (§2.7.1: 0.75).
-    pub aging: f64,
     /// Update AT by the hardware's shift form (Eq. 7) instead of Eq. 3.
     pub shift_form: bool,
     /// Remap only when the new mapping's cost is lower by this fraction; without it,
@@ -53,7 +52,6 @@ impl Default for SammuParams {
             nt: 10,
             nc_max: 15,
             sv_len: 2,
-            aging: 0.75,
             shift_form: true,
             remap_gain: 0.05,
             min_sharing: 0.1,
@@ -251,7 +249,7 @@ impl Sammu {
     fn shared_enough(&self, a: &[f64]) -> bool {
         let off: f64 = a.iter().sum::<f64>() / 2.0;
         let diag: f64 = (0..self.n).map(|i| self.sm[i * self.n + i]).sum();
-        enough_sharing(off, self.n)
+        enough_sharing(off, self.n, 1.0)
             && off > 2.0 * off.sqrt()
             && off >= self.p.min_sharing * (off + diag)
     }
@@ -320,9 +318,9 @@ impl Policy for Sammu {
                 }
             }
         }
-        for x in self.sm.iter_mut().chain(&mut self.private) {
-            *x *= self.p.aging;
-        }
+        // SAMMU §2.7.1 ages by kMAF's ×0.75 (§3.4.2): the one aging rule.
+        tdmap_sharing::age_weights(&mut self.sm);
+        tdmap_sharing::age_weights(&mut self.private);
     }
 }
 

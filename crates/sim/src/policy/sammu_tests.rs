@@ -30,6 +30,7 @@ fn with_ctx<R>(topo: &tdmap_topo::Topology, f: impl FnOnce(&PolicyCtx) -> R) -> 
         now: 0,
         period: 1,
         work: 0,
+        pages: crate::policy::PageView::default(),
     })
 }
 

@@ -1,0 +1,65 @@
+//! What one watched run saw and did: the loop's result, from which `tdmap run` builds its
+//! report.
+
+use crate::actuator::Counts;
+use crate::engine::Times;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tdmap_sharing::{DataMetrics, SharingMatrix, ThreadMetrics};
+
+/// Samples by what became of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleCounts {
+    /// Samples drained from the source.
+    pub taken: u64,
+    /// Samples on pages sampled before: the extra faults (with first-touch faults only
+    /// there are almost none).
+    pub repeat: u64,
+    /// Samples on transparent huge pages (their NUMA vector is the huge page's).
+    pub huge_page: u64,
+    /// Samples the kernel dropped (full rings).
+    pub lost: u64,
+    /// Samples of other processes (system-wide events) and of the program's children,
+    /// not used.
+    pub other_process: u64,
+    /// Samples of threads beyond the monitor's capacity.
+    pub ignored_threads: u64,
+}
+
+/// The inject runtime's handler thread, as the run knew it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerReport {
+    /// Its tid, as the runtime announced it.
+    pub tid: Option<u32>,
+    /// Its samples, left out of the model.
+    pub samples: u64,
+}
+
+/// What the run saw and did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The program's exit code (128 + signal if killed).
+    pub exit_code: i32,
+    /// Wall time from release to exit.
+    pub wall: Duration,
+    /// Periods completed.
+    pub periods: u64,
+    /// Samples by fate.
+    pub samples: SampleCounts,
+    /// tid of each thread index, with its sample count.
+    pub threads: Vec<(u32, u64)>,
+    /// The un-aged sharing matrix of the whole run (accesses to shared sub-blocks).
+    pub matrix: SharingMatrix,
+    /// The same for the amount of shared memory (bytes of sub-blocks shared).
+    pub amount: SharingMatrix,
+    /// Heterogeneity and amount of sharing of `matrix`.
+    pub metrics: ThreadMetrics,
+    /// Exclusivity of the pages seen (4 KiB).
+    pub data: Option<DataMetrics>,
+    /// What was decided and applied.
+    pub actions: Counts,
+    /// The inject handler, when the runtime was preloaded.
+    pub handler: HandlerReport,
+    /// Time per part.
+    pub times: Times,
+}

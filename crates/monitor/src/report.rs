@@ -1,0 +1,256 @@
+//! The report of `tdmap run` (format `tdmap-run-report`): written by `tdmap run --json`,
+//! read by tools that follow (`tdmap report`), one typed definition for both.
+//!
+//! Versions: 1, first typed version (`migrations` holds applied and planned counts apart;
+//! per thread `pinned_cpu` is set only for a pin that was applied, `planned_cpu` for every
+//! decided one, so a `--dry-run` report has no pinned thread).
+
+use crate::actuator::Counts;
+use crate::config::Config;
+use crate::outcome::{Outcome, SampleCounts};
+use serde::{Deserialize, Serialize};
+use tdmap_sharing::{DataMetrics, Metric, SharingMatrix, Similarity, ThreadMetrics};
+use tdmap_topo::Topology;
+
+/// The format name in the file.
+pub const FORMAT: &str = "tdmap-run-report";
+/// The version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+/// One thread as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRow {
+    /// Its index (creation order).
+    pub thread: usize,
+    /// Its OS tid.
+    pub tid: u32,
+    /// Its samples.
+    pub samples: u64,
+    /// OS CPU tdmap pinned it to last; None if no pin was applied (always with --dry-run).
+    pub pinned_cpu: Option<usize>,
+    /// OS CPU the loop last decided for it, applied or not.
+    pub planned_cpu: Option<usize>,
+    /// NUMA node (logical) of the planned CPU.
+    pub node: Option<usize>,
+}
+
+/// The inject sampler's settings and handler, when it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InjectInfo {
+    /// Share of the anonymous memory protected per period.
+    pub fraction: f64,
+    /// At most this many pages protected per period.
+    pub pages_per_period: u64,
+    /// The runtime's handler thread, as it announced itself.
+    pub handler_tid: Option<u32>,
+    /// Samples of the handler thread itself (left out of the model).
+    pub handler_samples: u64,
+}
+
+/// The detection against `--reference`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceComparison {
+    /// The reference file.
+    pub file: String,
+    /// Its metric.
+    pub metric: Metric,
+    /// Its block size in bytes.
+    pub block: u64,
+    /// Whether its block size is the run's sub-block size.
+    pub like_for_like: bool,
+    /// Its threads.
+    pub threads: usize,
+    /// The similarity, None with fewer than two threads.
+    pub similarity: Option<Similarity>,
+}
+
+/// Time per part, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimesMs {
+    /// Draining the rings and injecting extra faults.
+    pub sampling: f64,
+    /// Feeding the sharing model.
+    pub model: f64,
+    /// Computing thread mappings.
+    pub mapping: f64,
+    /// Pinning threads, querying and moving pages.
+    pub migration: f64,
+    /// All parts.
+    pub total: f64,
+}
+
+/// How the run was set up, as the binary knows it.
+#[derive(Debug, Clone)]
+pub struct RunSetup {
+    /// The program.
+    pub program: String,
+    /// The sampler's name.
+    pub sampler: String,
+    /// Whose faults the perf events counted.
+    pub events: String,
+    /// Whether soft-dirty extra faults were injected.
+    pub soft_dirty: bool,
+    /// The inject sampler's fraction and pages per period, when it ran.
+    pub inject: Option<(f64, u64)>,
+    /// libmai's automatic mode was preloaded.
+    pub mai_auto: bool,
+    /// Nothing applied.
+    pub dry_run: bool,
+    /// A static mapping was applied.
+    pub fixed_mapping: bool,
+    /// Which rules (`run` or `paper`).
+    pub rules: String,
+    /// The loop's configuration.
+    pub cfg: Config,
+    /// The period in ms.
+    pub period_ms: u64,
+    /// The comparison with `--reference`.
+    pub reference: Option<ReferenceComparison>,
+}
+
+/// Everything `tdmap run` reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`VERSION`] when written by this build.
+    pub version: u32,
+    /// The program.
+    pub program: String,
+    /// Its exit code (128 + signal number).
+    pub exit_code: i32,
+    /// Wall time in seconds.
+    pub wall_s: f64,
+    /// The sampler: kernel or inject.
+    pub sampler: String,
+    /// Whose faults the perf events counted: "system-wide" (filtered to the program) or
+    /// "per-process" (inherited by its threads).
+    pub events: String,
+    /// Whether soft-dirty extra faults were injected.
+    pub soft_dirty_extra_faults: bool,
+    /// The inject sampler, when it ran.
+    pub inject: Option<InjectInfo>,
+    /// libmai's automatic mode was preloaded (`--mai-auto`).
+    pub mai_auto: bool,
+    /// full, threads-only, data-only, static mapping or dry-run.
+    pub mode: String,
+    /// Whether nothing was applied.
+    pub dry_run: bool,
+    /// The kMAF rules: run (tdmap run's) or paper.
+    pub rules: String,
+    /// The thread-mapping algorithm.
+    pub algorithm: String,
+    /// The period.
+    pub period_ms: u64,
+    /// Periods completed.
+    pub periods: u64,
+    /// Bytes per sub-block.
+    pub sub_block: u32,
+    /// Sharers kept per sub-block.
+    pub sharers: String,
+    /// Samples by fate.
+    pub samples: SampleCounts,
+    /// The threads.
+    pub threads: Vec<ThreadRow>,
+    /// The un-aged sharing matrix (accesses to shared sub-blocks).
+    pub matrix: SharingMatrix,
+    /// The amount of shared memory per pair (bytes).
+    pub matrix_amount: SharingMatrix,
+    /// Heterogeneity and amount of sharing.
+    pub metrics: ThreadMetrics,
+    /// The detection against `--reference`.
+    pub reference: Option<ReferenceComparison>,
+    /// Exclusivity of the pages seen.
+    pub data: Option<DataMetrics>,
+    /// What was decided and applied.
+    pub migrations: Counts,
+    /// Time per part.
+    pub time_ms: TimesMs,
+    /// The loop's busy time as a share of the wall time.
+    pub overhead_pct: f64,
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+impl RunReport {
+    /// The report of one run on `topo`.
+    pub fn new(topo: &Topology, s: RunSetup, o: &Outcome) -> RunReport {
+        let os = |pu: Option<usize>| pu.map(|p| topo.pus[p].os);
+        let at = |v: &[Option<usize>], k: usize| v.get(k).copied().flatten();
+        let a = &o.actions;
+        let threads = o
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(k, &(tid, samples))| ThreadRow {
+                thread: k,
+                tid,
+                samples,
+                pinned_cpu: os(at(&a.pinned, k)),
+                planned_cpu: os(at(&a.planned, k)),
+                node: at(&a.planned, k).map(|pu| topo.node_of_pu(pu)),
+            })
+            .collect();
+        let t = &o.times;
+        let c = &s.cfg;
+        RunReport {
+            format: FORMAT.into(),
+            version: VERSION,
+            program: s.program,
+            exit_code: o.exit_code,
+            wall_s: o.wall.as_secs_f64(),
+            sampler: s.sampler,
+            events: s.events,
+            soft_dirty_extra_faults: s.soft_dirty,
+            inject: s.inject.map(|(fraction, pages)| InjectInfo {
+                fraction,
+                pages_per_period: pages,
+                handler_tid: o.handler.tid,
+                handler_samples: o.handler.samples,
+            }),
+            mai_auto: s.mai_auto,
+            mode: mode(&s.cfg, s.dry_run, s.fixed_mapping).into(),
+            dry_run: s.dry_run,
+            rules: s.rules,
+            algorithm: c.algorithm.name().into(),
+            period_ms: s.period_ms,
+            periods: o.periods,
+            sub_block: c.sub_block,
+            sharers: c.sharers.to_string(),
+            samples: o.samples,
+            threads,
+            matrix: o.matrix.clone(),
+            matrix_amount: o.amount.clone(),
+            metrics: o.metrics,
+            reference: s.reference,
+            data: o.data.clone(),
+            migrations: a.clone(),
+            time_ms: TimesMs {
+                sampling: ms(t.sampling),
+                model: ms(t.model),
+                mapping: ms(t.mapping),
+                migration: ms(t.migration),
+                total: ms(t.total()),
+            },
+            overhead_pct: 100.0 * t.total().as_secs_f64() / o.wall.as_secs_f64().max(1e-9),
+        }
+    }
+
+    /// Share of the samples taken that the kernel lost, in [0, 1].
+    pub fn lost_share(&self) -> f64 {
+        let s = &self.samples;
+        s.lost as f64 / (s.taken + s.lost).max(1) as f64
+    }
+}
+
+fn mode(c: &Config, dry_run: bool, fixed: bool) -> &'static str {
+    match (dry_run, fixed, c.threads, c.data) {
+        (true, ..) => "dry-run",
+        (_, true, ..) => "static mapping",
+        (_, _, true, true) => "full",
+        (_, _, true, false) => "threads-only",
+        _ => "data-only",
+    }
+}

@@ -1,0 +1,84 @@
+//! The run's options, checked before the program starts: bad ones are input errors
+//! (exit 2), and nothing has run yet.
+
+use super::sampler::Sampler;
+use super::Args;
+use crate::exit::input;
+use anyhow::Result;
+use std::path::PathBuf;
+use std::time::Duration;
+use tdmap_map::Algorithm;
+use tdmap_monitor::{Config, Preset};
+use tdmap_topo::Topology;
+
+/// The run's settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The decision period.
+    pub period: Duration,
+    /// The kMAF rules chosen (`--kmaf`).
+    pub rules: Preset,
+    /// What the loop decides.
+    pub cfg: Config,
+    /// Apply nothing.
+    pub dry_run: bool,
+    /// A static mapping (`--mapping`): the logical PU of thread k.
+    pub fixed: Option<Vec<usize>>,
+    /// Where samples come from.
+    pub sampler: Sampler,
+    /// libmai.so, preloaded with its automatic mode on (`--mai-auto`).
+    pub mai: Option<PathBuf>,
+    /// The matrix to compare the detection with (`--reference`).
+    pub reference: Option<super::reference::Reference>,
+}
+
+impl Settings {
+    /// Checks every option against the machine `topo`.
+    pub fn from_args(args: &Args, topo: &Topology) -> Result<Settings> {
+        if args.period == 0 {
+            return Err(input("--period must be at least 1 ms"));
+        }
+        let mut cfg = Config::preset(args.kmaf);
+        if let Some(a) = &args.algorithm {
+            cfg.algorithm = a.parse::<Algorithm>().map_err(input)?;
+        }
+        if let Some(m) = args.margin {
+            if !(0.0..1.0).contains(&m) {
+                return Err(input("--margin must be in [0, 1)"));
+            }
+            cfg.margin = m;
+        }
+        if !(args.sub_block.is_power_of_two() && (64..=4096).contains(&args.sub_block)) {
+            return Err(input("--sub-block must be a power of two from 64 to 4096"));
+        }
+        if let Some(h) = &args.heatmap {
+            crate::cmd::analyze::check_heatmap_path(h)?;
+        }
+        let fixed = args
+            .mapping
+            .as_deref()
+            .map(|p| super::mapping::read(p, topo))
+            .transpose()?;
+        cfg.threads = !args.data_only && fixed.is_none();
+        cfg.data = !args.threads_only;
+        cfg.sub_block = args.sub_block;
+        cfg.sharers = args.sharers;
+        let sampler = Sampler::choose(args)?;
+        let mai = args.mai_auto.then(super::preload::mai).transpose()?;
+        let reference = args
+            .reference
+            .as_deref()
+            .map(super::reference::read)
+            .transpose()?;
+        Ok(Settings {
+            period: Duration::from_millis(args.period),
+            rules: args.kmaf,
+            cfg,
+            dry_run: args.dry_run,
+            fixed,
+            sampler,
+            mai,
+            reference,
+        })
+    }
+}
