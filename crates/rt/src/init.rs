@@ -6,9 +6,9 @@
 
 use crate::io::{self, CTL_FD, DATA_FD};
 use crate::state::{self, DEFAULT_MODE, FILTER, MODE_COUNT, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS};
-use crate::wire::{self, Msg};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU8, Ordering};
+use tdmap_wire::raw::{self as wire, Msg};
 
 const UNINIT: u8 = 0;
 const BUSY: u8 = 1;

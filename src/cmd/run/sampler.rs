@@ -11,10 +11,7 @@
 //! write-protection works and the runtime library is found, else kernel (first touch).
 //! The runtime's handler thread is recognised by its name and left out of the threads.
 
-// The runtime decodes what tdmap encodes.
-#[allow(dead_code)]
-#[path = "../../../crates/rt/src/inject/env.rs"]
-mod inject_env;
+use tdmap_wire::inject as inject_env;
 
 use super::Args;
 use crate::exit::input;
@@ -121,6 +118,7 @@ impl Sampler {
             fraction: i.fraction,
             pages: i.pages,
             monitor: std::process::id() as i32,
+            announce_fd: None,
         };
         vec![(inject_env::ENV.into(), settings.encode().into())]
     }

@@ -1,9 +1,6 @@
-//! Reading the runtime's raw chunk file (see crates/rt/src/wire.rs) and the control file.
+//! Reading the runtime's raw chunk file (format: `tdmap_wire::raw`) and the control file.
 
-// One definition of the wire format for both sides; the binary uses only part of it.
-#[allow(dead_code)]
-#[path = "../../../crates/rt/src/wire.rs"]
-pub mod wire;
+pub use tdmap_wire::raw as wire;
 
 use std::io::{self, Read};
 use wire::{ChunkHeader, HEADER_BYTES};
@@ -63,7 +60,7 @@ impl<R: Read> RawReader<R> {
             n if n < HEADER_BYTES => return self.tear(),
             _ => {}
         }
-        let Some(h) = ChunkHeader::decode(&hb) else {
+        let Ok(h) = ChunkHeader::decode(&hb) else {
             return self.tear();
         };
         let ev = match h.kind {

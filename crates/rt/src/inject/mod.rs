@@ -28,13 +28,13 @@
 //! for the call. Calls glibc makes internally (`initgroups` calling `setgroups`) are not
 //! wrapped.
 
-pub mod env;
 mod handler;
 mod maps;
 
 use handler::Injector;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tdmap_sys::uffd;
+use tdmap_wire::inject as env;
 
 /// Stack of the handler thread (glibc also puts its descriptor and TLS there).
 const STACK: usize = 256 * 1024;
@@ -130,7 +130,7 @@ fn paused() -> bool {
 pub fn start() {
     let Some(s) = std::env::var(env::ENV)
         .ok()
-        .and_then(|v| env::Settings::decode(&v))
+        .and_then(|v| env::Settings::decode(&v).ok())
     else {
         return;
     };
