@@ -178,7 +178,11 @@ mod tests {
         assert_eq!(r.feed(&[]), None);
         let done = Ok(Announcement::Handler { pid: 5, tid: 6 });
         assert_eq!(r.feed(&msg[3..]), Some(done.clone()));
-        assert_eq!(r.feed(b"more"), Some(done.clone()), "later bytes are ignored");
+        assert_eq!(
+            r.feed(b"more"),
+            Some(done.clone()),
+            "later bytes are ignored"
+        );
         assert_eq!(r.finish(), done);
     }
 
