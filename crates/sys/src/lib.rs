@@ -4,6 +4,7 @@
 //! perf-event's `Hooks` does, and every file read goes through an [`FsRoot`] whose root
 //! can be swapped for a captured tree, as hwloc's `HWLOC_FSROOT` does.
 
+mod env;
 mod error;
 mod fsroot;
 mod linux;
@@ -18,6 +19,7 @@ mod spawn;
 pub mod uffd;
 pub mod vm;
 
+pub use env::secure_var;
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;

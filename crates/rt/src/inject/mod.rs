@@ -140,8 +140,9 @@ fn paused() -> bool {
 /// itself) or [`tdmap_wire::Announcement::NoHandler`], and the pipe is closed: the
 /// monitor knows the handler before the program can start a thread of its own.
 pub fn start() {
-    let Some(s) = std::env::var(env::ENV)
-        .ok()
+    // Ignored in a set-id program (secure_getenv): nothing injects, nothing is written.
+    let Some(s) = tdmap_sys::secure_var(env::ENV)
+        .and_then(|v| v.into_string().ok())
         .and_then(|v| env::Settings::decode(&v).ok())
     else {
         return;
