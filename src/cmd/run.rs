@@ -139,7 +139,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut child = tdmap_sys::spawn_gated_env(prog, rest, &env)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     if let Some(a) = announce.as_mut() {
-        a.child_started();
+        a.child_started(child.pid());
     }
     let fs = FsRoot::default();
     let mut sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())

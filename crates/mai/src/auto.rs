@@ -13,10 +13,11 @@ use crate::machine::{machine, Machine};
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 use tdmap_map::policy;
-use tdmap_sys::{vm, LinuxSys, MbindFlags, MemPolicy, Sys};
+use tdmap_sys::{secure_var, vm, LinuxSys, MbindFlags, MemPolicy, Sys};
 
 /// MApp §3.2: at or above this NUMA factor the machine is latency-bound: bind_block.
 pub const HIGH_NUMA_FACTOR: f64 = 2.0;
@@ -65,7 +66,9 @@ thread_local! {
 static CONSTRUCTOR: extern "C" fn() = constructor;
 
 extern "C" fn constructor() {
-    let on = std::env::var("MAI_AUTO").is_ok_and(|v| v == "1");
+    // These variables are ignored in a set-id program (secure_getenv), which then runs
+    // without automatic placement and writes no log (issue 21).
+    let on = secure_var("MAI_AUTO").is_some_and(|v| v == "1");
     if !on
         || STATE
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
@@ -105,7 +108,12 @@ fn threshold(m: &Machine, env: Option<&str>) -> usize {
 }
 
 fn configure(m: &Machine) -> Auto {
-    let threshold = threshold(m, std::env::var("MAI_AUTO_THRESHOLD").ok().as_deref());
+    let threshold = threshold(
+        m,
+        secure_var("MAI_AUTO_THRESHOLD")
+            .and_then(|v| v.into_string().ok())
+            .as_deref(),
+    );
     let threads = crate::threads::thread_cpus().unwrap_or_else(|_| m.cpus.clone());
     let thread_nodes = threads
         .iter()
@@ -132,12 +140,14 @@ fn name(c: Choice) -> &'static str {
     }
 }
 
-/// Appends a line to `MAI_AUTO_LOG` if set, else to stderr.
+/// Appends a line to `MAI_AUTO_LOG` if set, else to stderr. A new log is not
+/// writable by others (0644 less the umask).
 fn log(line: &str) {
-    let file = std::env::var_os("MAI_AUTO_LOG").and_then(|p| {
+    let file = secure_var("MAI_AUTO_LOG").and_then(|p| {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o644)
             .open(p)
             .ok()
     });

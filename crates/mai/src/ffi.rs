@@ -16,7 +16,7 @@ pub fn guard<T>(on_err: T, f: impl FnOnce() -> Result<T>) -> T {
     match catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(MaiError::Panic)) {
         Ok(v) => v,
         Err(e) => {
-            if std::env::var_os("MAI_DEBUG").is_some() {
+            if tdmap_sys::secure_var("MAI_DEBUG").is_some() {
                 eprintln!("libmai: {e}");
             }
             set_errno(e.errno());

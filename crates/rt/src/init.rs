@@ -6,9 +6,9 @@
 
 use crate::io::{self, CTL_FD, DATA_FD};
 use crate::state::{self, DEFAULT_MODE, FILTER, MODE_COUNT, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS};
-use crate::wire::{self, Msg};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU8, Ordering};
+use tdmap_wire::raw::{self as wire, Msg};
 
 const UNINIT: u8 = 0;
 const BUSY: u8 = 1;
@@ -54,12 +54,14 @@ pub fn ensure() -> bool {
     STATUS.load(Ordering::Acquire) == ON
 }
 
+// The variables are ignored in a set-id program (secure_getenv): an unprivileged user
+// must not make it create files with its privileges (issue 21).
 fn env_path(name: &str) -> Option<CString> {
-    CString::new(std::env::var_os(name)?.into_encoded_bytes()).ok()
+    CString::new(tdmap_sys::secure_var(name)?.into_encoded_bytes()).ok()
 }
 
 fn env_flag(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| v == "1")
+    tdmap_sys::secure_var(name).is_some_and(|v| v == "1")
 }
 
 fn setup() -> bool {

@@ -2,8 +2,8 @@
 //! A failed data write (disk full, file size limit) stops recording and tells `tdmap
 //! trace` through the control file, which then marks the trace incomplete.
 
-use crate::wire::{Msg, MSG_WRITE_FAILED};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
+use tdmap_wire::raw::{Msg, MSG_WRITE_FAILED};
 
 /// The data file's descriptor, -1 until set up.
 pub static DATA_FD: AtomicI32 = AtomicI32::new(-1);
@@ -49,11 +49,7 @@ pub fn send(msg: Msg) {
     if fd < 0 {
         return;
     }
-    let mut b = [0u8; 16];
-    b[0..4].copy_from_slice(&msg.tag.to_ne_bytes());
-    b[4..8].copy_from_slice(&msg.b.to_ne_bytes());
-    b[8..16].copy_from_slice(&msg.a.to_ne_bytes());
-    let _ = write_all(fd, &b);
+    let _ = write_all(fd, &msg.encode());
 }
 
 /// Appends a chunk to the data file; on the first failure reports it and returns false.

@@ -6,7 +6,7 @@
 //! with compiler instrumentation in place of Simics).
 //!
 //! Hot path: one thread-local load, no locks, no system calls except one `write` per
-//! [`wire::CHUNK_RECORDS`] accesses. Threads get ids in creation order (main = 0) by
+//! [`tdmap_wire::raw::CHUNK_RECORDS`] accesses. Threads get ids in creation order (main = 0) by
 //! wrapping `pthread_create`; the set-id functions are wrapped for the `inject` sampler
 //! (see [`inject::unprotected`]). Without the `tdmap trace` environment the runtime stays off
 //! and the program runs normally.
@@ -28,4 +28,3 @@ mod setid;
 mod state;
 #[cfg(not(test))]
 mod threads;
-pub mod wire;

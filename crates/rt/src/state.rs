@@ -5,10 +5,10 @@
 //! exit and crash handlers can flush every thread's last partial chunk.
 
 use crate::io;
-use crate::wire::{self, ChunkHeader, CHUNK_RECORDS, HEADER_BYTES, TICKS, TICK_EVERY};
 use std::cell::Cell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use tdmap_wire::raw::{self as wire, ChunkHeader, CHUNK_RECORDS, HEADER_BYTES, TICKS, TICK_EVERY};
 
 /// Recording mode of a thread: record every access.
 pub const MODE_RECORD: u8 = 0;
@@ -173,10 +173,7 @@ fn write_marker(kind: u32, thread: u32, extra: u64) {
         t1: 0,
         extra,
     };
-    // SAFETY: ChunkHeader is repr(C), 40 bytes with no padding, and lives on the stack.
-    let raw =
-        unsafe { std::slice::from_raw_parts((&h as *const ChunkHeader).cast(), HEADER_BYTES) };
-    io::write_data(raw);
+    io::write_data(&h.encode());
 }
 
 /// Gives the calling thread its state; null when the runtime is off.
@@ -269,4 +266,28 @@ pub fn stop_all() {
     DEFAULT_MODE.store(MODE_OFF, Ordering::Relaxed);
     // SAFETY: `st` came from the registry; `mode` is atomic.
     for_each(|st| unsafe { (*st).mode.store(MODE_OFF, Ordering::Relaxed) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `flush` writes the header's memory as it is; readers decode it as `encode` lays
+    /// it out.
+    #[test]
+    fn the_headers_memory_is_its_wire_encoding() {
+        let h = ChunkHeader {
+            magic: wire::MAGIC,
+            kind: wire::KIND_ACCESS,
+            thread: 3,
+            count: 4,
+            t0: 5,
+            t1: 6,
+            extra: 7,
+        };
+        // SAFETY: ChunkHeader is repr(C), HEADER_BYTES long with no padding.
+        let mem: &[u8] =
+            unsafe { std::slice::from_raw_parts((&h as *const ChunkHeader).cast(), HEADER_BYTES) };
+        assert_eq!(mem, &h.encode()[..]);
+    }
 }

@@ -25,9 +25,10 @@ impl FsRoot {
         FsRoot { root: root.into() }
     }
 
-    /// The root named by `TDMAP_FSROOT`, or `/`.
+    /// The root named by `TDMAP_FSROOT`, or `/`; a set-id process ignores the variable
+    /// ([`crate::secure_var`]).
     pub fn from_env() -> Self {
-        match std::env::var_os(FSROOT_ENV) {
+        match crate::secure_var(FSROOT_ENV) {
             Some(r) if !r.is_empty() => FsRoot::new(r),
             _ => FsRoot::default(),
         }

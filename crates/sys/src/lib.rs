@@ -5,6 +5,7 @@
 //! can be swapped for a captured tree, as hwloc's `HWLOC_FSROOT` does.
 
 mod announce;
+mod env;
 mod error;
 pub mod fake;
 mod fsroot;
@@ -21,6 +22,7 @@ pub mod uffd;
 pub mod vm;
 
 pub use announce::InheritedPipe;
+pub use env::secure_var;
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
 pub use linux::LinuxSys;

@@ -12,10 +12,7 @@
 //! The runtime's handler thread announces its tid through a pipe before the program's
 //! main starts ([`Announce`]), so the loop never numbers it as a program thread.
 
-// The runtime decodes what tdmap encodes.
-#[allow(dead_code)]
-#[path = "../../../crates/rt/src/inject/env.rs"]
-mod inject_env;
+use tdmap_wire::inject as inject_env;
 
 use super::Args;
 use crate::exit::input;
@@ -114,12 +111,12 @@ impl Sampler {
         let Sampler::Inject(i) = self else {
             return Vec::new();
         };
-        let _ = announce_fd; // wired to the runtime's settings with tdmap-wire
         let settings = inject_env::Settings {
             period_ms,
             fraction: i.fraction,
             pages: i.pages,
             monitor: std::process::id() as i32,
+            announce_fd,
         };
         vec![(inject_env::ENV.into(), settings.encode().into())]
     }
@@ -130,9 +127,12 @@ fn runtime_so() -> Result<PathBuf> {
     super::preload::library("TDMAP_RT_SO", "libtdmap_rt.so", "tdmap-rt")
 }
 
-/// The inject runtime's announcement channel (see tdmap-wire's `announce`).
+/// The inject runtime's announcement channel (tdmap-wire's `announce`): the runtime
+/// writes its handler thread's tid into this pipe before the program's main starts.
 pub struct Announce {
     pipe: tdmap_sys::InheritedPipe,
+    reader: tdmap_wire::announce::AnnouncementReader,
+    pid: Option<u32>,
 }
 
 impl Announce {
@@ -141,18 +141,29 @@ impl Announce {
         self.pipe.write_fd()
     }
 
-    /// tdmap's copy of the write end is closed once the program holds its own.
-    pub fn child_started(&mut self) {
+    /// tdmap's copy of the write end is closed once the program (`pid`) holds its own.
+    pub fn child_started(&mut self, pid: i32) {
         self.pipe.close_write();
+        self.pid = Some(pid as u32);
     }
 }
 
 impl tdmap_monitor::online::Announcer for Announce {
     fn poll(&mut self) -> tdmap_monitor::online::Announce {
         use tdmap_monitor::online::Announce as A;
+        use tdmap_wire::announce::Announcement;
         let mut bytes = Vec::new();
-        match self.pipe.read_available(&mut bytes) {
-            Ok(_) | Err(_) => A::NoHandler,
+        let ended = self.pipe.read_available(&mut bytes).unwrap_or(true);
+        let got = match self.reader.feed(&bytes) {
+            Some(r) => r,
+            None if ended => self.reader.finish(),
+            None => return A::Pending,
+        };
+        match got {
+            Ok(Announcement::Handler { pid, tid }) if Some(pid) == self.pid => A::Handler(tid),
+            // Another pid's, no handler, a damaged message or none at all: nothing to
+            // leave out.
+            _ => A::NoHandler,
         }
     }
 }
@@ -164,6 +175,10 @@ impl Sampler {
             return Ok(None);
         }
         let pipe = tdmap_sys::InheritedPipe::new()?;
-        Ok(Some(Announce { pipe }))
+        Ok(Some(Announce {
+            pipe,
+            reader: Default::default(),
+            pid: None,
+        }))
     }
 }

@@ -1,9 +1,6 @@
-//! Reading the runtime's raw chunk file (see crates/rt/src/wire.rs) and the control file.
+//! Reading the runtime's raw chunk file (format: `tdmap_wire::raw`) and the control file.
 
-// One definition of the wire format for both sides; the binary uses only part of it.
-#[allow(dead_code)]
-#[path = "../../../crates/rt/src/wire.rs"]
-pub mod wire;
+pub use tdmap_wire::raw as wire;
 
 use std::io::{self, Read};
 use wire::{ChunkHeader, HEADER_BYTES};
@@ -63,7 +60,8 @@ impl<R: Read> RawReader<R> {
             n if n < HEADER_BYTES => return self.tear(),
             _ => {}
         }
-        let Some(h) = ChunkHeader::decode(&hb) else {
+        // A foreign magic, an unknown kind or an oversized count: a damaged file.
+        let Ok((h, body)) = ChunkHeader::decode(&hb).and_then(|h| Ok((h, h.body_bytes()?))) else {
             return self.tear();
         };
         let ev = match h.kind {
@@ -76,8 +74,8 @@ impl<R: Read> RawReader<R> {
                 thread: h.thread,
                 filtered: h.extra,
             },
-            wire::KIND_ACCESS if h.count as usize <= wire::CHUNK_RECORDS => {
-                let mut bytes = vec![0u8; (wire::TICKS + h.count as usize) * 8];
+            _ => {
+                let mut bytes = vec![0u8; body];
                 if read_full(&mut self.src, &mut bytes)? < bytes.len() {
                     return self.tear();
                 }
@@ -92,7 +90,6 @@ impl<R: Read> RawReader<R> {
                     records: words.collect(),
                 })
             }
-            _ => return self.tear(),
         };
         Ok(Some(ev))
     }
@@ -223,6 +220,20 @@ mod tests {
         let mut r = RawReader::new(&f[..]);
         assert_eq!(r.next_event().unwrap(), None);
         assert!(r.torn);
+    }
+
+    #[test]
+    fn an_unknown_kind_or_an_oversized_count_is_torn() {
+        for h in [
+            header(9, 0, 0, 0),
+            header(wire::KIND_ACCESS, 0, wire::CHUNK_RECORDS as u32 + 1, 0),
+        ] {
+            let mut f = h;
+            f.extend([0u8; 1 << 17]);
+            let mut r = RawReader::new(&f[..]);
+            assert_eq!(r.next_event().unwrap(), None);
+            assert!(r.torn);
+        }
     }
 
     #[test]

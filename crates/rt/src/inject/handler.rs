@@ -64,6 +64,9 @@ pub struct Injector {
     pub beacon: u64,
     /// The monitor's pid: once the process has another parent, the monitor is gone.
     pub monitor: i32,
+    /// The pipe on which the thread announces its tid as it starts, -1 for none; the
+    /// constructor closes it once the thread has.
+    pub announce_fd: i32,
     /// The injector's own memory (this struct and the thread's stack), never registered.
     pub own: Region,
     regions: [Region; MAX_REGIONS],

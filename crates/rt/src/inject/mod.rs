@@ -7,6 +7,12 @@
 //! injector sends nothing itself and never waits for the monitor, so the program goes
 //! on if the monitor dies.
 //!
+//! The handler thread is known to the monitor by construction: with an announcement
+//! pipe in the settings, the constructor returns only once the handler thread has
+//! written its own tid there (`tdmap_wire::announce`), before `main` and so before the
+//! program's first thread; the pipe is then closed. Its name and the beacon fault stay,
+//! for monitors that pass no pipe.
+//!
 //! When the monitor dies the program is reparented: the handler notices at its next
 //! period and closes the userfaultfd, which lifts every protection.
 //!
@@ -28,13 +34,14 @@
 //! for the call. Calls glibc makes internally (`initgroups` calling `setgroups`) are not
 //! wrapped.
 
-pub mod env;
+mod announce;
 mod handler;
 mod maps;
 
 use handler::Injector;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tdmap_sys::uffd;
+use tdmap_wire::inject as env;
 
 /// Stack of the handler thread (glibc also puts its descriptor and TLS there).
 const STACK: usize = 256 * 1024;
@@ -127,28 +134,68 @@ fn paused() -> bool {
 
 /// Starts the injector if this process is the one `tdmap run` asked for. Runs in the
 /// constructor, before `main`, while the process has a single thread.
+///
+/// With an announcement pipe in the settings, it returns only once the pipe holds the
+/// handler's tid ([`tdmap_wire::Announcement::Handler`], written by the handler thread
+/// itself) or [`tdmap_wire::Announcement::NoHandler`], and the pipe is closed: the
+/// monitor knows the handler before the program can start a thread of its own.
 pub fn start() {
-    let Some(s) = std::env::var(env::ENV)
-        .ok()
-        .and_then(|v| env::Settings::decode(&v))
+    // Ignored in a set-id program (secure_getenv): nothing injects, nothing is written.
+    let Some(s) = tdmap_sys::secure_var(env::ENV)
+        .and_then(|v| v.into_string().ok())
+        .and_then(|v| env::Settings::decode(&v).ok())
     else {
         return;
     };
     // SAFETY: getppid has no preconditions.
     if unsafe { libc::getppid() } != s.monitor {
+        // Not the process `tdmap run` started: any descriptor number in the settings
+        // is not ours to write to or close.
         return;
     }
-    let Ok(fd) = uffd::open(uffd::FEATURE_PAGEFAULT_FLAG_WP) else {
-        return;
-    };
-    FD.store(fd, Ordering::Release);
-    if spawn(fd, &s).is_none() {
-        stop();
+    let announce_fd = s.announce_fd.and_then(announce::take);
+    forget_announce_fd(&s);
+    let result = uffd::open(uffd::FEATURE_PAGEFAULT_FLAG_WP).and_then(|fd| {
+        FD.store(fd, Ordering::Release);
+        spawn(fd, &s, announce_fd.unwrap_or(-1)).inspect_err(|_| stop())
+    });
+    let Some(afd) = announce_fd else { return };
+    match result {
+        Ok(()) => announce::wait_for_handler(),
+        Err(errno) => {
+            let pid = announce::ids().0;
+            let errno = errno.max(0) as u32;
+            announce::send(afd, tdmap_wire::Announcement::NoHandler { pid, errno });
+        }
     }
+    announce::close(afd);
 }
 
-/// Maps the handler's memory and starts its thread; None if any step fails.
-fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
+/// Drops the announcement descriptor from `TDMAP_INJECT`: the program's children and
+/// any image it `exec`s inherit the variable, and the number may by then name another
+/// file of theirs.
+fn forget_announce_fd(s: &env::Settings) {
+    if s.announce_fd.is_none() {
+        return;
+    }
+    let value = env::Settings {
+        announce_fd: None,
+        ..*s
+    }
+    .encode();
+    let (Ok(name), Ok(value)) = (
+        std::ffi::CString::new(env::ENV),
+        std::ffi::CString::new(value),
+    ) else {
+        return;
+    };
+    // SAFETY: two NUL-terminated strings; the process has one thread (constructor).
+    unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) };
+}
+
+/// Maps the handler's memory and starts its thread, which announces itself on
+/// `announce_fd` (-1: none); the errno of the step that failed.
+fn spawn(fd: i32, s: &env::Settings, announce_fd: i32) -> Result<(), i32> {
     let page = tdmap_sys::page_size();
     let size = (std::mem::size_of::<Injector>() + STACK).next_multiple_of(page);
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE;
@@ -156,7 +203,7 @@ fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
     let area = unsafe {
         tdmap_sys::vm::raw_mmap(0, size, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
     }
-    .ok()?;
+    .map_err(|e| e.errno().unwrap_or(libc::ENOMEM))?;
     // No MADV_DONTFORK: glibc's fork walks every thread's descriptor in the child, and
     // the handler's lives on this stack.
     let inj = area as *mut Injector;
@@ -170,6 +217,7 @@ fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
     st.monitor = s.monitor;
     st.own = handler::Region::new(area as u64, (area + size) as u64);
     st.beacon = map_beacon(page);
+    st.announce_fd = announce_fd;
     let stack = area + std::mem::size_of::<Injector>().next_multiple_of(page);
     // The handler's first run of each code path would fault code pages (and the vDSO's
     // clock page) in, and a short program may end before the monitor can tell the
@@ -179,7 +227,7 @@ fn spawn(fd: i32, s: &env::Settings) -> Option<()> {
     // SAFETY: only function pointers to our own extern "C" functions.
     unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
     let started = start_thread(stack, area + size - stack, inj);
-    if started.is_none() {
+    if started.is_err() {
         // SAFETY: no thread was started, so nothing uses the mapping any more.
         let _ = unsafe { tdmap_sys::vm::munmap(area, size) };
     }
@@ -204,8 +252,8 @@ fn map_beacon(page: usize) -> u64 {
     }
 }
 
-/// Starts the handler on the given stack with every signal blocked.
-fn start_thread(stack: usize, len: usize, inj: *mut Injector) -> Option<()> {
+/// Starts the handler on the given stack with every signal blocked; else the errno.
+fn start_thread(stack: usize, len: usize, inj: *mut Injector) -> Result<(), i32> {
     // SAFETY: sigset_t, pthread_attr_t and pthread_t are plain data initialised by the
     // calls below; the stack range belongs to our mapping and outlives the thread; the
     // thread inherits the all-blocked mask, then ours is restored.
@@ -222,11 +270,11 @@ fn start_thread(stack: usize, len: usize, inj: *mut Injector) -> Option<()> {
         libc::pthread_attr_destroy(&mut attr);
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         if rc != 0 {
-            return None;
+            return Err(rc);
         }
         libc::pthread_setname_np(t, THREAD_NAME_C.as_ptr());
     }
-    Some(())
+    Ok(())
 }
 
 const THREAD_NAME_C: &std::ffi::CStr = c"tdmap-inject";
@@ -236,6 +284,9 @@ extern "C" fn handler_main(p: *mut libc::c_void) -> *mut libc::c_void {
     unsafe { libc::prctl(libc::PR_SET_NAME, THREAD_NAME_C.as_ptr()) };
     // SAFETY: `p` is the Injector set up by `spawn`, used by this thread only.
     let inj = unsafe { &mut *p.cast::<Injector>() };
+    // Before anything else this thread does, so that the monitor has the tid before
+    // this thread's first fault (the beacon's) and before `main` runs.
+    announce::handler_started(inj.announce_fd);
     if inj.beacon != 0 {
         // SAFETY: the beacon is a mapped, readable page; reading it faults once.
         unsafe { std::ptr::read_volatile(inj.beacon as *const u8) };

@@ -1,0 +1,428 @@
+//! The raw wire format between the runtime (inside the traced program) and `tdmap trace`,
+//! which converts it into the compressed trace format off the program's hot path.
+//!
+//! The data file is a sequence of chunks, each a [`ChunkHeader`] (40 bytes, native
+//! endianness); an access chunk then holds [`TICKS`] clock readings, one per
+//! [`TICK_EVERY`] records, and `count` packed `u64` records. Chunks from different threads
+//! interleave: each is appended with one `write` on an `O_APPEND` file, so none is split.
+//! The control file is a sequence of 16-byte [`Msg`] records.
+
+use crate::WireError;
+
+/// Marks a chunk header ("TDRT").
+pub const MAGIC: u32 = 0x5444_5254;
+/// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
+/// 3: a CPU word after each first-touch record.
+pub const VERSION: u32 = 3;
+/// Records per access chunk: 64 KiB of records per flush.
+pub const CHUNK_RECORDS: usize = 8192;
+/// An access chunk reads the clock once per this many records (cheap, and it gives
+/// accesses a time to within a few hundred accesses).
+pub const TICK_EVERY: usize = 512;
+/// Clock readings per access chunk.
+pub const TICKS: usize = CHUNK_RECORDS / TICK_EVERY;
+/// Size of a chunk header in bytes.
+pub const HEADER_BYTES: usize = 40;
+
+/// Environment variable naming the data file the runtime creates.
+pub const ENV_DATA: &str = "TDMAP_RT_DATA";
+/// Environment variable naming the control file the runtime creates (its handshake).
+pub const ENV_CTL: &str = "TDMAP_RT_CTL";
+/// Environment variable: "1" turns on the per-thread repeated-line filter.
+pub const ENV_FILTER: &str = "TDMAP_RT_FILTER";
+/// Environment variable: "1" makes the callbacks only count (for the overhead benchmark).
+pub const ENV_COUNT_ONLY: &str = "TDMAP_RT_COUNT_ONLY";
+
+/// Bytes embedded in every instrumented program, so `tdmap trace` can tell one apart.
+pub const MARKER: &[u8; 24] = b"tdmap-rt-instrumented-v1";
+
+/// Chunk kind: `count` access records from one thread.
+pub const KIND_ACCESS: u32 = 1;
+/// Chunk kind: a thread was registered; `extra` is its OS tid, `t0` the time.
+pub const KIND_THREAD: u32 = 2;
+/// Chunk kind: a thread finished; `extra` is how many accesses the filter dropped.
+pub const KIND_END: u32 = 3;
+
+/// Control message: the runtime is up (`a` = process id, `b` = wire version).
+pub const MSG_HELLO: u32 = 1;
+/// Control message: writing the data file failed (`a` = errno); the trace is incomplete.
+pub const MSG_WRITE_FAILED: u32 = 2;
+/// Control message: the program got a fatal signal (`b` = signal number).
+pub const MSG_CRASHED: u32 = 3;
+/// Control message: the program exited normally (`a` = accesses seen, all threads).
+pub const MSG_DONE: u32 = 4;
+/// Control message: the page size the runtime used for first-touch records (`a`).
+pub const MSG_PAGE_SIZE: u32 = 5;
+
+const ADDR_MASK: u64 = (1 << 56) - 1;
+const SIZE_SHIFT: u32 = 56;
+const WRITE_BIT: u64 = 1 << 59;
+const FIRST_TOUCH_BIT: u64 = 1 << 60;
+const CPU_BIT: u64 = 1 << 61;
+
+/// Packs the CPU a thread ran on; this word directly follows each first-touch record.
+#[inline(always)]
+pub const fn pack_cpu(cpu: u32) -> u64 {
+    CPU_BIT | cpu as u64
+}
+
+/// The CPU in a word written by [`pack_cpu`], None for an access record.
+pub fn unpack_cpu(word: u64) -> Option<u32> {
+    (word & CPU_BIT != 0).then_some(word as u32)
+}
+
+/// One access record: address, size, read or write, and whether it first touched its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// The virtual address accessed.
+    pub addr: u64,
+    /// Access size in bytes: 1, 2, 4, 8 or 16.
+    pub size: u8,
+    /// True for a store.
+    pub write: bool,
+    /// True when this was the first access of any thread to the address's page.
+    pub first_touch: bool,
+}
+
+/// Packs an access into a `u64`: 56 address bits, log2(size) in bits 56..59, then flags.
+#[inline(always)]
+pub const fn pack(addr: u64, size_log2: u32, write: bool, first_touch: bool) -> u64 {
+    (addr & ADDR_MASK)
+        | ((size_log2 as u64) << SIZE_SHIFT)
+        | if write { WRITE_BIT } else { 0 }
+        | if first_touch { FIRST_TOUCH_BIT } else { 0 }
+}
+
+/// Unpacks a record written by [`pack`].
+pub fn unpack(word: u64) -> Record {
+    Record {
+        addr: word & ADDR_MASK,
+        size: 1 << ((word >> SIZE_SHIFT) & 7),
+        write: word & WRITE_BIT != 0,
+        first_touch: word & FIRST_TOUCH_BIT != 0,
+    }
+}
+
+/// The header in front of every chunk of the data file.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// Always [`MAGIC`].
+    pub magic: u32,
+    /// One of the `KIND_*` constants.
+    pub kind: u32,
+    /// The thread's id, in creation order from 0 (the main thread).
+    pub thread: u32,
+    /// How many `u64` records follow.
+    pub count: u32,
+    /// Monotonic time in ns when the chunk's first record was written.
+    pub t0: u64,
+    /// Monotonic time in ns when the chunk was flushed.
+    pub t1: u64,
+    /// Kind-specific value (OS tid, filtered count).
+    pub extra: u64,
+}
+
+impl ChunkHeader {
+    /// Decodes a header from the first [`HEADER_BYTES`] of `b`.
+    pub fn decode(b: &[u8]) -> Result<ChunkHeader, WireError> {
+        let Some(b) = b.get(..HEADER_BYTES) else {
+            return Err(WireError::Truncated {
+                what: "chunk header",
+                need: HEADER_BYTES,
+                got: b.len(),
+            });
+        };
+        let magic = u32_at(b, 0);
+        if magic != MAGIC {
+            return Err(WireError::BadMagic {
+                what: "chunk header",
+                expected: MAGIC,
+                found: magic,
+            });
+        }
+        Ok(ChunkHeader {
+            magic,
+            kind: u32_at(b, 4),
+            thread: u32_at(b, 8),
+            count: u32_at(b, 12),
+            t0: u64_at(b, 16),
+            t1: u64_at(b, 24),
+            extra: u64_at(b, 32),
+        })
+    }
+
+    /// The header's bytes, as [`ChunkHeader::decode`] reads them.
+    pub fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
+        for (i, v) in [self.magic, self.kind, self.thread, self.count]
+            .into_iter()
+            .enumerate()
+        {
+            b[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        for (i, v) in [self.t0, self.t1, self.extra].into_iter().enumerate() {
+            b[16 + i * 8..24 + i * 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        b
+    }
+
+    /// How many bytes follow the header: none for thread and end markers, the clock
+    /// ticks and `count` records for an access chunk. An unknown kind or a count above
+    /// [`CHUNK_RECORDS`] is an error (a damaged file).
+    pub fn body_bytes(&self) -> Result<usize, WireError> {
+        match self.kind {
+            KIND_THREAD | KIND_END => Ok(0),
+            KIND_ACCESS if self.count as usize <= CHUNK_RECORDS => {
+                Ok((TICKS + self.count as usize) * 8)
+            }
+            KIND_ACCESS => Err(WireError::OutOfRange {
+                field: "chunk record count",
+                value: self.count.to_string(),
+            }),
+            kind => Err(WireError::UnknownKind {
+                what: "chunk header",
+                kind,
+            }),
+        }
+    }
+}
+
+/// The native-endian `u32` at `i`; the caller checked the length.
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[i..i + 4]);
+    u32::from_ne_bytes(w)
+}
+
+/// The native-endian `u64` at `i`; the caller checked the length.
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_ne_bytes(w)
+}
+
+/// Size of a control message in bytes.
+pub const MSG_BYTES: usize = 16;
+
+/// A 16-byte control message.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Msg {
+    /// One of the `MSG_*` constants.
+    pub tag: u32,
+    /// Small argument (signal number, version).
+    pub b: u32,
+    /// Large argument (pid, errno, count).
+    pub a: u64,
+}
+
+impl Msg {
+    /// Decodes one message from the first [`MSG_BYTES`] of `b`. Any tag is accepted:
+    /// readers skip the tags they do not know, so that a newer runtime's messages do
+    /// not break an older reader.
+    pub fn decode(b: &[u8]) -> Result<Msg, WireError> {
+        let Some(m) = b.get(..MSG_BYTES) else {
+            return Err(WireError::Truncated {
+                what: "control message",
+                need: MSG_BYTES,
+                got: b.len(),
+            });
+        };
+        Ok(Msg {
+            tag: u32_at(m, 0),
+            b: u32_at(m, 4),
+            a: u64_at(m, 8),
+        })
+    }
+
+    /// The message's bytes, as [`Msg::decode`] reads them.
+    pub fn encode(&self) -> [u8; MSG_BYTES] {
+        let mut b = [0u8; MSG_BYTES];
+        b[0..4].copy_from_slice(&self.tag.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.b.to_ne_bytes());
+        b[8..16].copy_from_slice(&self.a.to_ne_bytes());
+        b
+    }
+
+    /// Decodes the control file's contents; a torn last message is ignored.
+    pub fn decode_all(b: &[u8]) -> Vec<Msg> {
+        b.chunks_exact(MSG_BYTES)
+            .filter_map(|m| Msg::decode(m).ok())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn pack_round_trips_every_size_and_flag() {
+        for (log2, size) in [(0, 1), (1, 2), (2, 4), (3, 8), (4, 16)] {
+            for write in [false, true] {
+                for first_touch in [false, true] {
+                    let addr = 0x7fff_1234_5678;
+                    let r = unpack(pack(addr, log2, write, first_touch));
+                    assert_eq!(
+                        r,
+                        Record {
+                            addr,
+                            size,
+                            write,
+                            first_touch
+                        }
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cpu_words_are_told_apart_from_accesses() {
+        assert_eq!(unpack_cpu(pack_cpu(37)), Some(37));
+        assert_eq!(unpack_cpu(pack(0x7fff_0000_1000, 4, true, true)), None);
+    }
+
+    #[test]
+    fn header_decode_rejects_bad_magic() {
+        let mut b = [0u8; HEADER_BYTES];
+        assert!(matches!(
+            ChunkHeader::decode(&b),
+            Err(WireError::BadMagic { found: 0, .. })
+        ));
+        b[0..4].copy_from_slice(&MAGIC.to_ne_bytes());
+        b[12..16].copy_from_slice(&7u32.to_ne_bytes());
+        assert_eq!(ChunkHeader::decode(&b).unwrap().count, 7);
+    }
+
+    #[test]
+    fn body_bytes_follow_the_kind_and_refuse_oversized_counts() {
+        let h = |kind, count| ChunkHeader {
+            magic: MAGIC,
+            kind,
+            count,
+            ..ChunkHeader::default()
+        };
+        assert_eq!(h(KIND_THREAD, 0).body_bytes(), Ok(0));
+        assert_eq!(h(KIND_END, 0).body_bytes(), Ok(0));
+        assert_eq!(h(KIND_ACCESS, 2).body_bytes(), Ok((TICKS + 2) * 8));
+        assert!(h(KIND_ACCESS, CHUNK_RECORDS as u32 + 1)
+            .body_bytes()
+            .is_err());
+        assert!(h(9, 0).body_bytes().is_err());
+    }
+
+    fn header() -> impl Strategy<Value = ChunkHeader> {
+        (
+            prop_oneof![Just(KIND_ACCESS), Just(KIND_THREAD), Just(KIND_END)],
+            any::<u32>(),
+            0..=CHUNK_RECORDS as u32,
+            any::<(u64, u64, u64)>(),
+        )
+            .prop_map(|(kind, thread, count, (t0, t1, extra))| ChunkHeader {
+                magic: MAGIC,
+                kind,
+                thread,
+                count,
+                t0,
+                t1,
+                extra,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn header_decode_takes_random_bytes_without_panicking(
+            b in proptest::collection::vec(any::<u8>(), 0..2 * HEADER_BYTES)
+        ) {
+            match ChunkHeader::decode(&b) {
+                Ok(h) => {
+                    prop_assert!(b.len() >= HEADER_BYTES);
+                    prop_assert_eq!(&h.encode()[..], &b[..HEADER_BYTES]);
+                    let _ = h.body_bytes();
+                }
+                Err(WireError::Truncated { got, .. }) => prop_assert_eq!(got, b.len()),
+                Err(WireError::BadMagic { found, .. }) => prop_assert_ne!(found, MAGIC),
+                Err(e) => prop_assert!(false, "unexpected {e}"),
+            }
+        }
+
+        #[test]
+        fn a_truncated_header_is_an_error(h in header(), cut in 0..HEADER_BYTES) {
+            let b = h.encode();
+            prop_assert_eq!(
+                ChunkHeader::decode(&b[..cut]),
+                Err(WireError::Truncated { what: "chunk header", need: HEADER_BYTES, got: cut })
+            );
+        }
+
+        #[test]
+        fn a_header_round_trips_and_a_bit_flip_decodes_or_errs(
+            h in header(),
+            bit in 0..HEADER_BYTES * 8,
+        ) {
+            let mut b = h.encode();
+            prop_assert_eq!(ChunkHeader::decode(&b), Ok(h));
+            prop_assert!(h.body_bytes().is_ok());
+            b[bit / 8] ^= 1 << (bit % 8);
+            match ChunkHeader::decode(&b) {
+                // A flip in the magic is always caught; elsewhere it changes one field.
+                Err(WireError::BadMagic { .. }) => prop_assert!(bit < 32),
+                Ok(d) => {
+                    prop_assert!(bit >= 32);
+                    prop_assert_ne!(d, h);
+                    let _ = d.body_bytes();
+                }
+                Err(e) => prop_assert!(false, "unexpected {e}"),
+            }
+        }
+
+        #[test]
+        fn any_word_unpacks_and_records_round_trip(
+            w in any::<u64>(),
+            addr in 0..1u64 << 56,
+            log2 in 0..5u32,
+            write in any::<bool>(),
+            first in any::<bool>(),
+        ) {
+            let r = unpack(w);
+            prop_assert!(r.size.is_power_of_two() && r.addr < 1 << 56);
+            let _ = unpack_cpu(w);
+            let r = unpack(pack(addr, log2, write, first));
+            prop_assert_eq!(r, Record { addr, size: 1 << log2, write, first_touch: first });
+            prop_assert_eq!(unpack_cpu(pack(addr, log2, write, first)), None);
+        }
+
+        #[test]
+        fn control_messages_decode_from_any_bytes(
+            b in proptest::collection::vec(any::<u8>(), 0..100)
+        ) {
+            let all = Msg::decode_all(&b);
+            prop_assert_eq!(all.len(), b.len() / MSG_BYTES);
+            for (m, raw) in all.iter().zip(b.chunks_exact(MSG_BYTES)) {
+                prop_assert_eq!(&m.encode()[..], raw);
+            }
+            match Msg::decode(&b) {
+                Ok(m) => prop_assert_eq!(&m.encode()[..], &b[..MSG_BYTES]),
+                Err(WireError::Truncated { got, .. }) => {
+                    prop_assert!(got < MSG_BYTES && got == b.len())
+                }
+                Err(e) => prop_assert!(false, "unexpected {e}"),
+            }
+        }
+
+        #[test]
+        fn a_torn_last_control_message_is_dropped(
+            tags in proptest::collection::vec((1..=MSG_PAGE_SIZE, any::<u32>(), any::<u64>()), 1..6),
+            cut in 1..MSG_BYTES,
+        ) {
+            let msgs: Vec<Msg> = tags.iter().map(|&(tag, b, a)| Msg { tag, b, a }).collect();
+            let bytes: Vec<u8> = msgs.iter().flat_map(|m| m.encode()).collect();
+            prop_assert_eq!(Msg::decode_all(&bytes), msgs.clone());
+            let torn = &bytes[..bytes.len() - cut];
+            prop_assert_eq!(Msg::decode_all(torn), msgs[..msgs.len() - 1].to_vec());
+        }
+    }
+}
