@@ -221,3 +221,79 @@ fn a_bad_reference_exits_2_before_the_program_runs() {
     }
     assert!(!marker.exists(), "the program ran");
 }
+
+/// Issue 16 must-show 5, regression: a dry run reported "pinned to CPU 0" for every
+/// thread and a pinned count, while nothing was pinned. Now a dry run plans only: the
+/// report pins nobody (8 threads of pairs), and the program's own view (/proc) shows it
+/// unpinned; the same static mapping applied for real pins it, and the report says so.
+#[test]
+fn a_dry_run_pins_nothing_and_says_so() {
+    let (_, r, code) = run_json(&["--dry-run"], &gcc("pairs"), &["8", "4096", "300"]);
+    assert_eq!(code, 0, "{r}");
+    let m = &r["migrations"];
+    assert_eq!(
+        (m["threads_pinned"].as_u64(), m["pages_moved"].as_u64()),
+        (Some(0), Some(0)),
+        "{r}"
+    );
+    assert!(m["pins_planned"].as_u64().unwrap() >= 8, "{r}");
+    for t in r["threads"].as_array().unwrap() {
+        assert!(
+            t["pinned_cpu"].is_null() && !t["planned_cpu"].is_null(),
+            "{t}"
+        );
+    }
+
+    // A one-thread mapping onto the last CPU, made by tdmap map.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let (csv, map) = (dir.join("one.csv"), dir.join("one-map.json"));
+    std::fs::write(&csv, "0\n").unwrap();
+    let last = std::thread::available_parallelism().unwrap().get() - 1;
+    let out = tdmap(&[
+        "map",
+        "--matrix",
+        csv.to_str().unwrap(),
+        "-a",
+        "identity",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace("\"os\": 0", &format!("\"os\": {last}"));
+    std::fs::write(&map, text).unwrap();
+    let sh = std::path::Path::new("/bin/sh");
+    let script = ["-c", "sleep 0.3; grep Cpus_allowed_list /proc/$$/status"];
+    let all = Command::new("sh")
+        .args(["-c", "grep Cpus_allowed_list /proc/$$/status"])
+        .output()
+        .unwrap();
+    let all = String::from_utf8(all.stdout).unwrap();
+    let mapping = ["--mapping", map.to_str().unwrap(), "--period", "20"];
+    let dry: Vec<&str> = mapping.iter().copied().chain(["--dry-run"]).collect();
+    let (out, r, code) = run_json(&dry, sh, &script);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, all.as_str()),
+        "unpinned under --dry-run: {r}"
+    );
+    assert!(r["threads"][0]["pinned_cpu"].is_null(), "{r}");
+    assert_eq!(
+        r["threads"][0]["planned_cpu"].as_u64(),
+        Some(last as u64),
+        "{r}"
+    );
+    let (out, r, code) = run_json(&mapping, sh, &script);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(out, format!("Cpus_allowed_list:\t{last}\n"), "{r}");
+    assert_eq!(
+        r["threads"][0]["pinned_cpu"].as_u64(),
+        Some(last as u64),
+        "{r}"
+    );
+}
