@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use tdmap_map::format::{render, Format};
-use tdmap_map::{Algorithm, Distance, MapError, Options};
+use tdmap_map::{Algorithm, Distance, MapError, MappingFile, Options, Provenance};
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
@@ -89,25 +89,13 @@ pub fn run(args: Args) -> Result<i32> {
     let random = cost(&mapped(Algorithm::Random, &topo, &m, n, &opts)?)?;
     let mut out = std::io::stdout().lock();
     if format == Format::Json {
-        let json = serde_json::json!({
-            "machine": topo.name,
-            "algorithm": algo.name(),
-            "threads": n,
-            "distance": args.distance,
-            "seed": args.seed,
-            "cost": own,
-            "compact_cost": compact,
-            "random_cost": random,
-            "mapping": mapping.iter().enumerate().map(|(t, &pu)| serde_json::json!({
-                "thread": t,
-                "pu": pu,
-                "os": topo.pus[pu].os,
-                "core": topo.pus[pu].core,
-                "package": topo.pus[pu].package,
-                "node": topo.pus[pu].node,
-            })).collect::<Vec<_>>(),
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+        let how = Provenance {
+            algorithm: algo.name().to_string(),
+            distance: args.distance.clone(),
+            seed: args.seed,
+            costs: [own, compact, random],
+        };
+        writeln!(out, "{}", MappingFile::new(&topo, &mapping, how).to_json())?;
     } else {
         writeln!(
             out,
