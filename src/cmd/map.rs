@@ -119,23 +119,17 @@ fn from_trace(
     path: &Path,
     machine: &super::MachineArgs,
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
-    use super::analyze::{build_model, load_machine, thread_nodes, Grain};
-    let name = path.display();
-    let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
-    reader.set_addresses_only(true);
-    let topo = load_machine(machine, reader.header().machine.as_str())?;
-    let threads = reader.header().threads as usize;
-    let nodes = thread_nodes(&reader, &topo, threads);
-    let mut reader = reader.prefetch();
-    let grain = Grain {
+    let grain = tdmap_sharing::Grain {
         page: 4096,
         block: None,
         sharers: None,
     };
-    let model = build_model(&mut reader, &topo, &nodes, grain)
-        .map_err(|e| input(format!("{name}: {e:#}")))?;
-    let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
-    Ok((m, threads, topo))
+    let t = super::from_trace::model(path, machine, grain)?;
+    let m = t
+        .model
+        .matrix(tdmap_sharing::Metric::Accesses)
+        .to_f64_rows();
+    Ok((m, t.header.threads as usize, t.topo))
 }
 
 /// The matrix of accesses to shared lines in a `tdmap trace --model-only` file, and the
@@ -172,7 +166,7 @@ fn from_model(
         .into_iter()
         .map(|v| v as f64)
         .collect();
-    let topo = super::analyze::load_machine(machine, &file.machine)?;
+    let topo = machine.load_or_recorded(&file.machine)?;
     Ok((m, n, topo))
 }
 

@@ -7,6 +7,7 @@
 
 pub mod compare;
 mod error;
+mod from_trace;
 pub mod hash;
 mod matrix;
 mod metrics;
@@ -17,6 +18,7 @@ mod table;
 
 pub use compare::{similarity, Rule, Similarity};
 pub use error::SharingError;
+pub use from_trace::{thread_nodes, FromTraceError, Grain};
 pub use matrix::{enough_sharing, SharingMatrix};
 pub use metrics::{
     data_metrics, heterogeneity_eq1, page_exclusivity, sharing_amount_eq2, thread_metrics,

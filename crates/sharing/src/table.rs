@@ -54,6 +54,21 @@ impl std::fmt::Display for Sharers {
     }
 }
 
+impl std::str::FromStr for Sharers {
+    type Err = SharingError;
+
+    /// `all`, or K from 1 to 64 (the command line's `--sharers N|all`).
+    fn from_str(s: &str) -> Result<Sharers, SharingError> {
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(Sharers::All);
+        }
+        match s.parse::<usize>() {
+            Ok(k) if (1..=64).contains(&k) => Ok(Sharers::Last(k)),
+            _ => Err(SharingError::Sharers(s.to_string())),
+        }
+    }
+}
+
 impl TableConfig {
     /// kMAF's configuration for page-fault samples (§3.5.1): 4 KiB pages, 1 KiB
     /// sub-blocks, 2 sharers, 2-byte counters.
@@ -538,6 +553,21 @@ pub(crate) fn each_member(bits: &[u16], skip: u16, mut f: impl FnMut(usize)) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sharer_counts_parse() {
+        assert_eq!("all".parse(), Ok(Sharers::All));
+        assert_eq!("ALL".parse(), Ok(Sharers::All));
+        assert_eq!("2".parse(), Ok(Sharers::Last(2)));
+        assert_eq!("64".parse(), Ok(Sharers::Last(64)));
+        assert!("0".parse::<Sharers>().is_err());
+        assert!("65".parse::<Sharers>().is_err());
+        let err = "two".parse::<Sharers>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "invalid sharer count \"two\": give a number from 1 to 64, or all"
+        );
+    }
 
     #[test]
     fn promote_keeps_mru_to_lru_order() {
