@@ -110,26 +110,37 @@ fn full_mode_keeps_the_checksum_and_counts_the_threads() {
     assert_eq!(r["threads"].as_array().unwrap().len(), 4, "{r}");
 }
 
-/// A `tdmap analyze --json`-shaped reference: 8 threads, distant pairs (t, 7−t).
+/// A `tdmap analyze --json` report of 8 threads sharing in distant pairs (t, 7−t), at
+/// `block` bytes per block, as the library writes it.
+fn pairs_report(block: u64) -> tdmap_sharing::AnalyzeReport {
+    use tdmap_sharing::{AnalyzeReport, Metric, ReportSetup, SharingModel, TableConfig};
+    let cfg = TableConfig {
+        sub_block: block,
+        ..TableConfig::all_sharers(1, 8)
+    };
+    let mut model = SharingModel::new(cfg, 8, &[0; 8]).unwrap();
+    for t in 0..8u32 {
+        model
+            .accesses(t, &[u64::from(t.min(7 - t)) * 4096])
+            .unwrap();
+    }
+    let setup = ReportSetup {
+        trace: "pairs.trace",
+        machine: "local",
+        cache_bytes: 0,
+        page_sizes: &[4096],
+        metric: Metric::Amount,
+        top: 4,
+    };
+    let h = tdmap_trace::Header::new(vec!["pairs".into(), "8".into()], "local");
+    AnalyzeReport::new(&setup, &h, &model).unwrap()
+}
+
+/// [`pairs_report`] in a file.
 fn pairs_reference(block: u64) -> std::path::PathBuf {
-    let n = 8;
-    let cells: Vec<u64> = (0..n * n)
-        .map(|k| {
-            if k / n == k % n || k / n + k % n == 7 {
-                4096
-            } else {
-                0
-            }
-        })
-        .collect();
-    let r = serde_json::json!({
-        "metric": "Amount",
-        "table": {"sub_block": block},
-        "matrix": {"n": n, "cells": cells},
-    });
     let p = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("ref-{}-{block}.json", std::process::id()));
-    std::fs::write(&p, r.to_string()).unwrap();
+    std::fs::write(&p, pairs_report(block).to_json()).unwrap();
     p
 }
 
@@ -198,15 +209,31 @@ fn a_bad_reference_exits_2_before_the_program_runs() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let marker = dir.join(format!("ran-{}", std::process::id()));
     let asym = dir.join(format!("asym-{}.json", std::process::id()));
-    let m = r#"{"metric":"Amount","table":{"sub_block":1024},"matrix":{"n":2,"cells":[0,1,2,0]}}"#;
-    std::fs::write(&asym, m).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&pairs_report(1024).to_json()).unwrap();
+    m["matrix"]["cells"][1] = 1.into();
+    std::fs::write(&asym, m.to_string()).unwrap();
+    let old = dir.join(format!("unversioned-{}.json", std::process::id()));
+    let m = r#"{"metric":"Amount","table":{"sub_block":1024},"matrix":{"n":1,"cells":[0]}}"#;
+    std::fs::write(&old, m).unwrap();
+    let mapping = dir.join(format!("mapping-{}.json", std::process::id()));
+    let mut m: serde_json::Value = serde_json::from_str(&pairs_report(1024).to_json()).unwrap();
+    m["format"] = "tdmap-mapping".into();
+    std::fs::write(&mapping, m.to_string()).unwrap();
     let junk = dir.join(format!("junk-{}.json", std::process::id()));
     std::fs::write(&junk, "not json").unwrap();
     let touch = format!("touch {}", marker.display());
     for (file, needle) in [
-        (dir.join("no-such-ref.json"), "cannot read the reference"),
-        (junk, "not a `tdmap analyze --json` report"),
-        (asym, "not a symmetric"),
+        (dir.join("no-such-ref.json"), "cannot read"),
+        (junk, "not a JSON object"),
+        (asym, "not a symmetric 8×8 matrix"),
+        (
+            old,
+            "no \"format\" field, expected \"tdmap-analyze\" version 1",
+        ),
+        (
+            mapping,
+            "format \"tdmap-mapping\" version 1, expected \"tdmap-analyze\"",
+        ),
     ] {
         let out = tdmap(&[
             "run",

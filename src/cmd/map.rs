@@ -138,36 +138,9 @@ fn from_model(
     path: &Path,
     machine: &super::MachineArgs,
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
-    #[derive(serde::Deserialize)]
-    struct ModelFile {
-        format: String,
-        machine: String,
-        matrix_accesses: Vec<Vec<u64>>,
-    }
-    let name = path.display();
-    let bad = |why: String| {
-        input(format!(
-            "{name}: {why}; give the JSON that `tdmap trace --model-only` wrote"
-        ))
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| input(format!("cannot read model {name}: {e}")))?;
-    let file: ModelFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    if file.format != super::trace::MODEL_FORMAT {
-        return Err(bad(format!("unknown format {:?}", file.format)));
-    }
-    let n = file.matrix_accesses.len();
-    if n == 0 || file.matrix_accesses.iter().any(|r| r.len() != n) {
-        return Err(bad("the matrix is not square".into()));
-    }
-    let m = file
-        .matrix_accesses
-        .concat()
-        .into_iter()
-        .map(|v| v as f64)
-        .collect();
+    let file = tdmap_sharing::ModelFile::read(path).map_err(input)?;
     let topo = machine.load_or_recorded(&file.machine)?;
-    Ok((m, n, topo))
+    Ok((file.accesses_f64(), file.n(), topo))
 }
 
 /// Runs one algorithm; wrong input is exit 2, a Scotch failure exit 1.

@@ -13,8 +13,6 @@
 mod model;
 mod raw;
 
-pub use model::FORMAT as MODEL_FORMAT;
-
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
 use raw::{wire, RawChunk, RawEvent, RawReader};

@@ -13,7 +13,9 @@ mod matrix;
 mod metrics;
 mod migrate;
 mod model;
+mod model_file;
 pub mod patterns;
+mod report;
 mod table;
 
 pub use compare::{similarity, Rule, Similarity};
@@ -26,4 +28,7 @@ pub use metrics::{
 };
 pub use migrate::{migration_target, should_migrate};
 pub use model::{Metric, SharingModel};
+pub use model_file::{ModelFile, ModelPage, ModelThread};
+pub use report::{AnalyzeReport, ReportSetup};
 pub use table::{AffinityTable, Sharers, TableConfig, Touch, EMPTY};
+pub use tdmap_format::FormatError;

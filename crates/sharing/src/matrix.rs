@@ -1,6 +1,6 @@
 //! The thread sharing matrix: dense, symmetric, u64 cells, with kMAF's aging.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Whether `pair_events` sharing events (each pair of threads counted once) are evidence
 /// enough to map `threads` threads by: at least one per thread. Fewer (a pointer array
@@ -12,10 +12,27 @@ pub fn enough_sharing(pair_events: f64, threads: usize) -> bool {
 
 /// A dense symmetric T×T matrix of sharing between threads; cell (i,i) holds private data
 /// (trace paper §III-B), cell (i,j) the sharing between threads i and j.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Cells")]
 pub struct SharingMatrix {
     n: usize,
     cells: Vec<u64>,
+}
+
+/// A matrix as a file holds it, checked by [`SharingMatrix::from_rows`] when read.
+#[derive(Deserialize)]
+struct Cells {
+    n: usize,
+    cells: Vec<u64>,
+}
+
+impl TryFrom<Cells> for SharingMatrix {
+    type Error = String;
+    fn try_from(c: Cells) -> Result<SharingMatrix, String> {
+        let (n, len) = (c.n, c.cells.len());
+        SharingMatrix::from_rows(n, c.cells)
+            .ok_or_else(|| format!("not a symmetric {n}×{n} matrix ({len} cells)"))
+    }
 }
 
 impl SharingMatrix {

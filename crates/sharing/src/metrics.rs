@@ -5,7 +5,7 @@
 use crate::error::SharingError;
 use crate::matrix::SharingMatrix;
 use crate::table::AffinityTable;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// kMAF Eq. 1 exactly as printed, over a row-major T×T matrix (diagonal included).
@@ -25,7 +25,7 @@ pub fn sharing_amount_eq2(m: &[f64], t: usize) -> f64 {
 }
 
 /// The thread-affinity metrics of a matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ThreadMetrics {
     /// Eq. 1 on the normalised off-diagonal matrix: 0 when all pairs share alike.
     pub heterogeneity: f64,
@@ -76,7 +76,7 @@ pub fn page_exclusivity(na: &[u32]) -> Option<f64> {
 }
 
 /// The data-affinity metrics at one page size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataMetrics {
     /// Page size in bytes.
     pub page_size: u64,

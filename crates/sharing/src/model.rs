@@ -7,7 +7,7 @@ use crate::table::{each_member, join, promote, AffinityTable, TableConfig, Touch
 use tdmap_trace::Chunk;
 
 /// Which of the trace paper's two metrics a matrix holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Metric {
     /// Number of accesses to blocks shared with the other thread (kMAF's sharing events).
     Accesses,

@@ -18,7 +18,7 @@ const GROUP_PAGES: u64 = 64;
 const RECENT: usize = 256;
 
 /// The shape of an affinity table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableConfig {
     /// Page size in bytes (a power of two).
     pub page_size: u64,

@@ -1,14 +1,11 @@
 //! `tdmap analyze`: read a trace, build the sharing model, and report kMAF §2.2's
 //! metrics, the top sharing pairs, a heatmap of the matrix and a verdict in §2.3's terms.
 
-pub(super) mod report;
-
 use crate::exit::{input, OK};
 use anyhow::Result;
-use report::Report;
 use std::io::Write;
 use std::path::PathBuf;
-use tdmap_sharing::{Grain, Metric, Sharers, SharingModel};
+use tdmap_sharing::{AnalyzeReport, Grain, Metric, ReportSetup, Sharers, SharingModel};
 
 // `tdmap run` reaches the heatmap helpers through here until its rewrite lands
 // (run/looper.rs and run/report.rs); new code uses crate::cmd::heatmap.
@@ -99,20 +96,44 @@ pub fn run(args: Args) -> Result<i32> {
         MetricArg::Accesses => Metric::Accesses,
         MetricArg::Amount => Metric::Amount,
     };
-    let mut rep = Report::new(
-        &name, &t.header, &t.model, &t.topo, &sizes, metric, args.top,
-    )?;
+    let setup = setup(&name, &t.topo, &sizes, metric, args.top);
+    let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
     rep.set_thread_nodes(t.nodes);
     if let Some(path) = &args.heatmap {
         write_heatmap(path, &args.trace, &t.model, metric)?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&rep)?)?;
+        writeln!(out, "{}", rep.to_json())?;
     } else {
         write!(out, "{}", rep.text())?;
     }
     Ok(OK)
+}
+
+/// What an analyze report of trace `name` on `topo` is computed for.
+pub(super) fn setup<'a>(
+    name: &'a str,
+    topo: &'a tdmap_topo::Topology,
+    page_sizes: &'a [u64],
+    metric: Metric,
+    top: usize,
+) -> ReportSetup<'a> {
+    ReportSetup {
+        trace: name,
+        machine: &topo.name,
+        cache_bytes: total_cache(topo),
+        page_sizes,
+        metric,
+        top,
+    }
+}
+
+/// Sum of the sizes of the machine's last-level caches.
+fn total_cache(topo: &tdmap_topo::Topology) -> u64 {
+    let caches = || topo.objects.iter().filter_map(|o| o.cache);
+    let top = caches().map(|c| c.level).max().unwrap_or(0);
+    caches().filter(|c| c.level == top).map(|c| c.size).sum()
 }
 
 fn write_heatmap(
