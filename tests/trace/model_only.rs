@@ -97,14 +97,19 @@ fn model_only_gives_the_matrices_of_trace_then_analyze() {
     }
 }
 
+/// `tdmap map --machine xeon-x7550-4s --json --model FILE`.
+fn map_model(model: &Path) -> Output {
+    Command::new(TDMAP)
+        .args(["map", "--machine", "xeon-x7550-4s", "--json", "--model"])
+        .arg(model)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn tdmap_map_maps_pairs_from_a_model_file() {
     let (path, _, _) = modelled("pairs", 8);
-    let out = Command::new(TDMAP)
-        .args(["map", "--machine", "xeon-x7550-4s", "--json", "--model"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = map_model(&path);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -119,13 +124,9 @@ fn tdmap_map_maps_pairs_from_a_model_file() {
     }
     let bad = scratch().join("not-a-model.json");
     std::fs::write(&bad, "{\"format\": \"something else\"}").unwrap();
-    let out = Command::new(TDMAP)
-        .args(["map", "--model"])
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let refused = map_model(&bad);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(
         err.trim_end(),
         format!(
@@ -134,20 +135,11 @@ fn tdmap_map_maps_pairs_from_a_model_file() {
         )
     );
     // A mapping is not a model: the message names both formats.
-    let out = Command::new(TDMAP)
-        .args(["map", "--machine", "xeon-x7550-4s", "--json", "--model"])
-        .arg(&path)
-        .output()
-        .unwrap();
     let mapping = scratch().join("mapping.json");
     std::fs::write(&mapping, &out.stdout).unwrap();
-    let out = Command::new(TDMAP)
-        .args(["map", "--model"])
-        .arg(&mapping)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let refused = map_model(&mapping);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
         err.contains("format \"tdmap-mapping\" version 1, expected \"tdmap-model\" version 1"),
         "{err}"
