@@ -22,7 +22,8 @@
  * ERRORS. Functions returning int return -1 (pointers: NULL; sizes: -1) and set errno:
  *   EFAULT  the pointer was not returned by mai_alloc_* (or was freed): nothing happens;
  *   EINVAL  a size, count or dimension is zero, overflows or is out of range; a bad
- *           prime; mai_bind_planes on a non-3-D array; a malformed configuration file;
+ *           prime; mai_bind_planes on a non-3-D array; a malformed configuration file,
+ *           or one that is not format "tdmap-mapping" version 1 (docs/formats.md);
  *   ENODEV  a node or CPU that this machine does not have;
  *   ENOENT  (and other open errors) a configuration file that cannot be read;
  *   EIO     the machine could not be discovered, or an internal error;

@@ -232,7 +232,11 @@ fn analyze_json(p: &Path) -> serde_json::Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    // What tdmap run --reference reads back: the typed report, header checked.
+    let text = String::from_utf8(out.stdout).unwrap();
+    let typed = tdmap_format::from_str::<tdmap_sharing::AnalyzeReport>(&text, p);
+    assert_eq!(typed.unwrap().format, "tdmap-analyze");
+    serde_json::from_str(&text).unwrap()
 }
 
 #[test]

@@ -94,6 +94,17 @@ fn json_reports_the_mapping_and_the_reference_costs() {
     let cost = v["cost"].as_f64().unwrap();
     assert!(cost < v["compact_cost"].as_f64().unwrap(), "{v}");
     assert!(cost <= v["random_cost"].as_f64().unwrap(), "{v}");
+    assert_eq!(
+        (&v["format"], &v["version"]),
+        (&"tdmap-mapping".into(), &1.into())
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let file = tdmap_map::MappingFile::parse(&text, std::path::Path::new("stdout")).unwrap();
+    assert_eq!(
+        file.mapping.len(),
+        4,
+        "what tdmap run --mapping and libmai read back"
+    );
 }
 
 #[test]

@@ -110,26 +110,37 @@ fn full_mode_keeps_the_checksum_and_counts_the_threads() {
     assert_eq!(r["threads"].as_array().unwrap().len(), 4, "{r}");
 }
 
-/// A `tdmap analyze --json`-shaped reference: 8 threads, distant pairs (t, 7−t).
+/// A `tdmap analyze --json` report of 8 threads sharing in distant pairs (t, 7−t), at
+/// `block` bytes per block, as the library writes it.
+fn pairs_report(block: u64) -> tdmap_sharing::AnalyzeReport {
+    use tdmap_sharing::{AnalyzeReport, Metric, ReportSetup, SharingModel, TableConfig};
+    let cfg = TableConfig {
+        sub_block: block,
+        ..TableConfig::all_sharers(1, 8)
+    };
+    let mut model = SharingModel::new(cfg, 8, &[0; 8]).unwrap();
+    for t in 0..8u32 {
+        model
+            .accesses(t, &[u64::from(t.min(7 - t)) * 4096])
+            .unwrap();
+    }
+    let setup = ReportSetup {
+        trace: "pairs.trace",
+        machine: "local",
+        cache_bytes: 0,
+        page_sizes: &[4096],
+        metric: Metric::Amount,
+        top: 4,
+    };
+    let h = tdmap_trace::Header::new(vec!["pairs".into(), "8".into()], "local");
+    AnalyzeReport::new(&setup, &h, &model).unwrap()
+}
+
+/// [`pairs_report`] in a file.
 fn pairs_reference(block: u64) -> std::path::PathBuf {
-    let n = 8;
-    let cells: Vec<u64> = (0..n * n)
-        .map(|k| {
-            if k / n == k % n || k / n + k % n == 7 {
-                4096
-            } else {
-                0
-            }
-        })
-        .collect();
-    let r = serde_json::json!({
-        "metric": "Amount",
-        "table": {"sub_block": block},
-        "matrix": {"n": n, "cells": cells},
-    });
     let p = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("ref-{}-{block}.json", std::process::id()));
-    std::fs::write(&p, r.to_string()).unwrap();
+    std::fs::write(&p, pairs_report(block).to_json()).unwrap();
     p
 }
 
@@ -198,15 +209,31 @@ fn a_bad_reference_exits_2_before_the_program_runs() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let marker = dir.join(format!("ran-{}", std::process::id()));
     let asym = dir.join(format!("asym-{}.json", std::process::id()));
-    let m = r#"{"metric":"Amount","table":{"sub_block":1024},"matrix":{"n":2,"cells":[0,1,2,0]}}"#;
-    std::fs::write(&asym, m).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&pairs_report(1024).to_json()).unwrap();
+    m["matrix"]["cells"][1] = 1.into();
+    std::fs::write(&asym, m.to_string()).unwrap();
+    let old = dir.join(format!("unversioned-{}.json", std::process::id()));
+    let m = r#"{"metric":"Amount","table":{"sub_block":1024},"matrix":{"n":1,"cells":[0]}}"#;
+    std::fs::write(&old, m).unwrap();
+    let mapping = dir.join(format!("mapping-{}.json", std::process::id()));
+    let mut m: serde_json::Value = serde_json::from_str(&pairs_report(1024).to_json()).unwrap();
+    m["format"] = "tdmap-mapping".into();
+    std::fs::write(&mapping, m.to_string()).unwrap();
     let junk = dir.join(format!("junk-{}.json", std::process::id()));
     std::fs::write(&junk, "not json").unwrap();
     let touch = format!("touch {}", marker.display());
     for (file, needle) in [
-        (dir.join("no-such-ref.json"), "cannot read the reference"),
-        (junk, "not a `tdmap analyze --json` report"),
-        (asym, "not a symmetric"),
+        (dir.join("no-such-ref.json"), "cannot read"),
+        (junk, "not a JSON object"),
+        (asym, "not a symmetric 8×8 matrix"),
+        (
+            old,
+            "no \"format\" field, expected \"tdmap-analyze\" version 1",
+        ),
+        (
+            mapping,
+            "format \"tdmap-mapping\" version 1, expected \"tdmap-analyze\"",
+        ),
     ] {
         let out = tdmap(&[
             "run",
@@ -296,4 +323,45 @@ fn a_dry_run_pins_nothing_and_says_so() {
         Some(last as u64),
         "{r}"
     );
+}
+
+/// Issue 16 must-show 7: a model file, or a mapping of a future version, given to
+/// `--mapping` is refused before the program starts: exit 2, one line naming the file,
+/// the format found and the one expected.
+#[test]
+fn a_mapping_of_another_format_or_version_exits_2_naming_both() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let csv = dir.join("two.csv");
+    std::fs::write(&csv, "0,1\n1,0\n").unwrap();
+    let out = tdmap(&["map", "--matrix", csv.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success());
+    let good = String::from_utf8(out.stdout).unwrap();
+    let future = dir.join("future-map.json");
+    std::fs::write(&future, good.replace("\"version\": 1,", "\"version\": 99,")).unwrap();
+    let model = dir.join("not-a-map.json");
+    let head = "{\"format\": \"tdmap-model\", \"version\": 1, \"program\": \"p\"}";
+    std::fs::write(&model, head).unwrap();
+    let marker = dir.join("ran-anyway");
+    let _ = std::fs::remove_file(&marker);
+    for (file, found) in [
+        (&future, "version 99"),
+        (&model, "\"tdmap-model\" version 1"),
+    ] {
+        let out = tdmap(&[
+            "run",
+            "--mapping",
+            file.to_str().unwrap(),
+            "--",
+            "touch",
+            marker.to_str().unwrap(),
+        ]);
+        assert_bad_input(&out, file.to_str().unwrap());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(found), "{err}");
+        assert!(
+            err.contains("expected \"tdmap-mapping\" version 1"),
+            "{err}"
+        );
+        assert!(!marker.exists(), "the program ran");
+    }
 }

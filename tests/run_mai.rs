@@ -71,7 +71,19 @@ fn mai_auto_logs_a_policy_per_large_array_and_keeps_the_output() {
 fn mai_auto_runs_with_a_static_mapping() {
     let prog = sum_program();
     let mapping = tmp("mapping.json");
-    std::fs::write(&mapping, r#"{"mapping": [{"thread": 0, "os": 0}]}"#).unwrap();
+    let csv = tmp("one-thread.csv");
+    std::fs::write(&csv, "1\n").unwrap();
+    let map = Command::new(TDMAP)
+        .args(["map", "--json", "-a", "identity", "--matrix"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(
+        map.status.success(),
+        "{}",
+        String::from_utf8_lossy(&map.stderr)
+    );
+    std::fs::write(&mapping, &map.stdout).unwrap();
     let log = tmp("mapping.log");
     let env = [
         ("MAI_AUTO_LOG", log.to_str().unwrap()),

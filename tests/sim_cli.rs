@@ -75,6 +75,9 @@ fn results(trace: &Path, policies: &str) -> Vec<(String, Value)> {
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["simulated"], true);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let typed = tdmap_format::from_str::<tdmap_sim::Comparison>(&text, trace).unwrap();
+    assert_eq!(typed.results.len(), v["results"].as_array().unwrap().len());
     v["results"]
         .as_array()
         .unwrap()

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use tdmap_map::format::{render, Format};
-use tdmap_map::{Algorithm, Distance, MapError, Options};
+use tdmap_map::{Algorithm, Distance, MapError, MappingFile, Options, Provenance};
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
@@ -89,25 +89,13 @@ pub fn run(args: Args) -> Result<i32> {
     let random = cost(&mapped(Algorithm::Random, &topo, &m, n, &opts)?)?;
     let mut out = std::io::stdout().lock();
     if format == Format::Json {
-        let json = serde_json::json!({
-            "machine": topo.name,
-            "algorithm": algo.name(),
-            "threads": n,
-            "distance": args.distance,
-            "seed": args.seed,
-            "cost": own,
-            "compact_cost": compact,
-            "random_cost": random,
-            "mapping": mapping.iter().enumerate().map(|(t, &pu)| serde_json::json!({
-                "thread": t,
-                "pu": pu,
-                "os": topo.pus[pu].os,
-                "core": topo.pus[pu].core,
-                "package": topo.pus[pu].package,
-                "node": topo.pus[pu].node,
-            })).collect::<Vec<_>>(),
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+        let how = Provenance {
+            algorithm: algo.name().to_string(),
+            distance: args.distance.clone(),
+            seed: args.seed,
+            costs: [own, compact, random],
+        };
+        writeln!(out, "{}", MappingFile::new(&topo, &mapping, how).to_json())?;
     } else {
         writeln!(
             out,
@@ -131,23 +119,17 @@ fn from_trace(
     path: &Path,
     machine: &super::MachineArgs,
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
-    use super::analyze::{build_model, load_machine, thread_nodes, Grain};
-    let name = path.display();
-    let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
-    reader.set_addresses_only(true);
-    let topo = load_machine(machine, reader.header().machine.as_str())?;
-    let threads = reader.header().threads as usize;
-    let nodes = thread_nodes(&reader, &topo, threads);
-    let mut reader = reader.prefetch();
-    let grain = Grain {
+    let grain = tdmap_sharing::Grain {
         page: 4096,
         block: None,
         sharers: None,
     };
-    let model = build_model(&mut reader, &topo, &nodes, grain)
-        .map_err(|e| input(format!("{name}: {e:#}")))?;
-    let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
-    Ok((m, threads, topo))
+    let t = super::from_trace::model(path, machine, grain)?;
+    let m = t
+        .model
+        .matrix(tdmap_sharing::Metric::Accesses)
+        .to_f64_rows();
+    Ok((m, t.header.threads as usize, t.topo))
 }
 
 /// The matrix of accesses to shared lines in a `tdmap trace --model-only` file, and the
@@ -156,36 +138,9 @@ fn from_model(
     path: &Path,
     machine: &super::MachineArgs,
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
-    #[derive(serde::Deserialize)]
-    struct ModelFile {
-        format: String,
-        machine: String,
-        matrix_accesses: Vec<Vec<u64>>,
-    }
-    let name = path.display();
-    let bad = |why: String| {
-        input(format!(
-            "{name}: {why}; give the JSON that `tdmap trace --model-only` wrote"
-        ))
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| input(format!("cannot read model {name}: {e}")))?;
-    let file: ModelFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    if file.format != super::trace::MODEL_FORMAT {
-        return Err(bad(format!("unknown format {:?}", file.format)));
-    }
-    let n = file.matrix_accesses.len();
-    if n == 0 || file.matrix_accesses.iter().any(|r| r.len() != n) {
-        return Err(bad("the matrix is not square".into()));
-    }
-    let m = file
-        .matrix_accesses
-        .concat()
-        .into_iter()
-        .map(|v| v as f64)
-        .collect();
-    let topo = super::analyze::load_machine(machine, &file.machine)?;
-    Ok((m, n, topo))
+    let file = tdmap_sharing::ModelFile::read(path).map_err(input)?;
+    let topo = machine.load_or_recorded(&file.machine)?;
+    Ok((file.accesses_f64(), file.n(), topo))
 }
 
 /// Runs one algorithm; wrong input is exit 2, a Scotch failure exit 1.

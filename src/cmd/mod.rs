@@ -3,6 +3,8 @@
 mod analyze;
 mod canvas;
 mod cc;
+mod from_trace;
+mod heatmap;
 mod map;
 mod run;
 mod sim;
@@ -72,6 +74,18 @@ impl MachineArgs {
     pub fn load(&self) -> Result<tdmap_topo::Topology, tdmap_topo::TopoError> {
         let spec = tdmap_topo::MachineSpec::parse(self.machine.as_deref().unwrap_or(""));
         spec.load(self.distances.as_deref())
+    }
+
+    /// The machine named by `--machine`, else `recorded` (the one a trace or model file
+    /// was made on) if tdmap knows it, else this machine; a bad spec is bad input.
+    pub fn load_or_recorded(&self, recorded: &str) -> anyhow::Result<tdmap_topo::Topology> {
+        if self.machine.is_none() && !recorded.is_empty() {
+            let spec = tdmap_topo::MachineSpec::parse(recorded);
+            if let Ok(t) = spec.load(self.distances.as_deref()) {
+                return Ok(t);
+            }
+        }
+        self.load().map_err(crate::exit::input)
     }
 }
 

@@ -73,7 +73,7 @@ pub struct Args {
     /// Sharers kept per sub-block: a number K (kMAF's last K threads; a fault shares
     /// with the K-1 others), or `all` (every thread that faulted there). kMAF keeps 2;
     /// more also see readers of one producer's data sharing with each other.
-    #[arg(long, value_name = "N|all", default_value = "2", value_parser = super::analyze::parse_sharers)]
+    #[arg(long, value_name = "N|all", default_value = "2")]
     sharers: tdmap_sharing::Sharers,
     /// Detect and decide, but move no thread and no page: the report says what would
     /// have been pinned and moved.

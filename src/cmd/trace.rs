@@ -13,8 +13,6 @@
 mod model;
 mod raw;
 
-pub use model::FORMAT as MODEL_FORMAT;
-
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
 use raw::{wire, RawChunk, RawEvent, RawReader};
@@ -52,7 +50,7 @@ pub struct Args {
     model_only: bool,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).
-    #[arg(long, value_name = "N|all", value_parser = super::analyze::parse_sharers, requires = "model_only")]
+    #[arg(long, value_name = "N|all", requires = "model_only")]
     sharers: Option<tdmap_sharing::Sharers>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]

@@ -87,8 +87,16 @@ static void t_config_file(void) {
   /* What `tdmap map --format json` writes: thread 0 on the last CPU, thread 1 on CPU 0. */
   int last = mai_get_num_cpu() - 1;
   FILE *f = fopen(path, "w");
-  fprintf(f, "{\"machine\": \"this\", \"mapping\": [{\"thread\": 0, \"pu\": %d, \"os\": %d, \"node\": 0},"
-             " {\"thread\": 1, \"pu\": 0, \"os\": 0, \"node\": 0}]}\n", last, last);
+  const char *map = "{\"format\": \"tdmap-mapping\", \"version\": %d, \"machine\": \"this\","
+                    " \"algorithm\": \"greedy\", \"threads\": 2, \"distance\": \"hops\", \"seed\": 0,"
+                    " \"cost\": 0, \"compact_cost\": 0, \"random_cost\": 0, \"mapping\": ["
+                    "{\"thread\": 0, \"pu\": %d, \"os\": %d, \"core\": 0, \"package\": 0, \"node\": 0},"
+                    " {\"thread\": 1, \"pu\": 0, \"os\": 0, \"core\": 0, \"package\": 0, \"node\": 0}]}\n";
+  fprintf(f, map, 99, last, last);
+  fclose(f);
+  EXPECT_ERR(mai_init(path), EINVAL); /* a version this libmai does not know */
+  f = fopen(path, "w");
+  fprintf(f, map, 1, last, last);
   fclose(f);
   CHECK(mai_init(path) == 0, "init with map: %s", strerror(errno));
   CHECK(mai_thread_cpu(0) == last && mai_thread_cpu(1) == 0, "threads %d %d", mai_thread_cpu(0), mai_thread_cpu(1));

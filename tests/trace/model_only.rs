@@ -55,11 +55,21 @@ fn matrix(json: &serde_json::Value, key: &str) -> Vec<Vec<f64>> {
 fn model_only_gives_the_matrices_of_trace_then_analyze() {
     let t = 8;
     for name in ["pairs", "stencil1d"] {
-        let (_, json, stdout) = modelled(name, t);
+        let (path, json, stdout) = modelled(name, t);
         let w = workloads::ALL.iter().find(|w| w.name == name).unwrap();
         let tr = traced(name, w.size, t);
         assert_eq!(stdout, tr.stdout, "{name}: the checksum changed");
-        assert_eq!(json["format"], "tdmap-model-v1");
+        assert_eq!(
+            (&json["format"], &json["version"]),
+            (&"tdmap-model".into(), &1.into())
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = tdmap_format::from_str::<tdmap_sharing::ModelFile>(&text, &path);
+        assert_eq!(
+            file.unwrap().n(),
+            t,
+            "{name}: the typed model reads what was written"
+        );
         assert_eq!(json["status"], "Complete");
         let threads = json["threads"].as_array().unwrap();
         let ids: Vec<u64> = threads.iter().map(|t| t["id"].as_u64().unwrap()).collect();
@@ -87,14 +97,19 @@ fn model_only_gives_the_matrices_of_trace_then_analyze() {
     }
 }
 
+/// `tdmap map --machine xeon-x7550-4s --json --model FILE`.
+fn map_model(model: &Path) -> Output {
+    Command::new(TDMAP)
+        .args(["map", "--machine", "xeon-x7550-4s", "--json", "--model"])
+        .arg(model)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn tdmap_map_maps_pairs_from_a_model_file() {
     let (path, _, _) = modelled("pairs", 8);
-    let out = Command::new(TDMAP)
-        .args(["map", "--machine", "xeon-x7550-4s", "--json", "--model"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = map_model(&path);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -109,12 +124,27 @@ fn tdmap_map_maps_pairs_from_a_model_file() {
     }
     let bad = scratch().join("not-a-model.json");
     std::fs::write(&bad, "{\"format\": \"something else\"}").unwrap();
-    let out = Command::new(TDMAP)
-        .args(["map", "--model"])
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let refused = map_model(&bad);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "tdmap: {}: format \"something else\" no version, expected \"tdmap-model\" version 1; write it with tdmap trace --model-only -o FILE -- PROGRAM",
+            bad.display()
+        )
+    );
+    // A mapping is not a model: the message names both formats.
+    let mapping = scratch().join("mapping.json");
+    std::fs::write(&mapping, &out.stdout).unwrap();
+    let refused = map_model(&mapping);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("format \"tdmap-mapping\" version 1, expected \"tdmap-model\" version 1"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 #[test]

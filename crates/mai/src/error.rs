@@ -15,16 +15,10 @@ pub enum MaiError {
     /// A CPU that the machine does not have: ENODEV.
     #[error("CPU {0} does not exist on this machine")]
     NoCpu(i64),
-    /// A configuration file that cannot be read or parsed: ENOENT/EINVAL.
-    #[error("{path}: {why}")]
-    Config {
-        /// The file.
-        path: String,
-        /// What was wrong.
-        why: String,
-        /// The errno to report.
-        errno: i32,
-    },
+    /// A `tdmap map --format json` file that cannot be read (the OS's errno) or is not a
+    /// mapping of this version (EINVAL).
+    #[error(transparent)]
+    Format(#[from] tdmap_format::FormatError),
     /// The machine could not be discovered: EIO.
     #[error("cannot discover the machine: {0}")]
     Topology(String),
@@ -53,7 +47,10 @@ impl MaiError {
             MaiError::NotMai(_) => libc::EFAULT,
             MaiError::Invalid(_) => libc::EINVAL,
             MaiError::NoNode(_) | MaiError::NoCpu(_) => libc::ENODEV,
-            MaiError::Config { errno, .. } => *errno,
+            MaiError::Format(tdmap_format::FormatError::Read { err, .. }) => {
+                err.raw_os_error().unwrap_or(libc::EIO)
+            }
+            MaiError::Format(_) => libc::EINVAL,
             MaiError::Topology(_) | MaiError::Panic => libc::EIO,
             MaiError::Moved { errno, .. } => *errno,
             MaiError::Sys(e) => e.errno().unwrap_or(libc::EINVAL),

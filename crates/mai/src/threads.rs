@@ -73,44 +73,10 @@ pub fn bind_cpu(cpu: i64) -> Result<()> {
     Ok(())
 }
 
-/// Reads the thread -> OS CPU mapping of a `tdmap map --format json` file.
+/// Reads the thread -> OS CPU mapping of a `tdmap map --format json` file: format
+/// `tdmap-mapping` of the version this libmai was built with (see `docs/formats.md`).
 pub fn load_map_file(path: &str) -> Result<Vec<usize>> {
-    let bad = |why: String, errno: i32| MaiError::Config {
-        path: path.to_string(),
-        why,
-        errno,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        bad(
-            format!("{e}; write it with `tdmap map --format json > FILE`"),
-            e.raw_os_error().unwrap_or(libc::EIO),
-        )
-    })?;
-    parse_map(&text).map_err(|why| bad(why, libc::EINVAL))
-}
-
-/// Parses `{"mapping": [{"thread": t, "os": cpu}, ...]}` into CPUs by thread.
-pub fn parse_map(text: &str) -> std::result::Result<Vec<usize>, String> {
-    let v: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| format!("not JSON from `tdmap map --format json`: {e}"))?;
-    let entries = v["mapping"]
-        .as_array()
-        .ok_or("no \"mapping\" array (expected `tdmap map --format json` output)")?;
-    let mut cpus = vec![None; entries.len()];
-    for e in entries {
-        let (t, os) = (e["thread"].as_u64(), e["os"].as_u64());
-        let (t, os) = t
-            .zip(os)
-            .ok_or("a mapping entry lacks \"thread\" or \"os\"")?;
-        let slot = cpus
-            .get_mut(t as usize)
-            .ok_or(format!("thread {t} beyond the {} entries", entries.len()))?;
-        *slot = Some(os as usize);
-    }
-    cpus.into_iter()
-        .collect::<Option<Vec<_>>>()
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| "threads missing from the mapping (or no threads)".into())
+    Ok(tdmap_map::MappingFile::read(std::path::Path::new(path))?.os_cpus())
 }
 
 #[cfg(test)]
@@ -119,16 +85,27 @@ mod tests {
 
     #[test]
     fn reads_the_mapping_that_tdmap_map_writes() {
-        let json = r#"{"machine":"m","mapping":[{"thread":1,"pu":0,"os":0,"node":0},
-            {"thread":0,"pu":3,"os":6,"node":1}]}"#;
-        assert_eq!(parse_map(json), Ok(vec![6, 0]));
-        assert!(parse_map("{}").unwrap_err().contains("mapping"));
-        assert!(parse_map("nope").unwrap_err().contains("JSON"));
-        let gap = r#"{"mapping":[{"thread":1,"os":0},{"thread":1,"os":2}]}"#;
-        assert!(parse_map(gap).unwrap_err().contains("missing"));
+        let dir = std::env::temp_dir().join(format!("mai-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let topo = tdmap_topo::from_synthetic("package:2 core:2").unwrap();
+        let how = tdmap_map::Provenance {
+            algorithm: "greedy".into(),
+            distance: "hops".into(),
+            seed: 0,
+            costs: [0.0; 3],
+        };
+        let good = dir.join("good.json");
+        let file = tdmap_map::MappingFile::new(&topo, &[3, 0], how);
+        std::fs::write(&good, file.to_json()).unwrap();
+        assert_eq!(load_map_file(good.to_str().unwrap()).unwrap(), vec![3, 0]);
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, r#"{"mapping": [{"thread": 0, "os": 0}]}"#).unwrap();
+        let err = load_map_file(bad.to_str().unwrap()).unwrap_err();
+        assert_eq!(err.errno(), libc::EINVAL);
+        assert!(err.to_string().contains("no \"format\" field"), "{err}");
         let err = load_map_file("/nonexistent/map.json").unwrap_err();
         assert_eq!(err.errno(), libc::ENOENT);
-        assert!(err.to_string().contains("tdmap map"), "{err}");
+        assert!(err.to_string().contains("/nonexistent/map.json"), "{err}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod data;
 pub mod drb;
 mod error;
 pub mod exhaustive;
+mod file;
 pub mod format;
 pub mod greedy;
 pub mod hier;
@@ -27,8 +28,10 @@ pub mod slots;
 
 pub use cost::{cost, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;
+pub use file::{MappingFile, Placement, Provenance};
 pub use matrix::{parse_csv, validate};
 pub use slots::Slots;
+pub use tdmap_format::FormatError;
 
 use tdmap_topo::Topology;
 

@@ -12,10 +12,20 @@ use serde::{Deserialize, Serialize};
 use tdmap_sharing::{DataMetrics, Metric, SharingMatrix, Similarity, ThreadMetrics};
 use tdmap_topo::Topology;
 
-/// The format name in the file.
-pub const FORMAT: &str = "tdmap-run-report";
-/// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+impl tdmap_format::Versioned for RunReport {
+    const FORMAT: &'static str = "tdmap-run-report";
+    /// 1: the first typed run report (applied and planned actions apart).
+    const VERSION: u32 = 1;
+    const WRITER: &'static str = "tdmap run --json --report FILE";
+
+    fn check(&self) -> Result<(), String> {
+        let (n, m) = (self.threads.len(), self.matrix.n());
+        if n != m || self.matrix_amount.n() != m {
+            return Err(format!("{n} threads but {m}-thread matrices"));
+        }
+        Ok(())
+    }
+}
 
 /// One thread as the report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,9 +121,9 @@ pub struct RunSetup {
 /// Everything `tdmap run` reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
-    /// Always [`FORMAT`].
+    /// Always `tdmap-run-report`.
     pub format: String,
-    /// Always [`VERSION`] when written by this build.
+    /// This build's version, when written by it.
     pub version: u32,
     /// The program.
     pub program: String,
@@ -195,9 +205,10 @@ impl RunReport {
             .collect();
         let t = &o.times;
         let c = &s.cfg;
+        let (format, version) = tdmap_format::header::<RunReport>();
         RunReport {
-            format: FORMAT.into(),
-            version: VERSION,
+            format,
+            version,
             program: s.program,
             exit_code: o.exit_code,
             wall_s: o.wall.as_secs_f64(),
@@ -236,6 +247,11 @@ impl RunReport {
             },
             overhead_pct: 100.0 * t.total().as_secs_f64() / o.wall.as_secs_f64().max(1e-9),
         }
+    }
+
+    /// Reads a report written by `tdmap run --json --report FILE`.
+    pub fn read(path: &std::path::Path) -> Result<RunReport, tdmap_format::FormatError> {
+        tdmap_format::read(path)
     }
 
     /// Share of the samples taken that the kernel lost, in [0, 1].

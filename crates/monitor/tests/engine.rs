@@ -231,7 +231,12 @@ fn a_dry_run_asks_nothing_of_the_kernel_and_says_would() {
     assert_eq!(r.migrations.threads_pinned, 0);
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["migrations"]["threads_pinned"], 0);
-    let back: RunReport = serde_json::from_value(json.clone()).unwrap();
+    let path = std::path::Path::new("r.json");
+    let text = tdmap_format::to_string(&r);
+    let back: RunReport = tdmap_format::from_str(&text, path).unwrap();
+    let future = text.replace("\"version\": 1,", "\"version\": 99,");
+    let err = tdmap_format::from_str::<RunReport>(&future, path).unwrap_err();
+    assert!(err.to_string().contains("version 99"), "{err}");
     assert_eq!(
         serde_json::to_value(&back).unwrap(),
         json,

@@ -6,6 +6,9 @@ pub enum SharingError {
     /// The table configuration is unusable.
     #[error("invalid affinity table configuration: {0}")]
     Config(String),
+    /// A sharer count that is neither a number from 1 to 64 nor `all`.
+    #[error("invalid sharer count {0:?}: give a number from 1 to 64, or all")]
+    Sharers(String),
     /// An event names a thread the model was not sized for.
     #[error("thread {thread} is outside the model's {threads} threads")]
     Thread {

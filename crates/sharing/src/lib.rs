@@ -7,16 +7,20 @@
 
 pub mod compare;
 mod error;
+mod from_trace;
 pub mod hash;
 mod matrix;
 mod metrics;
 mod migrate;
 mod model;
+mod model_file;
 pub mod patterns;
+mod report;
 mod table;
 
 pub use compare::{similarity, Rule, Similarity};
 pub use error::SharingError;
+pub use from_trace::{thread_nodes, FromTraceError, Grain};
 pub use matrix::{age_weights, enough_sharing, SharingMatrix, AGING};
 pub use metrics::{
     data_metrics, heterogeneity_eq1, page_exclusivity, sharing_amount_eq2, thread_metrics,
@@ -24,4 +28,7 @@ pub use metrics::{
 };
 pub use migrate::{migration_target, should_migrate};
 pub use model::{Metric, SharingModel};
+pub use model_file::{ModelFile, ModelPage, ModelThread};
+pub use report::{AnalyzeReport, ReportSetup};
 pub use table::{AffinityTable, Sharers, TableConfig, Touch, EMPTY};
+pub use tdmap_format::FormatError;

@@ -25,26 +25,25 @@ pub fn age_weights(values: &mut [f64]) {
 /// A dense symmetric T×T matrix of sharing between threads; cell (i,i) holds private data
 /// (trace paper §III-B), cell (i,j) the sharing between threads i and j.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "RawMatrix")]
+#[serde(try_from = "Cells")]
 pub struct SharingMatrix {
     n: usize,
     cells: Vec<u64>,
 }
 
-/// A matrix as read from a file, checked by [`SharingMatrix::from_rows`].
+/// A matrix as a file holds it, checked by [`SharingMatrix::from_rows`] when read.
 #[derive(Deserialize)]
-struct RawMatrix {
+struct Cells {
     n: usize,
     cells: Vec<u64>,
 }
 
-impl TryFrom<RawMatrix> for SharingMatrix {
+impl TryFrom<Cells> for SharingMatrix {
     type Error = String;
-
-    fn try_from(r: RawMatrix) -> Result<SharingMatrix, String> {
-        let n = r.n;
-        SharingMatrix::from_rows(n, r.cells)
-            .ok_or_else(|| format!("the matrix is not a symmetric {n}×{n} one"))
+    fn try_from(c: Cells) -> Result<SharingMatrix, String> {
+        let (n, len) = (c.n, c.cells.len());
+        SharingMatrix::from_rows(n, c.cells)
+            .ok_or_else(|| format!("not a symmetric {n}×{n} matrix ({len} cells)"))
     }
 }
 

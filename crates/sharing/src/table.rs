@@ -18,7 +18,7 @@ const GROUP_PAGES: u64 = 64;
 const RECENT: usize = 256;
 
 /// The shape of an affinity table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableConfig {
     /// Page size in bytes (a power of two).
     pub page_size: u64,
@@ -50,6 +50,21 @@ impl std::fmt::Display for Sharers {
         match self {
             Sharers::Last(k) => write!(f, "{k}"),
             Sharers::All => f.write_str("all"),
+        }
+    }
+}
+
+impl std::str::FromStr for Sharers {
+    type Err = SharingError;
+
+    /// `all`, or K from 1 to 64 (the command line's `--sharers N|all`).
+    fn from_str(s: &str) -> Result<Sharers, SharingError> {
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(Sharers::All);
+        }
+        match s.parse::<usize>() {
+            Ok(k) if (1..=64).contains(&k) => Ok(Sharers::Last(k)),
+            _ => Err(SharingError::Sharers(s.to_string())),
         }
     }
 }
@@ -538,6 +553,21 @@ pub(crate) fn each_member(bits: &[u16], skip: u16, mut f: impl FnMut(usize)) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sharer_counts_parse() {
+        assert_eq!("all".parse(), Ok(Sharers::All));
+        assert_eq!("ALL".parse(), Ok(Sharers::All));
+        assert_eq!("2".parse(), Ok(Sharers::Last(2)));
+        assert_eq!("64".parse(), Ok(Sharers::Last(64)));
+        assert!("0".parse::<Sharers>().is_err());
+        assert!("65".parse::<Sharers>().is_err());
+        let err = "two".parse::<Sharers>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "invalid sharer count \"two\": give a number from 1 to 64, or all"
+        );
+    }
 
     #[test]
     fn promote_keeps_mru_to_lru_order() {

@@ -2,11 +2,11 @@
 //! the costs of faults and migrations, and the policy period. Every default is written
 //! down here so that any result can be reproduced from the printed configuration.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tdmap_topo::Latencies;
 
 /// Costs in cycles of the events that the topology's latencies do not cover.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Costs {
     /// Work of one access outside the memory system (the instruction that makes it).
     pub compute: u64,
@@ -46,7 +46,7 @@ impl Default for Costs {
 pub const DEFAULT_LATENCIES: Latencies = tdmap_topo::NEHALEM_EX;
 
 /// Everything the model needs besides the topology.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
     /// Page size in bytes, a power of two.
     pub page_size: u64,

@@ -10,6 +10,7 @@
 
 mod access;
 mod cache;
+mod comparison;
 mod config;
 mod error;
 use tdmap_sharing::hash;
@@ -25,6 +26,7 @@ mod tlb;
 
 pub use access::SimAccess;
 pub use cache::{Cache, State};
+pub use comparison::{Comparison, ComparisonSetup, Normalised, PolicyRow};
 pub use config::{Costs, SimConfig, DEFAULT_LATENCIES};
 pub use error::SimError;
 pub use input::{first_pass, Profile, RunError, TraceInput};

@@ -1,10 +1,10 @@
 //! The counters a run produces and the report derived from them: modelled time, cache
 //! misses, interconnect traffic, remote accesses and migrations.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Counters of the memory system.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemStats {
     /// L1 hits.
     pub l1_hits: u64,
@@ -40,7 +40,7 @@ pub struct MemStats {
 }
 
 /// Everything one run reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimReport {
     /// The policy's name.
     pub policy: String,

@@ -2,7 +2,7 @@
 //! mapping algorithms and the simulator work on.
 
 use crate::distances::Distances;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The index of an object in [`Topology::objects`].
 pub type ObjId = usize;
@@ -120,7 +120,7 @@ impl Level {
 }
 
 /// Access latencies in cycles, where a preset or the user gives them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Latencies {
     /// L1 hit.
     pub l1: f64,

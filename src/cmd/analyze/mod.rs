@@ -1,16 +1,13 @@
 //! `tdmap analyze`: read a trace, build the sharing model, and report kMAF §2.2's
 //! metrics, the top sharing pairs, a heatmap of the matrix and a verdict in §2.3's terms.
 
-mod heatmap;
-pub(super) mod report;
-
 use crate::exit::{input, OK};
-use anyhow::{Context, Result};
-use report::Report;
+use anyhow::Result;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use tdmap_sharing::{Metric, Sharers, SharingMatrix, SharingModel, TableConfig};
-use tdmap_trace::{Chunk, Prefetch, Reader};
+use std::path::PathBuf;
+use tdmap_sharing::{AnalyzeReport, Grain, Metric, ReportSetup, Sharers, SharingModel};
+
+use super::heatmap::write_matrix_heatmap;
 
 /// Arguments of `tdmap analyze`.
 #[derive(Debug, clap::Args)]
@@ -28,7 +25,7 @@ pub struct Args {
     /// Sharers kept per block: a number K (kMAF's last K threads), or `all` (every
     /// thread that touched the block, the trace paper's exact count). Default: all for
     /// access traces, kMAF's 2 for page-fault samples.
-    #[arg(long, value_name = "N|all", value_parser = parse_sharers)]
+    #[arg(long, value_name = "N|all")]
     sharers: Option<Sharers>,
     /// Bytes per sharing block: two threads share when they touch the same block.
     /// Default: the trace's line size for access traces (64), kMAF's 1 KiB sub-block
@@ -53,18 +50,6 @@ pub struct Args {
 enum MetricArg {
     Accesses,
     Amount,
-}
-
-pub(super) fn parse_sharers(s: &str) -> Result<Sharers, String> {
-    if s.eq_ignore_ascii_case("all") {
-        return Ok(Sharers::All);
-    }
-    match s.parse::<usize>() {
-        Ok(k) if (1..=64).contains(&k) => Ok(Sharers::Last(k)),
-        _ => Err(format!(
-            "invalid sharer count {s:?}: give a number from 1 to 64, or all"
-        )),
-    }
 }
 
 /// Parses a sharing block size: 1K, 4K or a plain number of bytes, a power of two
@@ -98,180 +83,55 @@ fn parse_size(s: &str) -> Result<u64, String> {
 /// Runs `tdmap analyze`.
 pub fn run(args: Args) -> Result<i32> {
     let name = args.trace.display().to_string();
-    let mut reader = Reader::open(&args.trace).map_err(|e| input(format!("{name}: {e}")))?;
-    reader.set_addresses_only(true);
-    let topo = load_machine(&args.machine, reader.header().machine.as_str())?;
     let sizes = args.page_size.map_or(vec![4096, 2 << 20], |p| vec![p]);
-    let threads = reader.header().threads as usize;
-    let nodes = thread_nodes(&reader, &topo, threads);
-    let header = reader.header().clone();
-    let mut reader = reader.prefetch();
     let grain = Grain {
         page: sizes[0].min(4096),
         block: args.block,
         sharers: args.sharers,
     };
-    let model = build_model(&mut reader, &topo, &nodes, grain)
-        .map_err(|e| input(format!("{name}: {e:#}")))?;
+    let t = super::from_trace::model(&args.trace, &args.machine, grain)?;
     let metric = match args.metric {
         MetricArg::Accesses => Metric::Accesses,
         MetricArg::Amount => Metric::Amount,
     };
-    let mut rep = Report::new(&name, &header, &model, &topo, &sizes, metric, args.top)?;
-    rep.set_thread_nodes(nodes);
+    let setup = setup(&name, &t.topo, &sizes, metric, args.top);
+    let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
+    rep.set_thread_nodes(t.nodes);
     if let Some(path) = &args.heatmap {
-        write_heatmap(path, &args.trace, &model, metric)?;
+        write_heatmap(path, &args.trace, &t.model, metric)?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&rep)?)?;
+        writeln!(out, "{}", rep.to_json())?;
     } else {
         write!(out, "{}", rep.text())?;
     }
     Ok(OK)
 }
 
-/// The machine named by `--machine`, else the one recorded in the trace if tdmap knows
-/// it, else this machine.
-pub(super) fn load_machine(
-    args: &super::MachineArgs,
-    recorded: &str,
-) -> Result<tdmap_topo::Topology> {
-    if args.machine.is_some() {
-        return args.load().map_err(input);
-    }
-    let spec = tdmap_topo::MachineSpec::parse(recorded);
-    match spec.load(args.distances.as_deref()) {
-        Ok(t) if !recorded.is_empty() => Ok(t),
-        _ => args.load().map_err(input),
-    }
-}
-
-/// Places thread t on the node of the CPU it ran on, if recorded and on this machine;
-/// else spreads threads over the nodes in blocks (t·N/T), as a compact mapping would.
-pub(super) fn thread_nodes(
-    reader: &Reader,
-    topo: &tdmap_topo::Topology,
-    threads: usize,
-) -> Vec<u32> {
-    let nodes = topo.num_nodes().max(1);
-    (0..threads)
-        .map(|t| {
-            let cpu = reader
-                .threads()
-                .iter()
-                .find(|i| i.id as usize == t)
-                .and_then(|i| i.cpu);
-            cpu.and_then(|c| topo.pu_by_os(c as usize))
-                .map_or(t * nodes / threads.max(1), |pu| topo.node_of_pu(pu)) as u32
-        })
-        .collect()
-}
-
-/// The granularity a trace is analysed at: page size, and overrides of the sharing
-/// block and the sharers kept per block.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Grain {
-    /// Page size of the NUMA vectors.
-    pub page: u64,
-    /// Bytes per sharing block, instead of the trace's own.
-    pub block: Option<u64>,
-    /// Sharers kept per block, instead of the trace's default.
-    pub sharers: Option<Sharers>,
-}
-
-/// Feeds the whole trace to a model. Exact traces share per cache line and by default
-/// keep every sharer (trace paper §III-B); a trace of page-fault samples uses kMAF's
-/// 1 KiB sub-blocks and 2 sharers (chosen from the first chunk). `grain` overrides
-/// the block and the sharers kept.
-pub(super) fn build_model(
-    reader: &mut Prefetch,
-    topo: &tdmap_topo::Topology,
-    nodes: &[u32],
-    grain: Grain,
-) -> Result<SharingModel> {
-    let Grain {
-        page,
-        block,
-        sharers,
-    } = grain;
-    let threads = reader.header().threads as usize;
-    let line = (reader.header().line_size as u64).clamp(1, page);
-    let mut model: Option<SharingModel> = None;
-    let mut progress = Progress::new();
-    while let Some(chunk) = reader.next_chunk()? {
-        progress.add(chunk.len() as u64);
-        let m = match &mut model {
-            Some(m) => m,
-            None => {
-                let n = topo.num_nodes().max(1);
-                let mut cfg = match chunk {
-                    Chunk::Accesses(_) => TableConfig {
-                        sub_block: line,
-                        ..TableConfig::all_sharers(n, threads)
-                    },
-                    Chunk::Faults(_) => TableConfig::page_faults(n),
-                };
-                if let Some(s) = sharers {
-                    cfg = cfg.keeping(s);
-                }
-                cfg.page_size = page;
-                cfg.sub_block = block.unwrap_or(cfg.sub_block).min(page);
-                model.insert(SharingModel::new(cfg, threads, nodes)?)
-            }
-        };
-        m.feed(chunk)
-            .context("the trace does not fit the machine; pass --machine")?;
-    }
-    match model {
-        Some(m) => Ok(m),
-        None => Ok(SharingModel::new(
-            TableConfig::exact(topo.num_nodes().max(1)),
-            threads,
-            nodes,
-        )?),
+/// What an analyze report of trace `name` on `topo` is computed for.
+pub(super) fn setup<'a>(
+    name: &'a str,
+    topo: &'a tdmap_topo::Topology,
+    page_sizes: &'a [u64],
+    metric: Metric,
+    top: usize,
+) -> ReportSetup<'a> {
+    ReportSetup {
+        trace: name,
+        machine: &topo.name,
+        cache_bytes: total_cache(topo),
+        page_sizes,
+        metric,
+        top,
     }
 }
 
-/// A spinner counting events on stderr, shown only once reading has taken 2 s (indicatif
-/// draws nothing when stderr is not a terminal).
-struct Progress {
-    start: std::time::Instant,
-    events: u64,
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        Progress {
-            start: std::time::Instant::now(),
-            events: 0,
-            bar: None,
-        }
-    }
-
-    fn add(&mut self, n: u64) {
-        self.events += n;
-        if self.bar.is_none() && self.start.elapsed().as_secs() >= 2 {
-            let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"),
-            );
-            self.bar = Some(bar);
-        }
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!("{} M events read", self.events / 1_000_000));
-            bar.tick();
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
+/// Sum of the sizes of the machine's last-level caches.
+fn total_cache(topo: &tdmap_topo::Topology) -> u64 {
+    let caches = || topo.objects.iter().filter_map(|o| o.cache);
+    let top = caches().map(|c| c.level).max().unwrap_or(0);
+    caches().filter(|c| c.level == top).map(|c| c.size).sum()
 }
 
 fn write_heatmap(
@@ -289,59 +149,9 @@ fn write_heatmap(
     write_matrix_heatmap(path, model.matrix(metric), metric)
 }
 
-/// Checks that `path` names a heatmap format tdmap writes (.png or .svg), before any work.
-pub(crate) fn check_heatmap_path(path: &Path) -> Result<()> {
-    match heatmap_ext(path).as_str() {
-        "png" | "svg" => Ok(()),
-        _ => Err(input(format!(
-            "--heatmap {}: name a .png or .svg file",
-            path.display()
-        ))),
-    }
-}
-
-fn heatmap_ext(path: &Path) -> String {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
-/// Writes sharing matrix `m` of `metric` as a heatmap at `path` (.png or .svg); shared
-/// with `tdmap run`, which draws the matrix it detected online.
-pub(crate) fn write_matrix_heatmap(path: &Path, m: &SharingMatrix, metric: Metric) -> Result<()> {
-    check_heatmap_path(path)?;
-    let cells = m.to_f64_rows();
-    let (title, unit) = match metric {
-        Metric::Accesses => ("Sharing: accesses to shared blocks", "accesses"),
-        Metric::Amount => ("Sharing: shared memory", "bytes"),
-    };
-    let h = heatmap::Heatmap {
-        n: m.n(),
-        cells: &cells,
-        title,
-        unit,
-    };
-    let bytes = if heatmap_ext(path) == "png" {
-        h.png()?
-    } else {
-        h.svg().into_bytes()
-    };
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{parse_sharers, parse_size};
-    use tdmap_sharing::Sharers;
-
-    #[test]
-    fn sharer_counts_parse() {
-        assert_eq!(parse_sharers("all"), Ok(Sharers::All));
-        assert_eq!(parse_sharers("2"), Ok(Sharers::Last(2)));
-        assert!(parse_sharers("0").is_err());
-        assert!(parse_sharers("two").is_err());
-    }
+    use super::parse_size;
 
     #[test]
     fn page_sizes_parse() {

@@ -3,10 +3,9 @@
 
 use crate::exit::input;
 use anyhow::Result;
-use serde::Deserialize;
 use std::path::Path;
 use tdmap_monitor::report::ReferenceComparison;
-use tdmap_sharing::{Metric, SharingMatrix};
+use tdmap_sharing::{AnalyzeReport, Metric, SharingMatrix};
 
 /// A reference sharing matrix and how it was made.
 #[derive(Debug, Clone)]
@@ -21,51 +20,15 @@ pub struct Reference {
     pub matrix: SharingMatrix,
 }
 
-/// The part of `tdmap analyze --json` a reference needs.
-#[derive(Deserialize)]
-struct Analysis {
-    metric: String,
-    table: Table,
-    matrix: Cells,
-}
-
-#[derive(Deserialize)]
-struct Table {
-    sub_block: u64,
-}
-
-#[derive(Deserialize)]
-struct Cells {
-    n: usize,
-    cells: Vec<u64>,
-}
-
-/// Reads a reference; every problem is an input error naming the file and the fix.
+/// Reads a reference: a `tdmap analyze --json` report (format `tdmap-analyze`); every
+/// problem is an input error naming the file and the field.
 pub fn read(path: &Path) -> Result<Reference> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| input(format!("cannot read the reference {name}: {e}")))?;
-    let fix = "make one with `tdmap analyze --json --metric amount --block 1024 TRACE > FILE`";
-    let a: Analysis = serde_json::from_str(&text).map_err(|e| {
-        input(format!(
-            "{name} is not a `tdmap analyze --json` report with a matrix ({e}); {fix}"
-        ))
-    })?;
-    let metric = match a.metric.as_str() {
-        "Accesses" => Metric::Accesses,
-        "Amount" => Metric::Amount,
-        m => return Err(input(format!("{name}: unknown metric {m:?}; {fix}"))),
-    };
-    let matrix = SharingMatrix::from_rows(a.matrix.n, a.matrix.cells).ok_or_else(|| {
-        input(format!(
-            "{name}: the matrix is not a symmetric n×n one; {fix}"
-        ))
-    })?;
+    let a = AnalyzeReport::read(path).map_err(input)?;
     Ok(Reference {
-        file: name,
-        metric,
+        file: path.display().to_string(),
+        metric: a.metric,
         block: a.table.sub_block,
-        matrix,
+        matrix: a.matrix,
     })
 }
 

@@ -59,7 +59,7 @@ pub fn build(topo: &Topology, s: &Settings, prog: &OsStr, o: &Outcome, events: S
 /// Writes the report (text or JSON, to stderr or `--report FILE`) and the heatmap.
 pub fn emit(r: &RunReport, args: &Args, o: &Outcome) -> Result<()> {
     if let Some(path) = &args.heatmap {
-        crate::cmd::analyze::write_matrix_heatmap(path, &o.matrix, Metric::Accesses)?;
+        crate::cmd::heatmap::write_matrix_heatmap(path, &o.matrix, Metric::Accesses)?;
     }
     let text = if args.json {
         if args.report.is_some() {
@@ -67,7 +67,7 @@ pub fn emit(r: &RunReport, args: &Args, o: &Outcome) -> Result<()> {
                 eprintln!("tdmap: {w}");
             }
         }
-        serde_json::to_string_pretty(r)? + "\n"
+        tdmap_format::to_string(r) + "\n"
     } else {
         text(r)
     };

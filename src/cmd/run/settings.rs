@@ -52,7 +52,7 @@ impl Settings {
             return Err(input("--sub-block must be a power of two from 64 to 4096"));
         }
         if let Some(h) = &args.heatmap {
-            crate::cmd::analyze::check_heatmap_path(h)?;
+            crate::cmd::heatmap::check_heatmap_path(h)?;
         }
         let fixed = args
             .mapping

@@ -8,11 +8,13 @@ mod plot;
 use crate::cmd::MachineArgs;
 use crate::exit::{input, OK};
 use anyhow::Context;
-use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tdmap_sim::policy::{ByName, Oracle};
-use tdmap_sim::{simulate_many, Machine, Policy, Profile, RunError, SimConfig, SimReport};
+use tdmap_sim::{
+    simulate_many, Comparison, ComparisonSetup, Machine, Normalised, Policy, Profile, RunError,
+    SimConfig, SimReport,
+};
 use tdmap_topo::Topology;
 
 /// The policies run when --policies is not given, baseline first.
@@ -53,39 +55,6 @@ pub struct Args {
     /// Also draw a grouped bar chart (PNG) of the normalised figures.
     #[arg(long, value_name = "PNG")]
     pub plot: Option<PathBuf>,
-}
-
-/// One policy's figures relative to `os` (1.0 = same as os, lower is better).
-#[derive(Debug, Clone, Serialize)]
-pub struct Normalised {
-    /// Modelled execution time (slowest thread).
-    pub time: f64,
-    /// Last-level cache misses.
-    pub l3_misses: f64,
-    /// Bytes on inter-chip links.
-    pub interchip: f64,
-}
-
-#[derive(Serialize)]
-struct Row {
-    policy: String,
-    normalised: Normalised,
-    remote_ratio: f64,
-    report: SimReport,
-}
-
-#[derive(Serialize)]
-struct Output {
-    simulated: bool,
-    trace: String,
-    machine: String,
-    threads: usize,
-    accesses: u64,
-    seed: u64,
-    period_cycles: u64,
-    baseline: &'static str,
-    config: SimConfig,
-    results: Vec<Row>,
 }
 
 /// Runs `tdmap sim`.
@@ -130,9 +99,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     cfg.tick_cycles = Some(period);
     let policies = build(&names, args.seed, oracle.as_ref(), &cfg);
     let reports = replay(&args.trace, &topo, &cfg, policies, &profile)?;
-    let out = output(&args, &topo, &profile, &cfg, period, reports);
+    let setup = ComparisonSetup {
+        trace: args.trace.display().to_string(),
+        machine: topo.name.clone(),
+        threads: profile.threads,
+        accesses: profile.total(),
+        period_cycles: period,
+    };
+    let out = Comparison::new(setup, &cfg, reports);
     if let Some(png) = &args.plot {
-        let bytes = plot::chart(&out.results_for_plot(), &plot_title(&args, &topo))
+        let bytes = plot::chart(&rows_for_plot(&out), &plot_title(&args, &topo))
             .context("encoding the chart")?;
         std::fs::write(png, bytes).map_err(|e| {
             input(format!(
@@ -142,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         })?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", out.to_json());
     } else {
         print!("{}", table(&out));
     }
@@ -239,61 +215,11 @@ fn replay(
     Ok(reports)
 }
 
-fn ratio(x: u64, base: u64) -> f64 {
-    if base == 0 {
-        if x == 0 {
-            1.0
-        } else {
-            f64::INFINITY
-        }
-    } else {
-        x as f64 / base as f64
-    }
-}
-
-fn output(
-    args: &Args,
-    topo: &Topology,
-    profile: &Profile,
-    cfg: &SimConfig,
-    period: u64,
-    reports: Vec<SimReport>,
-) -> Output {
-    let base = reports[0].clone();
-    let results = reports
-        .into_iter()
-        .map(|r| Row {
-            policy: r.policy.clone(),
-            normalised: Normalised {
-                time: ratio(r.cycles_max, base.cycles_max),
-                l3_misses: ratio(r.l3_misses(), base.l3_misses()),
-                interchip: ratio(r.interchip_bytes(), base.interchip_bytes()),
-            },
-            remote_ratio: r.remote_ratio(),
-            report: r,
-        })
-        .collect();
-    Output {
-        simulated: true,
-        trace: args.trace.display().to_string(),
-        machine: topo.name.clone(),
-        threads: profile.threads,
-        accesses: profile.total(),
-        seed: args.seed,
-        period_cycles: period,
-        baseline: "os",
-        config: cfg.clone(),
-        results,
-    }
-}
-
-impl Output {
-    fn results_for_plot(&self) -> Vec<(String, Normalised, f64)> {
-        self.results
-            .iter()
-            .map(|r| (r.policy.clone(), r.normalised.clone(), r.remote_ratio))
-            .collect()
-    }
+fn rows_for_plot(out: &Comparison) -> Vec<(String, Normalised, f64)> {
+    out.results
+        .iter()
+        .map(|r| (r.policy.clone(), r.normalised.clone(), r.remote_ratio))
+        .collect()
 }
 
 fn plot_title(args: &Args, topo: &Topology) -> String {
@@ -304,7 +230,7 @@ fn plot_title(args: &Args, topo: &Topology) -> String {
     format!("SIMULATED: {name} on {}, normalised to os", topo.name)
 }
 
-fn table(out: &Output) -> String {
+fn table(out: &Comparison) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(

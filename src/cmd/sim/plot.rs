@@ -2,8 +2,8 @@
 //! per figure (time, L3 misses, inter-chip traffic), one bar per policy, each relative to
 //! `os`, with a line at 1.0 and the values printed on the bars' axis.
 
-use super::Normalised;
 use crate::cmd::canvas::Canvas;
+use tdmap_sim::Normalised;
 
 const PALETTE: [[u8; 3]; 10] = [
     [90, 90, 90],

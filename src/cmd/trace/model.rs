@@ -11,10 +11,8 @@
 
 use super::raw::{RawEvent, RawReader};
 use super::{check_hello, child_code, status_of, Args, Control, Decoder, Scratch};
-use crate::cmd::analyze::report::Report;
 use crate::exit::{input, FAILED};
 use anyhow::{Context, Result};
-use serde::Serialize;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -23,57 +21,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 use tdmap_sharing::Sharers;
-use tdmap_sharing::{Metric, SharingModel, TableConfig};
+use tdmap_sharing::{
+    AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
+};
 use tdmap_trace::{Access, Fault, Header, TraceStatus};
 
-/// Marks the JSON file this mode writes, for readers such as `tdmap map --model`.
-pub const FORMAT: &str = "tdmap-model-v1";
 /// Consumed bytes of the scratch file between two hole punches.
 const PUNCH_EVERY: u64 = 64 << 20;
-
-/// What `--model-only` writes.
-#[derive(Debug, Serialize)]
-struct ModelFile {
-    format: &'static str,
-    program: Vec<String>,
-    status: String,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    /// The machine the program ran on: "local", as in a trace's header.
-    machine: String,
-    page_size: u64,
-    threads: Vec<ThreadOut>,
-    /// Accesses the line filter dropped (with --filter-lines).
-    filtered: u64,
-    /// Heap bytes of the affinity table at the end.
-    model_bytes: usize,
-    run_seconds: f64,
-    /// Rows of the matrix of accesses to shared lines (trace paper §III-B, first metric).
-    matrix_accesses: Vec<Vec<u64>>,
-    /// Rows of the matrix of shared bytes (trace paper §III-B, second metric).
-    matrix_amount: Vec<Vec<u64>>,
-    /// Every touched page: its NUMA vector and who touched it first.
-    pages: Vec<PageOut>,
-    /// What `tdmap analyze --json` reports for a trace of the same run (kMAF metrics).
-    analysis: Report,
-}
-
-#[derive(Debug, Serialize)]
-struct ThreadOut {
-    id: u32,
-    os_tid: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct PageOut {
-    /// Address of the page's first byte.
-    addr: u64,
-    /// Accesses to the page from each NUMA node (kMAF's NUMA vector).
-    nv: Vec<u32>,
-    /// The thread that touched it first, and that thread's node then.
-    first_thread: Option<u32>,
-    first_node: Option<u32>,
-}
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
@@ -169,7 +123,7 @@ fn write_json(output: &Path, file: &ModelFile) -> Result<()> {
 struct Feed {
     model: SharingModel,
     dec: Decoder,
-    threads: Vec<ThreadOut>,
+    threads: Vec<ModelThread>,
     /// Node of each thread: where it ran at its first first touch (0 until then).
     nodes: Vec<u32>,
     known_node: Vec<bool>,
@@ -211,7 +165,7 @@ impl Feed {
         while let Some(ev) = rd.next_event()? {
             match ev {
                 RawEvent::Thread { id, os_tid, .. } => {
-                    self.threads.push(ThreadOut { id, os_tid });
+                    self.threads.push(ModelThread { id, os_tid });
                     self.grow(id)?;
                 }
                 RawEvent::End { filtered, .. } => self.filtered += filtered,
@@ -277,14 +231,14 @@ impl Feed {
                 .map(<[u64]>::to_vec)
                 .collect()
         };
-        let mut pages: Vec<PageOut> = self
+        let mut pages: Vec<ModelPage> = self
             .model
             .table()
             .pages()
             .map(|(p, nv)| {
                 let addr = p * self.model.table().config().page_size;
                 let first = self.first.get(&addr);
-                PageOut {
+                ModelPage {
                     addr,
                     nv,
                     first_thread: first.map(|f| f.0),
@@ -295,18 +249,13 @@ impl Feed {
         pages.sort_by_key(|p| p.addr);
         let name = header.program.first().cloned().unwrap_or_default();
         let sizes = [4096, 2 << 20];
-        let mut analysis = Report::new(
-            &name,
-            header,
-            &self.model,
-            topo,
-            &sizes,
-            Metric::Accesses,
-            10,
-        )?;
+        let setup = crate::cmd::analyze::setup(&name, topo, &sizes, Metric::Accesses, 10);
+        let mut analysis = AnalyzeReport::new(&setup, header, &self.model)?;
         analysis.set_thread_nodes(self.nodes.clone());
+        let (format, version) = tdmap_format::header::<ModelFile>();
         Ok(ModelFile {
-            format: FORMAT,
+            format,
+            version,
             program: header.program.clone(),
             status: format!("{:?}", header.status),
             exit_code: status.code(),

@@ -1,8 +1,54 @@
 //! The sharing matrix as a heatmap, as in kMAF Figure 4 and the trace paper's Figure 2:
 //! thread ids on both axes, darker cells for more sharing, and a scale. PNG text uses the
 //! public-domain 8×8 bitmap font of the `font8x8` crate, so no system font is needed.
+//! `tdmap analyze --heatmap` draws a trace's matrix, `tdmap run --heatmap` the detected one.
 
 use crate::cmd::canvas::Canvas;
+use crate::exit::input;
+use anyhow::{Context, Result};
+use std::path::Path;
+use tdmap_sharing::{Metric, SharingMatrix};
+
+/// Checks that `path` names a heatmap format tdmap writes (.png or .svg), before any work.
+pub(crate) fn check_heatmap_path(path: &Path) -> Result<()> {
+    match heatmap_ext(path).as_str() {
+        "png" | "svg" => Ok(()),
+        _ => Err(input(format!(
+            "--heatmap {}: name a .png or .svg file",
+            path.display()
+        ))),
+    }
+}
+
+fn heatmap_ext(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// Writes sharing matrix `m` of `metric` as a heatmap at `path` (.png or .svg): what
+/// `tdmap analyze` found in a trace, or what `tdmap run` detected online.
+pub(crate) fn write_matrix_heatmap(path: &Path, m: &SharingMatrix, metric: Metric) -> Result<()> {
+    check_heatmap_path(path)?;
+    let cells = m.to_f64_rows();
+    let (title, unit) = match metric {
+        Metric::Accesses => ("Sharing: accesses to shared blocks", "accesses"),
+        Metric::Amount => ("Sharing: shared memory", "bytes"),
+    };
+    let h = Heatmap {
+        n: m.n(),
+        cells: &cells,
+        title,
+        unit,
+    };
+    let bytes = if heatmap_ext(path) == "png" {
+        h.png()?
+    } else {
+        h.svg().into_bytes()
+    };
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
 
 /// What to draw: an n×n row-major matrix, a title and the unit of the scale.
 pub struct Heatmap<'a> {

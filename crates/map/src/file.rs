@@ -1,0 +1,230 @@
+//! The mapping file: what `tdmap map --format json` writes, and what `tdmap run
+//! --mapping` and libmai (`mai_init(file)`) read back to pin thread k on its OS CPU.
+//! Format `tdmap-mapping`, described in `docs/formats.md`.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use tdmap_format::{FormatError, Versioned};
+use tdmap_topo::Topology;
+
+/// A thread mapping as a file: the machine, how it was chosen, its cost next to the
+/// baselines', and where each thread goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MappingFile {
+    /// Always `tdmap-mapping`.
+    pub format: String,
+    /// [`MappingFile::VERSION`].
+    pub version: u32,
+    /// The machine's name (a preset, a synthetic string, an XML file or `local`).
+    pub machine: String,
+    /// The algorithm that chose the mapping (`greedy`, `drb`, ...).
+    pub algorithm: String,
+    /// Number of threads.
+    pub threads: usize,
+    /// The distance the costs use: `hops` or `latency`.
+    pub distance: String,
+    /// Seed of the random algorithm and of the random reference cost.
+    pub seed: u64,
+    /// Cost of this mapping (Σ sharing × distance over pairs).
+    pub cost: f64,
+    /// Cost of the compact mapping.
+    pub compact_cost: f64,
+    /// Cost of a random mapping.
+    pub random_cost: f64,
+    /// Where each thread goes, one entry per thread.
+    pub mapping: Vec<Placement>,
+}
+
+/// Where one thread goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The thread (0..threads, creation order).
+    pub thread: usize,
+    /// hwloc logical index of the PU.
+    pub pu: usize,
+    /// OS CPU number of the PU: what `sched_setaffinity` takes.
+    pub os: usize,
+    /// Logical index of the PU's core.
+    pub core: usize,
+    /// Logical index of the PU's package.
+    pub package: usize,
+    /// Logical index of the PU's NUMA node.
+    pub node: usize,
+}
+
+/// How a mapping was chosen and what it costs, for [`MappingFile::new`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provenance {
+    /// The algorithm's name.
+    pub algorithm: String,
+    /// `hops` or `latency`.
+    pub distance: String,
+    /// The seed.
+    pub seed: u64,
+    /// Costs of this mapping, of compact and of random.
+    pub costs: [f64; 3],
+}
+
+impl Versioned for MappingFile {
+    const FORMAT: &'static str = "tdmap-mapping";
+    /// 1: the first versioned mapping (the fields of the unversioned one, plus the header).
+    const VERSION: u32 = 1;
+    const WRITER: &'static str = "tdmap map --format json";
+
+    fn check(&self) -> Result<(), String> {
+        if self.mapping.is_empty() {
+            return Err("\"mapping\" is empty".into());
+        }
+        let mut seen = vec![false; self.mapping.len()];
+        for p in &self.mapping {
+            match seen.get_mut(p.thread) {
+                Some(s) if !*s => *s = true,
+                Some(_) => return Err(format!("thread {} is mapped twice", p.thread)),
+                None => {
+                    return Err(format!(
+                        "thread {} beyond the {} entries: threads are numbered 0..n",
+                        p.thread,
+                        seen.len()
+                    ))
+                }
+            }
+        }
+        if self.threads != self.mapping.len() {
+            return Err(format!(
+                "\"threads\" is {} but \"mapping\" has {} entries",
+                self.threads,
+                self.mapping.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl MappingFile {
+    /// The file of `mapping` (thread → logical PU of `topo`).
+    pub fn new(topo: &Topology, mapping: &[usize], how: Provenance) -> MappingFile {
+        let (format, version) = tdmap_format::header::<MappingFile>();
+        let [cost, compact_cost, random_cost] = how.costs;
+        MappingFile {
+            format,
+            version,
+            machine: topo.name.clone(),
+            algorithm: how.algorithm,
+            threads: mapping.len(),
+            distance: how.distance,
+            seed: how.seed,
+            cost,
+            compact_cost,
+            random_cost,
+            mapping: mapping
+                .iter()
+                .enumerate()
+                .map(|(thread, &pu)| {
+                    let p = &topo.pus[pu];
+                    Placement {
+                        thread,
+                        pu,
+                        os: p.os,
+                        core: p.core,
+                        package: p.package,
+                        node: p.node,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Reads and checks a mapping file: its header, every field, and threads numbered
+    /// 0..n once each. Errors are one line naming the file and the field.
+    pub fn read(path: &Path) -> Result<MappingFile, FormatError> {
+        tdmap_format::read(path)
+    }
+
+    /// Parses a mapping file's text; `path` only names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<MappingFile, FormatError> {
+        tdmap_format::from_str(text, path)
+    }
+
+    /// The OS CPU of each thread, in thread order (thread k at index k).
+    pub fn os_cpus(&self) -> Vec<usize> {
+        let mut cpus = vec![0; self.mapping.len()];
+        for p in &self.mapping {
+            cpus[p.thread] = p.os;
+        }
+        cpus
+    }
+
+    /// The file as pretty JSON, header first.
+    pub fn to_json(&self) -> String {
+        tdmap_format::to_string(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> MappingFile {
+        let topo = tdmap_topo::from_synthetic("package:2 core:2").unwrap();
+        let how = Provenance {
+            algorithm: "greedy".into(),
+            distance: "hops".into(),
+            seed: 7,
+            costs: [10.0, 20.0, 15.5],
+        };
+        MappingFile::new(&topo, &[3, 0, 1], how)
+    }
+
+    fn parse(text: &str) -> Result<MappingFile, FormatError> {
+        MappingFile::parse(text, Path::new("m.json"))
+    }
+
+    #[test]
+    fn a_mapping_file_round_trips() {
+        let m = sample();
+        let text = m.to_json();
+        assert!(text.contains("\"format\": \"tdmap-mapping\""), "{text}");
+        assert!(text.contains("\"version\": 1"), "{text}");
+        assert_eq!(parse(&text).unwrap(), m);
+        assert_eq!(m.os_cpus(), vec![3, 0, 1]);
+        assert_eq!(m.mapping[0].package, 1);
+    }
+
+    #[test]
+    fn os_cpus_follow_thread_numbers_not_entry_order() {
+        let mut m = sample();
+        m.mapping.reverse();
+        assert_eq!(parse(&m.to_json()).unwrap().os_cpus(), vec![3, 0, 1]);
+    }
+
+    #[test]
+    fn a_model_or_a_newer_mapping_is_refused_naming_both_formats() {
+        let model = r#"{"format": "tdmap-model", "version": 1, "threads": []}"#;
+        assert_eq!(
+            parse(model).unwrap_err().to_string(),
+            "m.json: format \"tdmap-model\" version 1, expected \"tdmap-mapping\" version 1; write it with tdmap map --format json"
+        );
+        let newer = sample()
+            .to_json()
+            .replace("\"version\": 1", "\"version\": 99");
+        let err = parse(&newer).unwrap_err().to_string();
+        assert!(
+            err.contains("version 99, expected \"tdmap-mapping\" version 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn gaps_repeats_and_missing_fields_are_named() {
+        let mut m = sample();
+        m.mapping[2].thread = 0;
+        let err = parse(&m.to_json()).unwrap_err().to_string();
+        assert!(err.contains("thread 0 is mapped twice"), "{err}");
+        m.mapping[2].thread = 5;
+        let err = parse(&m.to_json()).unwrap_err().to_string();
+        assert!(err.contains("thread 5 beyond the 3 entries"), "{err}");
+        let no_os = sample().to_json().replacen("\"os\": 3,", "", 1);
+        let err = parse(&no_os).unwrap_err().to_string();
+        assert!(err.starts_with("m.json: field \"os\": missing"), "{err}");
+    }
+}

@@ -1,0 +1,92 @@
+//! A trace's sharing model for `tdmap analyze` and `tdmap map --trace`: open the trace,
+//! pick the machine (`--machine`, else the recorded one), place the threads and feed the
+//! model ([`SharingModel::from_trace`]), with a spinner on stderr when it takes long.
+
+use super::MachineArgs;
+use crate::exit::input;
+use anyhow::Result;
+use std::path::Path;
+use tdmap_sharing::{Grain, SharingModel};
+use tdmap_topo::Topology;
+use tdmap_trace::{Header, Reader};
+
+/// A trace's model and what it was built on.
+pub struct Traced {
+    /// The model, fed with the whole trace.
+    pub model: SharingModel,
+    /// The machine.
+    pub topo: Topology,
+    /// The node each thread was placed on.
+    pub nodes: Vec<u32>,
+    /// The trace's header.
+    pub header: Header,
+}
+
+/// Builds the model of the trace at `path` at `grain`; a bad trace is bad input.
+pub fn model(path: &Path, machine: &MachineArgs, grain: Grain) -> Result<Traced> {
+    let name = path.display();
+    let mut reader = Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
+    reader.set_addresses_only(true);
+    let header = reader.header().clone();
+    let topo = machine.load_or_recorded(&header.machine)?;
+    let threads = header.threads as usize;
+    let nodes = tdmap_sharing::thread_nodes(reader.threads(), threads, topo.num_nodes(), |c| {
+        topo.pu_by_os(c).map(|pu| topo.node_of_pu(pu))
+    });
+    let mut progress = Progress::new();
+    let model = SharingModel::from_trace(
+        &mut reader.prefetch(),
+        topo.num_nodes(),
+        &nodes,
+        grain,
+        |n| progress.add(n),
+    )
+    .map_err(|e| input(format!("{name}: {e}")))?;
+    Ok(Traced {
+        model,
+        topo,
+        nodes,
+        header,
+    })
+}
+
+/// A spinner counting events on stderr, shown only once reading has taken 2 s (indicatif
+/// draws nothing when stderr is not a terminal).
+struct Progress {
+    start: std::time::Instant,
+    events: u64,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            start: std::time::Instant::now(),
+            events: 0,
+            bar: None,
+        }
+    }
+
+    fn add(&mut self, n: u64) {
+        self.events += n;
+        if self.bar.is_none() && self.start.elapsed().as_secs() >= 2 {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"),
+            );
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{} M events read", self.events / 1_000_000));
+            bar.tick();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
