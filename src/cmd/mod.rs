@@ -73,6 +73,14 @@ impl MachineArgs {
         let spec = tdmap_topo::MachineSpec::parse(self.machine.as_deref().unwrap_or(""));
         spec.load(self.distances.as_deref())
     }
+
+    /// The hwloc XML file `--machine` names, if it names one: an input of the command.
+    pub fn file(&self) -> Option<std::path::PathBuf> {
+        match tdmap_topo::MachineSpec::parse(self.machine.as_deref()?) {
+            tdmap_topo::MachineSpec::Xml(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// Runs the chosen subcommand and returns its exit code.

@@ -97,6 +97,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Runs `tdmap analyze`.
 pub fn run(args: Args) -> Result<i32> {
+    crate::paths::Files::new()
+        .reads("the trace", Some(&args.trace))
+        .reads("--machine", args.machine.file().as_deref())
+        .writes("--heatmap", args.heatmap.as_deref())
+        .check()?;
     let name = args.trace.display().to_string();
     let mut reader = Reader::open(&args.trace).map_err(|e| input(format!("{name}: {e}")))?;
     reader.set_addresses_only(true);
@@ -120,7 +125,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut rep = Report::new(&name, &header, &model, &topo, &sizes, metric, args.top)?;
     rep.set_thread_nodes(nodes);
     if let Some(path) = &args.heatmap {
-        write_heatmap(path, &args.trace, &model, metric)?;
+        write_matrix_heatmap(path, model.matrix(metric), metric)?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -274,21 +279,6 @@ impl Drop for Progress {
     }
 }
 
-fn write_heatmap(
-    path: &PathBuf,
-    trace: &PathBuf,
-    model: &SharingModel,
-    metric: Metric,
-) -> Result<()> {
-    if path == trace {
-        return Err(input(format!(
-            "--heatmap {} would overwrite the trace; name another file",
-            path.display()
-        )));
-    }
-    write_matrix_heatmap(path, model.matrix(metric), metric)
-}
-
 /// Checks that `path` names a heatmap format tdmap writes (.png or .svg), before any work.
 pub(crate) fn check_heatmap_path(path: &Path) -> Result<()> {
     match heatmap_ext(path).as_str() {
@@ -327,7 +317,7 @@ pub(crate) fn write_matrix_heatmap(path: &Path, m: &SharingMatrix, metric: Metri
     } else {
         h.svg().into_bytes()
     };
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    crate::paths::replace(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -175,7 +175,7 @@ impl<'o> Report<'o> {
             self.text()
         };
         match &args.report {
-            Some(p) => std::fs::write(p, text)
+            Some(p) => crate::paths::replace(p, text.as_bytes())
                 .with_context(|| format!("cannot write the report to {}", p.display())),
             None => Ok(std::io::stderr().write_all(text.as_bytes())?),
         }
