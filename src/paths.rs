@@ -9,8 +9,10 @@
 //! write leaves the old one. Traces, which must stay readable while they grow, are opened
 //! with [`create_new`]. Neither follows a symlink onto an existing file: a rename replaces
 //! the link itself, and `O_CREAT|O_EXCL` refuses any existing name, dangling links
-//! included. Character devices and FIFOs (`/dev/null`, `/dev/stderr`, a pipe) are written
-//! where they are: they hold no file to destroy, and replacing one would remove it.
+//! included. Character devices and FIFOs (`/dev/null`, a terminal, a pipe), and names
+//! under `/dev` (but `/dev/shm`) or `/proc` such as `/dev/stderr`, are written where they
+//! are, appended to: they lead to a device or to one of the process's descriptors (a log
+//! file, say), and replacing the name would put a file in `/dev`.
 
 use crate::exit::input;
 use std::ffi::OsStr;
@@ -185,10 +187,17 @@ fn is_special(m: &std::fs::Metadata) -> bool {
     t.is_char_device() || t.is_fifo()
 }
 
-/// A character device or FIFO at `path` (through links), opened for writing in place.
-fn open_special(path: &Path) -> io::Result<Option<File>> {
+/// A name whose file is written where it is, appended to, never replaced: a character
+/// device or FIFO (through links), or a name under /dev (/dev/stderr leads through
+/// /proc/self/fd to tdmap's stderr, which may be a log file) or /proc. /dev/shm is an
+/// ordinary shared folder.
+fn open_in_place(path: &Path) -> io::Result<Option<File>> {
+    let system = |d: &str| path.starts_with(d);
+    let named = (system("/dev") && !system("/dev/shm")) || system("/proc");
     match std::fs::metadata(path) {
-        Ok(m) if is_special(&m) => OpenOptions::new().write(true).open(path).map(Some),
+        Ok(m) if is_special(&m) || (named && m.is_file()) => {
+            OpenOptions::new().append(true).open(path).map(Some)
+        }
         _ => Ok(None),
     }
 }
@@ -205,7 +214,7 @@ pub fn replace_with(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
-    if let Some(f) = open_special(path)? {
+    if let Some(f) = open_in_place(path)? {
         let mut w = BufWriter::new(f);
         fill(&mut w)?;
         return w.flush();
@@ -250,7 +259,7 @@ pub fn exists(path: &Path) -> bool {
 /// in between is refused, not followed. Declare `path` in a checked [`Files`] first.
 pub fn create_new(path: &Path, force: bool) -> io::Result<File> {
     if force {
-        if let Some(f) = open_special(path)? {
+        if let Some(f) = open_in_place(path)? {
             return Ok(f);
         }
         match std::fs::remove_file(path) {
@@ -316,6 +325,25 @@ mod tests {
         files.check().unwrap();
         replace(null, b"x").unwrap();
         assert!(null.metadata().unwrap().file_type().is_char_device());
+    }
+
+    /// `--report /dev/stderr` with stderr sent to a log: the log gets the report after
+    /// what it held, and no file replaces the name in /dev. Tested on /dev/fd/N, where a
+    /// wrong rename fails (the folder is /proc/self/fd) instead of replacing /dev/stderr.
+    #[test]
+    fn a_descriptor_name_is_appended_to_not_replaced() {
+        use std::os::fd::AsRawFd;
+        let d = dir("fd");
+        let log = d.join("log");
+        std::fs::write(&log, "before\n").unwrap();
+        let f = File::open(&log).unwrap();
+        let name = PathBuf::from(format!("/dev/fd/{}", f.as_raw_fd()));
+        Files::new()
+            .writes("--report", Some(&name))
+            .check()
+            .unwrap();
+        replace(&name, b"report\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "before\nreport\n");
     }
 
     #[test]
