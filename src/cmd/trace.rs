@@ -220,7 +220,9 @@ fn scratch_files(output: &Path) -> Result<Scratch> {
         ctl: dir.join(format!(".{base}.ctl-{pid}")),
     };
     let _ = std::fs::remove_file(&s.ctl);
-    std::fs::File::create(&s.data).map_err(|e| {
+    // A link planted at the probe's name is removed, never followed (O_EXCL).
+    let _ = std::fs::remove_file(&s.data);
+    crate::paths::create_new(&s.data, false).map_err(|e| {
         input(format!(
             "cannot write in {} ({e}); choose another -o",
             dir.display()
