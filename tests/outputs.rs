@@ -207,6 +207,24 @@ fn analyze_heatmap_and_sim_plot_over_the_trace_exit_2() {
     assert_unchanged(&d.join("t.trace"), &t);
 }
 
+/// An hwloc XML `--machine` is an input too.
+#[test]
+fn analyze_heatmap_over_the_machine_file_exits_2() {
+    let d = dir("machine-xml");
+    trace(&d.join("t.trace"));
+    let xml = file(&d.join("m.xml"), b"<?xml version=\"1.0\"?>\n<topology/>\n");
+    let args = [
+        "analyze",
+        "t.trace",
+        "--machine",
+        "m.xml",
+        "--heatmap",
+        "m.xml",
+    ];
+    assert_bad_input(&tdmap_in(&d, &args), "would overwrite --machine m.xml");
+    assert_unchanged(&d.join("m.xml"), &xml);
+}
+
 /// Even with --force, `tdmap trace -o` never replaces the program it traces.
 #[test]
 fn trace_output_over_the_program_exits_2_even_with_force() {
