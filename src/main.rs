@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod paths;
 
 use clap::Parser;
 

@@ -255,7 +255,8 @@ fn a_bad_reference_exits_2_before_the_program_runs() {
 /// unpinned; the same static mapping applied for real pins it, and the report says so.
 #[test]
 fn a_dry_run_pins_nothing_and_says_so() {
-    let (_, r, code) = run_json(&["--dry-run"], &gcc("pairs"), &["8", "4096", "300"]);
+    let flags = ["--dry-run", "--period", "20"];
+    let (_, r, code) = run_json(&flags, &gcc("pairs"), &["8", "4096", "300"]);
     assert_eq!(code, 0, "{r}");
     let m = &r["migrations"];
     assert_eq!(

@@ -239,7 +239,7 @@ fn bad_input_exits_2_with_one_line() {
     bad(
         &trace,
         &["--machine", MACHINE, "--plot", trace_s],
-        "that is the trace",
+        "would overwrite the trace",
     );
     bad(
         &trace,

@@ -47,7 +47,7 @@ pub(crate) fn write_matrix_heatmap(path: &Path, m: &SharingMatrix, metric: Metri
     } else {
         h.svg().into_bytes()
     };
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    crate::paths::replace(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// What to draw: an n×n row-major matrix, a title and the unit of the scale.

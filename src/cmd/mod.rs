@@ -87,6 +87,14 @@ impl MachineArgs {
         }
         self.load().map_err(crate::exit::input)
     }
+
+    /// The hwloc XML file `--machine` names, if it names one: an input of the command.
+    pub fn file(&self) -> Option<std::path::PathBuf> {
+        match tdmap_topo::MachineSpec::parse(self.machine.as_deref()?) {
+            tdmap_topo::MachineSpec::Xml(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// Runs the chosen subcommand and returns its exit code.

@@ -126,6 +126,13 @@ pub struct Args {
 
 /// Runs the program under the monitor and returns the program's exit code.
 pub fn run(args: Args) -> Result<i32> {
+    crate::paths::Files::new()
+        .runs(&args.command[0])
+        .reads("--mapping", args.mapping.as_deref())
+        .reads("--reference", args.reference.as_deref())
+        .writes("--report", args.report.as_deref())
+        .writes("--heatmap", args.heatmap.as_deref())
+        .check()?;
     let topo = tdmap_topo::MachineSpec::parse("")
         .load(None)
         .context("cannot read this machine's topology")?;

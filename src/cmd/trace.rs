@@ -99,17 +99,21 @@ pub fn run(args: Args) -> Result<i32> {
             prog.to_string_lossy()
         ))
     })?;
-    let has_runtime = check_instrumented(&exe)?;
     let output = args
         .output
         .clone()
         .unwrap_or_else(|| default_output(&exe, args.model_only));
-    if output.exists() && !args.force && !args.count_only {
+    crate::paths::Files::new()
+        .reads("the program", Some(&exe))
+        .writes_trace("-o", (!args.count_only).then_some(&output))
+        .check()?;
+    if crate::paths::exists(&output) && !args.force && !args.count_only {
         return Err(input(format!(
             "{} exists; pass --force to overwrite it or -o to choose another file",
             output.display()
         )));
     }
+    let has_runtime = check_instrumented(&exe)?;
     let scratch = scratch_files(&output)?;
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
@@ -142,7 +146,7 @@ pub fn run(args: Args) -> Result<i32> {
             "local",
         )
     };
-    let (torn, stats) = convert(&scratch.data, &output, header, &ctl, &status)?;
+    let (torn, stats) = convert(&scratch.data, &output, args.force, header, &ctl, &status)?;
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
     fill(&mut sum, &stats, &output, status_of(&ctl, &status, torn));
@@ -214,7 +218,9 @@ fn scratch_files(output: &Path) -> Result<Scratch> {
         ctl: dir.join(format!(".{base}.ctl-{pid}")),
     };
     let _ = std::fs::remove_file(&s.ctl);
-    std::fs::File::create(&s.data).map_err(|e| {
+    // A link planted at the probe's name is removed, never followed (O_EXCL).
+    let _ = std::fs::remove_file(&s.data);
+    crate::paths::create_new(&s.data, false).map_err(|e| {
         input(format!(
             "cannot write in {} ({e}); choose another -o",
             dir.display()
@@ -303,6 +309,7 @@ struct Stats {
 fn convert(
     raw: &Path,
     output: &Path,
+    force: bool,
     header: Header,
     ctl: &Control,
     status: &ExitStatus,
@@ -310,8 +317,9 @@ fn convert(
     let file = std::fs::File::open(raw)
         .with_context(|| format!("opening the raw trace {}", raw.display()))?;
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
-    let writer =
-        Writer::create(output, header).with_context(|| format!("creating {}", output.display()))?;
+    let creating = || format!("creating {}", output.display());
+    let out = crate::paths::create_new(output, force).with_context(creating)?;
+    let writer = Writer::from_file(out, output, header).with_context(creating)?;
     let mut stats = Stats::default();
     let mut threads: Vec<ThreadInfo> = Vec::new();
     let dec = Decoder::new(ctl.page_size);

@@ -30,7 +30,7 @@ pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 pub use meminfo::{node_memory, NodeMemory};
 pub use owner::{owned_by_caller, process_uids, task_ids};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
-pub use spawn::{spawn_gated, spawn_gated_env, GatedChild};
+pub use spawn::{resolve as find_program, spawn_gated, spawn_gated_env, GatedChild};
 pub use vm::page_size;
 
 /// Frees the disk blocks of the first `len` bytes of `file` (rounded down to whole 4 KiB

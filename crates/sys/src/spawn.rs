@@ -32,7 +32,7 @@ pub struct GatedChild {
 }
 
 /// Finds `program` as execvp would: a name with a slash as is, otherwise in `PATH`.
-fn resolve(program: &OsStr) -> Option<PathBuf> {
+pub fn resolve(program: &OsStr) -> Option<PathBuf> {
     let is_exe = |p: &Path| {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -20,6 +20,7 @@ mod writer;
 
 pub use check::{check, check_bytes, CheckReport, Problem};
 pub use chunk::{AccessChunk, Chunk, FaultChunk};
+pub use codec::MAGIC;
 pub use error::{Result, TraceError};
 pub use prefetch::Prefetch;
 pub use reader::{Events, Reader, Totals};

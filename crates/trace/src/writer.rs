@@ -67,12 +67,22 @@ impl Writer {
     /// Creates (or truncates) `path` and writes `header` with status Incomplete; the status
     /// and the thread count are patched in place as the run goes on and at [`Writer::finish`].
     pub fn create(path: impl AsRef<Path>, header: Header) -> Result<Writer> {
+        let path = path.as_ref();
+        let file = File::create(path).map_err(|source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Writer::from_file(file, path, header)
+    }
+
+    /// [`Writer::create`] on a `file` the caller opened for writing (`tdmap trace` opens
+    /// its output without following symlinks); `path` names it in errors.
+    pub fn from_file(file: File, path: impl AsRef<Path>, header: Header) -> Result<Writer> {
         let path = path.as_ref().to_path_buf();
         let io = |source| TraceError::Io {
             path: path.clone(),
             source,
         };
-        let file = File::create(&path).map_err(io)?;
         let mut h = header;
         h.version = crate::VERSION;
         h.status = TraceStatus::Incomplete;

@@ -1,11 +1,11 @@
 //! `tdmap analyze`: read a trace, build the sharing model, and report kMAF §2.2's
 //! metrics, the top sharing pairs, a heatmap of the matrix and a verdict in §2.3's terms.
 
-use crate::exit::{input, OK};
+use crate::exit::OK;
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
-use tdmap_sharing::{AnalyzeReport, Grain, Metric, ReportSetup, Sharers, SharingModel};
+use tdmap_sharing::{AnalyzeReport, Grain, Metric, ReportSetup, Sharers};
 
 use super::heatmap::write_matrix_heatmap;
 
@@ -82,6 +82,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Runs `tdmap analyze`.
 pub fn run(args: Args) -> Result<i32> {
+    crate::paths::Files::new()
+        .reads("the trace", Some(&args.trace))
+        .reads("--machine", args.machine.file().as_deref())
+        .writes("--heatmap", args.heatmap.as_deref())
+        .check()?;
     let name = args.trace.display().to_string();
     let sizes = args.page_size.map_or(vec![4096, 2 << 20], |p| vec![p]);
     let grain = Grain {
@@ -98,7 +103,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
     rep.set_thread_nodes(t.nodes);
     if let Some(path) = &args.heatmap {
-        write_heatmap(path, &args.trace, &t.model, metric)?;
+        write_matrix_heatmap(path, t.model.matrix(metric), metric)?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -132,21 +137,6 @@ fn total_cache(topo: &tdmap_topo::Topology) -> u64 {
     let caches = || topo.objects.iter().filter_map(|o| o.cache);
     let top = caches().map(|c| c.level).max().unwrap_or(0);
     caches().filter(|c| c.level == top).map(|c| c.size).sum()
-}
-
-fn write_heatmap(
-    path: &PathBuf,
-    trace: &PathBuf,
-    model: &SharingModel,
-    metric: Metric,
-) -> Result<()> {
-    if path == trace {
-        return Err(input(format!(
-            "--heatmap {} would overwrite the trace; name another file",
-            path.display()
-        )));
-    }
-    write_matrix_heatmap(path, model.matrix(metric), metric)
 }
 
 #[cfg(test)]

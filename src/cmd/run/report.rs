@@ -72,7 +72,7 @@ pub fn emit(r: &RunReport, args: &Args, o: &Outcome) -> Result<()> {
         text(r)
     };
     match &args.report {
-        Some(p) => std::fs::write(p, text)
+        Some(p) => crate::paths::replace(p, text.as_bytes())
             .with_context(|| format!("cannot write the report to {}", p.display())),
         None => Ok(std::io::stderr().write_all(text.as_bytes())?),
     }

@@ -59,13 +59,12 @@ pub struct Args {
 
 /// Runs `tdmap sim`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    crate::paths::Files::new()
+        .reads("the trace", Some(&args.trace))
+        .reads("--machine", args.machine.file().as_deref())
+        .writes("--plot", args.plot.as_deref())
+        .check()?;
     let names = policy_names(&args.policies)?;
-    if args.plot.as_deref() == Some(args.trace.as_path()) {
-        return Err(input(format!(
-            "--plot {}: that is the trace; give the chart another name",
-            args.trace.display()
-        )));
-    }
     let topo = args.machine.load().map_err(input)?;
     let threads = trace_threads(&args.trace)?;
     if threads > topo.num_pus() && !args.oversubscribe {
@@ -110,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(png) = &args.plot {
         let bytes = plot::chart(&rows_for_plot(&out), &plot_title(&args, &topo))
             .context("encoding the chart")?;
-        std::fs::write(png, bytes).map_err(|e| {
+        crate::paths::replace(png, &bytes).map_err(|e| {
             input(format!(
                 "--plot {}: {e}: give a writable path",
                 png.display()

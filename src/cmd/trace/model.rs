@@ -110,13 +110,11 @@ fn this_machine() -> Result<tdmap_topo::Topology> {
 }
 
 fn write_json(output: &Path, file: &ModelFile) -> Result<()> {
-    let mut w = std::io::BufWriter::new(
-        File::create(output).with_context(|| format!("creating {}", output.display()))?,
-    );
-    serde_json::to_writer(&mut w, file)?;
-    writeln!(w)?;
-    w.flush()
-        .with_context(|| format!("writing {}", output.display()))
+    crate::paths::replace_with(output, |w| {
+        serde_json::to_writer(&mut *w, file)?;
+        writeln!(w)
+    })
+    .with_context(|| format!("writing {}", output.display()))
 }
 
 /// The model and what it needs besides the chunks.
