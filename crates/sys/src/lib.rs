@@ -11,8 +11,6 @@ mod mem;
 mod meminfo;
 mod owner;
 pub mod perf;
-#[cfg(feature = "scotch")]
-pub mod scotch;
 mod softdirty;
 mod spawn;
 pub mod uffd;
