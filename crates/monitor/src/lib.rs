@@ -8,6 +8,8 @@
 //! [`Monitor::plan_pages`] (kMAF §3.3, Eq. 6), [`Monitor::moved`] for each page it moved,
 //! and [`Monitor::age`] (kMAF §3.4.2).
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod monitor;
 mod threads;

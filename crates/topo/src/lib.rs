@@ -5,6 +5,8 @@
 //! comes from the live machine, an hwloc synthetic string, an hwloc XML export or a named
 //! preset of the papers' machines; [`MachineSpec`] names any of them.
 
+#![forbid(unsafe_code)]
+
 mod discover;
 mod distances;
 mod error;
