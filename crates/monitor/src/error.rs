@@ -1,12 +1,27 @@
 //! Errors of the monitor's decisions.
+//!
+//! The library's error is part of the message and is not also returned by `source()`,
+//! so that the binary, which prints the whole chain, prints it once.
 
 /// Why a decision could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
     /// The sharing model refused an event or its configuration.
     #[error("sharing model: {0}")]
-    Sharing(#[from] tdmap_sharing::SharingError),
+    Sharing(tdmap_sharing::SharingError),
     /// The mapping algorithm failed.
     #[error("thread mapping: {0}")]
-    Map(#[from] tdmap_map::MapError),
+    Map(tdmap_map::MapError),
+}
+
+impl From<tdmap_sharing::SharingError> for MonitorError {
+    fn from(e: tdmap_sharing::SharingError) -> Self {
+        MonitorError::Sharing(e)
+    }
+}
+
+impl From<tdmap_map::MapError> for MonitorError {
+    fn from(e: tdmap_map::MapError) -> Self {
+        MonitorError::Map(e)
+    }
 }

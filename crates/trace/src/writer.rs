@@ -68,9 +68,9 @@ impl Writer {
     /// and the thread count are patched in place as the run goes on and at [`Writer::finish`].
     pub fn create(path: impl AsRef<Path>, header: Header) -> Result<Writer> {
         let path = path.as_ref().to_path_buf();
-        let io = |source| TraceError::Io {
+        let io = |err| TraceError::Io {
             path: path.clone(),
-            source,
+            err,
         };
         let file = File::create(&path).map_err(io)?;
         let mut h = header;
@@ -107,7 +107,7 @@ impl Writer {
             .spawn(move || {
                 let r = bg
                     .run(done_rx)
-                    .map_err(|source| TraceError::Io { path: p2, source });
+                    .map_err(|err| TraceError::Io { path: p2, err });
                 if let Err(e) = &r {
                     *lock(&fail) = Some(e.to_string());
                 }
@@ -178,7 +178,7 @@ impl Writer {
                 .unwrap_or_else(|| "writer stopped".into());
             TraceError::Io {
                 path: self.path.clone(),
-                source: std::io::Error::other(why),
+                err: std::io::Error::other(why),
             }
         })?;
         q.seq += 1;
