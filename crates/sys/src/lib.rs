@@ -6,6 +6,7 @@
 
 mod error;
 mod fsroot;
+pub mod isolate;
 mod linux;
 mod mem;
 mod meminfo;
@@ -18,6 +19,7 @@ pub mod vm;
 
 pub use error::SysError;
 pub use fsroot::{parse_list, FsRoot, FSROOT_ENV};
+pub use isolate::{run_isolated, ChildEnd, Isolated};
 pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 pub use meminfo::{node_memory, NodeMemory};
