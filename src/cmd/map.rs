@@ -135,7 +135,7 @@ fn from_trace(
     let name = path.display();
     let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
     reader.set_addresses_only(true);
-    let topo = load_machine(machine, reader.header().machine.as_str())?;
+    let topo = load_machine(machine, reader.header().machine.as_str(), path)?;
     let threads = reader.header().threads as usize;
     let nodes = thread_nodes(&reader, &topo, threads);
     let mut reader = reader.prefetch();
@@ -184,7 +184,7 @@ fn from_model(
         .into_iter()
         .map(|v| v as f64)
         .collect();
-    let topo = super::analyze::load_machine(machine, &file.machine)?;
+    let topo = super::analyze::load_machine(machine, &file.machine, path)?;
     Ok((m, n, topo))
 }
 

@@ -100,7 +100,7 @@ pub fn run(args: Args) -> Result<i32> {
     let name = args.trace.display().to_string();
     let mut reader = Reader::open(&args.trace).map_err(|e| input(format!("{name}: {e}")))?;
     reader.set_addresses_only(true);
-    let topo = load_machine(&args.machine, reader.header().machine.as_str())?;
+    let topo = load_machine(&args.machine, reader.header().machine.as_str(), &args.trace)?;
     let sizes = args.page_size.map_or(vec![4096, 2 << 20], |p| vec![p]);
     let threads = reader.header().threads as usize;
     let nodes = thread_nodes(&reader, &topo, threads);
@@ -136,6 +136,7 @@ pub fn run(args: Args) -> Result<i32> {
 pub(super) fn load_machine(
     args: &super::MachineArgs,
     recorded: &str,
+    file: &std::path::Path,
 ) -> Result<tdmap_topo::Topology> {
     if args.machine.is_some() {
         return args.load().map_err(input);
@@ -143,6 +144,12 @@ pub(super) fn load_machine(
     let spec = tdmap_topo::MachineSpec::parse(recorded);
     match spec.load(args.distances.as_deref()) {
         Ok(t) if !recorded.is_empty() => Ok(t),
+        // A machine over the size limits is refused rather than replaced by this one,
+        // which would map onto a machine nobody asked for.
+        Err(e @ tdmap_topo::TopoError::TooBig { .. }) => Err(input(format!(
+            "{}: the machine it records: {e}; pass --machine",
+            file.display()
+        ))),
         _ => args.load().map_err(input),
     }
 }
