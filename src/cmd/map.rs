@@ -133,7 +133,7 @@ fn from_trace(
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
     use super::analyze::{build_model, load_machine, thread_nodes, Grain};
     let name = path.display();
-    let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
+    let mut reader = tdmap_trace::Reader::open(path).map_err(|e| super::input_about(path, e))?;
     reader.set_addresses_only(true);
     let topo = load_machine(machine, reader.header().machine.as_str(), path)?;
     let threads = reader.header().threads as usize;

@@ -75,6 +75,18 @@ impl MachineArgs {
     }
 }
 
+/// Bad input about file `path`: `err` prefixed with the file's name, unless it names the
+/// file already (a trace's I/O errors do), so that the name is printed once.
+pub(crate) fn input_about(path: &std::path::Path, err: impl std::fmt::Display) -> anyhow::Error {
+    let msg = err.to_string();
+    let name = path.display().to_string();
+    if msg.contains(&name) {
+        crate::exit::input(msg)
+    } else {
+        crate::exit::input(format!("{name}: {msg}"))
+    }
+}
+
 /// Runs the chosen subcommand and returns its exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {

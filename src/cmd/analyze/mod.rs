@@ -98,7 +98,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 /// Runs `tdmap analyze`.
 pub fn run(args: Args) -> Result<i32> {
     let name = args.trace.display().to_string();
-    let mut reader = Reader::open(&args.trace).map_err(|e| input(format!("{name}: {e}")))?;
+    let mut reader = Reader::open(&args.trace).map_err(|e| super::input_about(&args.trace, e))?;
     reader.set_addresses_only(true);
     let topo = load_machine(&args.machine, reader.header().machine.as_str(), &args.trace)?;
     let sizes = args.page_size.map_or(vec![4096, 2 << 20], |p| vec![p]);
