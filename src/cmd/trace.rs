@@ -312,8 +312,8 @@ fn convert(
     let file = std::fs::File::open(raw)
         .with_context(|| format!("opening the raw trace {}", raw.display()))?;
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
-    let writer =
-        Writer::create(output, header).with_context(|| format!("creating {}", output.display()))?;
+    // The writer's errors name the file already.
+    let writer = Writer::create(output, header).context("creating the trace")?;
     let mut stats = Stats::default();
     let mut threads: Vec<ThreadInfo> = Vec::new();
     let dec = Decoder::new(ctl.page_size);
