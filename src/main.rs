@@ -1,5 +1,7 @@
 //! The `tdmap` command line: sharing-aware thread and data mapping for NUMA machines.
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod exit;
 mod paths;

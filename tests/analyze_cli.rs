@@ -355,3 +355,23 @@ fn block_sets_the_sharing_granularity_and_json_carries_the_matrix() {
         assert_one_line_exit_2(&out, "invalid block size");
     }
 }
+
+/// Regression: `analyze` and `map --trace` printed "X: X: No such file or directory (os
+/// error 2): No such file or directory (os error 2)": the name was prefixed to an error
+/// that names it, and the OS error was both in the message and in the chain.
+#[test]
+fn a_missing_trace_is_named_once_with_its_os_error_once() {
+    let missing = "/nonexistent-tdmap-dir/missing.trace";
+    for args in [
+        vec!["analyze", missing],
+        vec!["map", "--trace", missing],
+        vec!["sim", missing],
+    ] {
+        let out = tdmap(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert_eq!(err.matches(missing).count(), 1, "{args:?}: {err}");
+        assert_eq!(err.matches("(os error 2)").count(), 1, "{args:?}: {err}");
+    }
+}

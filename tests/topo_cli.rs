@@ -135,3 +135,92 @@ fn inconsistent_distances_exit_2_with_one_line() {
         "minimum",
     );
 }
+
+/// Regression: renaming one attribute of the Machine object made hwloc 2.9 die of SIGSEGV
+/// inside tdmap (no message, status 139). hwloc now reads the file in a child first.
+#[test]
+fn an_xml_file_that_crashes_hwloc_exits_2_with_one_line() {
+    let f = test_path("fixtures/damaged/crashes-hwloc-2.9.xml");
+    let out = tdmap(&["topo", "--machine", f.to_str().unwrap()]);
+    assert_bad_input(&out, "(it crashed hwloc 2.9; check the file with lstopo");
+    assert_bad_input(&out, "hwloc could not read");
+    // The same file through another command that loads a machine.
+    let dir = std::env::temp_dir().join(format!("tdmap-topo-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let matrix = dir.join("m.csv");
+    std::fs::write(&matrix, "0,1\n1,0\n").unwrap();
+    let out = tdmap(&[
+        "map",
+        "--machine",
+        f.to_str().unwrap(),
+        "--matrix",
+        matrix.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_bad_input(&out, "hwloc could not read");
+}
+
+#[test]
+fn an_xml_3_file_says_hwloc_2_cannot_read_it() {
+    let dir = std::env::temp_dir().join(format!("tdmap-topo-xml3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("master.xml");
+    let v2 = std::fs::read_to_string(test_path("fixtures/machines/vm-1n2c.xml")).unwrap();
+    let v3 = v2.replace("<topology version=\"2.0\">", "<topology version=\"3.0\">");
+    assert_ne!(v2, v3);
+    std::fs::write(&f, v3).unwrap();
+    let out = tdmap(&["topo", "--machine", f.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_bad_input(&out, "XML format 3.0 of hwloc 3");
+}
+
+/// Regression: these ran at 100 % CPU for over a minute inside hwloc. The limits are
+/// checked before hwloc is called, so they fail at once.
+#[test]
+fn synthetic_machines_over_the_limits_exit_2() {
+    for spec in ["core:1000 pu:1000", "numa:1000000", "pu:4294967295"] {
+        let out = tdmap(&["topo", "--machine", spec]);
+        assert_bad_input(&out, "limits are 16384 PUs in total and 1024 children");
+    }
+}
+
+/// A model file whose `machine` field is over the limits is refused, naming the file,
+/// instead of hanging (or of mapping onto this machine instead).
+#[test]
+fn a_model_file_recording_a_huge_machine_exits_2() {
+    let dir = std::env::temp_dir().join(format!("tdmap-topo-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("model.json");
+    let model = r#"{"format": "tdmap-model-v1", "machine": "core:1000 pu:1000",
+                    "matrix_accesses": [[0, 5], [5, 0]]}"#;
+    std::fs::write(&f, model).unwrap();
+    let out = tdmap(&["map", "--model", f.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_bad_input(&out, "model.json: the machine it records");
+    assert_bad_input(&out, "1000000 PUs");
+}
+
+/// Regression: a refused matrix suggested "rows separated by ';'", which a shell cuts at
+/// the ';' unless quoted. The suggestion is sized for the machine and quoted; what it
+/// suggests is accepted.
+#[test]
+fn a_refused_distance_matrix_suggests_one_that_works() {
+    let m = "package:2 numa:1 core:2";
+    let out = tdmap(&["topo", "-m", m, "--distances", "10,20"]);
+    assert_bad_input(&out, "--distances \"10,20;20,10\"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let suggested = err.rsplit_once("--distances \"").unwrap().1.trim_end();
+    let suggested = suggested.trim_end_matches('"');
+    let out = tdmap(&["topo", "-m", m, "--distances", suggested, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = tdmap(&["topo", "-m", m, "--distances", "10:20", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -3,7 +3,6 @@
 //! model ([`SharingModel::from_trace`]), with a spinner on stderr when it takes long.
 
 use super::MachineArgs;
-use crate::exit::input;
 use anyhow::Result;
 use std::path::Path;
 use tdmap_sharing::{Grain, SharingModel};
@@ -24,11 +23,10 @@ pub struct Traced {
 
 /// Builds the model of the trace at `path` at `grain`; a bad trace is bad input.
 pub fn model(path: &Path, machine: &MachineArgs, grain: Grain) -> Result<Traced> {
-    let name = path.display();
-    let mut reader = Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
+    let mut reader = Reader::open(path).map_err(|e| super::input_about(path, e))?;
     reader.set_addresses_only(true);
     let header = reader.header().clone();
-    let topo = machine.load_or_recorded(&header.machine)?;
+    let topo = machine.load_or_recorded(&header.machine, path)?;
     let threads = header.threads as usize;
     let nodes = tdmap_sharing::thread_nodes(reader.threads(), threads, topo.num_nodes(), |c| {
         topo.pu_by_os(c).map(|pu| topo.node_of_pu(pu))
@@ -41,7 +39,7 @@ pub fn model(path: &Path, machine: &MachineArgs, grain: Grain) -> Result<Traced>
         grain,
         |n| progress.add(n),
     )
-    .map_err(|e| input(format!("{name}: {e}")))?;
+    .map_err(|e| super::input_about(path, e))?;
     Ok(Traced {
         model,
         topo,

@@ -139,7 +139,7 @@ fn from_model(
     machine: &super::MachineArgs,
 ) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
     let file = tdmap_sharing::ModelFile::read(path).map_err(input)?;
-    let topo = machine.load_or_recorded(&file.machine)?;
+    let topo = machine.load_or_recorded(&file.machine, path)?;
     Ok((file.accesses_f64(), file.n(), topo))
 }
 

@@ -76,13 +76,26 @@ impl MachineArgs {
         spec.load(self.distances.as_deref())
     }
 
-    /// The machine named by `--machine`, else `recorded` (the one a trace or model file
-    /// was made on) if tdmap knows it, else this machine; a bad spec is bad input.
-    pub fn load_or_recorded(&self, recorded: &str) -> anyhow::Result<tdmap_topo::Topology> {
+    /// The machine named by `--machine`, else `recorded` (the one the trace or model
+    /// `file` was made on) if tdmap knows it, else this machine; a bad spec is bad input,
+    /// and a recorded machine over the size limits is refused rather than replaced by
+    /// this one, which would map onto a machine nobody asked for.
+    pub fn load_or_recorded(
+        &self,
+        recorded: &str,
+        file: &std::path::Path,
+    ) -> anyhow::Result<tdmap_topo::Topology> {
         if self.machine.is_none() && !recorded.is_empty() {
             let spec = tdmap_topo::MachineSpec::parse(recorded);
-            if let Ok(t) = spec.load(self.distances.as_deref()) {
-                return Ok(t);
+            match spec.load(self.distances.as_deref()) {
+                Ok(t) => return Ok(t),
+                Err(e @ tdmap_topo::TopoError::TooBig { .. }) => {
+                    return Err(crate::exit::input(format!(
+                        "{}: the machine it records: {e}; pass --machine",
+                        file.display()
+                    )))
+                }
+                Err(_) => {}
             }
         }
         self.load().map_err(crate::exit::input)
@@ -94,6 +107,18 @@ impl MachineArgs {
             tdmap_topo::MachineSpec::Xml(p) => Some(p),
             _ => None,
         }
+    }
+}
+
+/// Bad input about file `path`: `err` prefixed with the file's name, unless it names the
+/// file already (a trace's I/O errors do), so that the name is printed once.
+pub(crate) fn input_about(path: &std::path::Path, err: impl std::fmt::Display) -> anyhow::Error {
+    let msg = err.to_string();
+    let name = path.display().to_string();
+    if msg.contains(&name) {
+        crate::exit::input(msg)
+    } else {
+        crate::exit::input(format!("{name}: {msg}"))
     }
 }
 

@@ -319,7 +319,8 @@ fn convert(
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
     let creating = || format!("creating {}", output.display());
     let out = crate::paths::create_new(output, force).with_context(creating)?;
-    let writer = Writer::from_file(out, output, header).with_context(creating)?;
+    // The writer's errors name the file already.
+    let writer = Writer::from_file(out, output, header).context("creating the trace")?;
     let mut stats = Stats::default();
     let mut threads: Vec<ThreadInfo> = Vec::new();
     let dec = Decoder::new(ctl.page_size);

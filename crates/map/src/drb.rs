@@ -5,7 +5,7 @@
 
 use crate::slots::{fit_to_capacity, repair, Slots};
 use crate::MapError;
-use tdmap_sys::scotch::{scotch_map_tleaf, CsrGraph};
+use tdmap_scotch::{scotch_map_tleaf, CsrGraph};
 
 /// Maps `n` threads sharing `m` (symmetric, n × n) onto `slots` with Scotch.
 pub fn map(slots: &Slots, m: &[f64], n: usize) -> Result<Vec<usize>, MapError> {

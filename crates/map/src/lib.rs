@@ -7,6 +7,7 @@
 //! page → node policies (first-touch, interleave, bind and the MAi policies of Minas). The `tdmap map` command
 //! and the runtime apply the results.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod baseline;

@@ -5,6 +5,8 @@
 //! from an online detector; the mapper takes [`SharingMatrix::to_f64_rows`], and
 //! `tdmap analyze` reports [`thread_metrics`] and [`data_metrics`].
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 mod error;
 mod from_trace;

@@ -8,6 +8,8 @@
 //! [`TraceInput`] replays `tdmap trace` files; [`policy::Kmaf`] is kMAF's online
 //! mechanism on `tdmap-sharing` and `tdmap-map`, and [`policy::Oracle`] the static oracle.
 
+#![forbid(unsafe_code)]
+
 mod access;
 mod cache;
 mod comparison;

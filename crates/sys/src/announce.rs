@@ -60,12 +60,7 @@ impl InheritedPipe {
                 Ok(n) => out.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(SysError::Syscall {
-                        call: "read",
-                        source,
-                    })
-                }
+                Err(err) => return Err(SysError::Syscall { call: "read", err }),
             }
         }
         Ok(self.eof)

@@ -102,7 +102,7 @@ impl RecordingSys {
 fn errno(call: &'static str, e: i32) -> SysError {
     SysError::Syscall {
         call,
-        source: std::io::Error::from_raw_os_error(e),
+        err: std::io::Error::from_raw_os_error(e),
     }
 }
 

@@ -43,15 +43,15 @@ impl FsRoot {
     /// Reads a whole file below the root.
     pub fn read(&self, abs: impl AsRef<Path>) -> Result<String, SysError> {
         let path = self.path(abs);
-        std::fs::read_to_string(&path).map_err(|source| SysError::Read { path, source })
+        std::fs::read_to_string(&path).map_err(|err| SysError::Read { path, err })
     }
 
     /// Lists the names in a directory below the root, sorted.
     pub fn list(&self, abs: impl AsRef<Path>) -> Result<Vec<String>, SysError> {
         let path = self.path(abs);
-        let rd = std::fs::read_dir(&path).map_err(|source| SysError::Read {
+        let rd = std::fs::read_dir(&path).map_err(|err| SysError::Read {
             path: path.clone(),
-            source,
+            err,
         })?;
         let mut names: Vec<String> = rd
             .filter_map(|e| e.ok())

@@ -22,7 +22,7 @@ fn write_clear_refs(fs: &FsRoot, abs: &str) -> Result<(), SysError> {
         .write(true)
         .open(&path)
         .and_then(|mut f| f.write_all(b"4"))
-        .map_err(|source| SysError::Write { path, source })
+        .map_err(|err| SysError::Write { path, err })
 }
 
 fn soft_dirty_bit(fs: &FsRoot, addr: usize) -> Result<bool, SysError> {
@@ -31,7 +31,7 @@ fn soft_dirty_bit(fs: &FsRoot, addr: usize) -> Result<bool, SysError> {
     let off = (addr / page_size() * 8) as u64;
     std::fs::File::open(&path)
         .and_then(|f| f.read_exact_at(&mut entry, off))
-        .map_err(|source| SysError::Read { path, source })?;
+        .map_err(|err| SysError::Read { path, err })?;
     Ok(u64::from_ne_bytes(entry) & PM_SOFT_DIRTY != 0)
 }
 

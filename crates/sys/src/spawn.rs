@@ -118,7 +118,7 @@ pub fn spawn_gated_env(
 ) -> Result<GatedChild, SysError> {
     let path = resolve(program).ok_or_else(|| SysError::Refused {
         call: "execve",
-        source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        err: std::io::Error::from_raw_os_error(libc::ENOENT),
         fix: "no such executable program: check its name, its x bit and PATH",
     })?;
     let path = cstring(path.as_os_str())?;
@@ -231,7 +231,7 @@ impl GatedChild {
             let _ = self.wait();
             return Err(SysError::Refused {
                 call: "execve",
-                source: std::io::Error::from_raw_os_error(e),
+                err: std::io::Error::from_raw_os_error(e),
                 fix:
                     "the program exists but could not be executed: check its format and permissions",
             });

@@ -187,7 +187,7 @@ pub fn wait(fd: i32, timeout_ms: i32) -> Result<bool, i32> {
 fn refused(e: i32, fix: &'static str) -> SysError {
     SysError::Refused {
         call: "userfaultfd",
-        source: std::io::Error::from_raw_os_error(e),
+        err: std::io::Error::from_raw_os_error(e),
         fix,
     }
 }

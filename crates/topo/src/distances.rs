@@ -30,7 +30,7 @@ impl Distances {
     /// A checked matrix from rows.
     pub fn from_rows(rows: Vec<Vec<i64>>, source: DistancesSource) -> Result<Self, TopoError> {
         let n = rows.len();
-        let bad = |why: String| TopoError::Distances { why };
+        let bad = |why: String| TopoError::Distances { why, nodes: n };
         if n == 0 {
             return Err(bad("it is empty".into()));
         }
@@ -78,7 +78,7 @@ impl Distances {
     /// Parses `local:remote` for `n` nodes, or a full matrix `a,b;c,d` (rows by `;` or
     /// newlines, values by `,` or spaces).
     pub fn parse(text: &str, n: usize) -> Result<Self, TopoError> {
-        let bad = |why: String| TopoError::Distances { why };
+        let bad = |why: String| TopoError::Distances { why, nodes: n };
         let num = |s: &str| -> Result<i64, TopoError> {
             s.trim()
                 .parse::<i64>()
@@ -113,11 +113,33 @@ impl Distances {
         Distances::from_rows(rows, DistancesSource::Given)
     }
 
+    /// What to pass for a machine of `n` nodes, quoted for a shell: the matrix form's
+    /// `;` would otherwise end the command (`--distances 10,20;20,10` runs `20,10`).
+    pub fn suggestion(n: usize) -> String {
+        let pair = "--distances 10:20 (10 local, 20 between any two nodes)";
+        if n == 0 || n > 8 {
+            return format!("give {pair}");
+        }
+        let rows: Vec<String> = (0..n)
+            .map(|i| {
+                let row: Vec<&str> = (0..n).map(|j| if i == j { "10" } else { "20" }).collect();
+                row.join(",")
+            })
+            .collect();
+        format!(
+            "the machine has {n} NUMA node{}: give {pair}, or a quoted {n}x{n} matrix with \
+             rows separated by ';', e.g. --distances \"{}\"",
+            if n == 1 { "" } else { "s" },
+            rows.join(";")
+        )
+    }
+
     fn check_diagonal(&self) -> Result<(), TopoError> {
         for i in 0..self.n {
             let local = self.get(i, i);
             if let Some(j) = (0..self.n).find(|&j| j != i && self.get(i, j) < local) {
                 return Err(TopoError::Distances {
+                    nodes: self.n,
                     why: format!(
                         "row {i} has {} at column {j}, below its diagonal {local}; the local distance must be the minimum",
                         self.get(i, j)
@@ -192,6 +214,24 @@ mod tests {
             let err = Distances::parse(text, n).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
             assert!(!err.contains('\n'));
+        }
+    }
+
+    /// Regression: the suggestion said "rows separated by ';'" without quotes or size, and
+    /// `--distances 10,20;20,10` typed that way is cut by the shell at the ';'. The
+    /// suggested values, unquoted, must be accepted for the machine's node count.
+    #[test]
+    fn the_suggested_distances_are_accepted() {
+        for (given, n) in [("10,20", 2), ("10:5", 3), ("10,20;20,10", 1), ("x", 12)] {
+            let err = Distances::parse(given, n).unwrap_err().to_string();
+            assert!(err.contains("--distances 10:20 "), "{err}");
+            Distances::parse("10:20", n).unwrap();
+            if let Some((_, quoted)) = err.split_once("e.g. --distances \"") {
+                let matrix = quoted.trim_end_matches('"');
+                assert_eq!(Distances::parse(matrix, n).unwrap().n, n, "{err}");
+            } else {
+                assert!(n > 8, "{err}");
+            }
         }
     }
 

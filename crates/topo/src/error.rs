@@ -13,6 +13,19 @@ pub enum TopoError {
         /// hwloc's reason.
         why: String,
     },
+    /// A synthetic machine is over tdmap's size limits, which keep hwloc from running for
+    /// minutes ([`MAX_PUS`](crate::MAX_PUS) PUs, [`MAX_ARITY`](crate::MAX_ARITY) per level).
+    #[error(
+        "machine {spec:?} is too big: {what}; tdmap's limits are {} PUs in total and {} children per object at each level, so that hwloc builds it in seconds",
+        crate::MAX_PUS,
+        crate::MAX_ARITY
+    )]
+    TooBig {
+        /// The string given.
+        spec: String,
+        /// Which limit it passes.
+        what: String,
+    },
     /// An XML file could not be read or parsed by hwloc.
     #[error("cannot load hwloc XML {path}: {why}; export one with `lstopo machine.xml`")]
     Xml {
@@ -20,6 +33,17 @@ pub enum TopoError {
         path: PathBuf,
         /// Why.
         why: String,
+    },
+    /// hwloc crashed (or hung) reading an XML file, in the child process that reads it
+    /// first so that tdmap survives.
+    #[error("hwloc could not read {path}: {why} (it crashed {hwloc}; check the file with lstopo or re-export it)")]
+    HwlocCrashed {
+        /// The file.
+        path: PathBuf,
+        /// The signal or time-out, and hwloc's last message.
+        why: String,
+        /// The hwloc release.
+        hwloc: &'static str,
     },
     /// No preset has that name.
     #[error("unknown machine {name:?}: give a preset ({presets}), an hwloc synthetic string containing ':', or an hwloc XML file")]
@@ -30,10 +54,12 @@ pub enum TopoError {
         presets: String,
     },
     /// A distance matrix is malformed.
-    #[error("invalid distance matrix: {why}; give \"local:remote\" (e.g. 10:20) or a square matrix with rows separated by ';'")]
+    #[error("invalid distance matrix: {why}; {}", crate::Distances::suggestion(*.nodes))]
     Distances {
         /// What is wrong.
         why: String,
+        /// The machine's NUMA nodes, for the suggestion.
+        nodes: usize,
     },
     /// hwloc could not discover the live machine.
     #[error("cannot discover this machine with hwloc: {0}")]

@@ -5,6 +5,8 @@
 //! comes from the live machine, an hwloc synthetic string, an hwloc XML export or a named
 //! preset of the papers' machines; [`MachineSpec`] names any of them.
 
+#![forbid(unsafe_code)]
+
 mod discover;
 mod distances;
 mod error;
@@ -13,6 +15,7 @@ mod render;
 mod spec;
 
 pub use discover::preset::{preset, preset_names, NEHALEM_EX, PRESETS};
+pub use discover::synthetic::{MAX_ARITY, MAX_PUS};
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
 pub use distances::{Distances, DistancesSource};
 pub use error::TopoError;

@@ -1,4 +1,7 @@
 //! Errors of the trace reader and writer; every error about file contents names a byte offset.
+//!
+//! An OS error is part of the message and is not also returned by `source()`, so that the
+//! binary, which prints the whole chain, prints it once.
 
 use std::path::PathBuf;
 
@@ -6,12 +9,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The operating system refused a read or write.
-    #[error("{path}: {source}")]
+    #[error("{path}: {err}")]
     Io {
         /// The trace file.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, not in `source()`).
+        err: std::io::Error,
     },
     /// The file does not start with the trace magic.
     #[error("not a tdmap trace (bad magic at byte 0); record one with `tdmap trace`")]

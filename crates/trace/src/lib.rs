@@ -9,6 +9,8 @@
 //! ends with a threads frame, an end frame with totals, and a 16-byte trailer that points
 //! at the threads frame so a reader knows the threads before the first event.
 
+#![forbid(unsafe_code)]
+
 mod check;
 mod chunk;
 mod codec;

@@ -42,9 +42,9 @@ impl Reader<BufReader<File>> {
     /// Opens a trace file, reading its header and (for a finished trace) its thread table.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let file = File::open(&path).map_err(|source| TraceError::Io {
+        let file = File::open(&path).map_err(|err| TraceError::Io {
             path: path.clone(),
-            source,
+            err,
         })?;
         Reader::with_source(BufReader::with_capacity(1 << 20, file), path)
     }
@@ -53,9 +53,9 @@ impl Reader<BufReader<File>> {
 impl<R: Read + Seek> Reader<R> {
     /// Reads a trace from any seekable source; `path` only names it in errors.
     pub fn with_source(mut src: R, path: PathBuf) -> Result<Self> {
-        let io = |source| TraceError::Io {
+        let io = |err| TraceError::Io {
             path: path.clone(),
-            source,
+            err,
         };
         let len = src.seek(SeekFrom::End(0)).map_err(io)?;
         src.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -191,9 +191,9 @@ impl<R: Read + Seek> Reader<R> {
         self.src
             .seek(SeekFrom::Start(to))
             .map(|_| ())
-            .map_err(|source| TraceError::Io {
+            .map_err(|err| TraceError::Io {
                 path: self.path.clone(),
-                source,
+                err,
             })
     }
 
@@ -356,7 +356,7 @@ fn read_exact(
         ErrorKind::UnexpectedEof => TraceError::Truncated { offset: at, what },
         _ => TraceError::Io {
             path: path.to_path_buf(),
-            source: e,
+            err: e,
         },
     })
 }

@@ -68,9 +68,9 @@ impl Writer {
     /// and the thread count are patched in place as the run goes on and at [`Writer::finish`].
     pub fn create(path: impl AsRef<Path>, header: Header) -> Result<Writer> {
         let path = path.as_ref();
-        let file = File::create(path).map_err(|source| TraceError::Io {
+        let file = File::create(path).map_err(|err| TraceError::Io {
             path: path.to_path_buf(),
-            source,
+            err,
         })?;
         Writer::from_file(file, path, header)
     }
@@ -79,9 +79,9 @@ impl Writer {
     /// its output without following symlinks); `path` names it in errors.
     pub fn from_file(file: File, path: impl AsRef<Path>, header: Header) -> Result<Writer> {
         let path = path.as_ref().to_path_buf();
-        let io = |source| TraceError::Io {
+        let io = |err| TraceError::Io {
             path: path.clone(),
-            source,
+            err,
         };
         let mut h = header;
         h.version = crate::VERSION;
@@ -117,7 +117,7 @@ impl Writer {
             .spawn(move || {
                 let r = bg
                     .run(done_rx)
-                    .map_err(|source| TraceError::Io { path: p2, source });
+                    .map_err(|err| TraceError::Io { path: p2, err });
                 if let Err(e) = &r {
                     *lock(&fail) = Some(e.to_string());
                 }
@@ -188,7 +188,7 @@ impl Writer {
                 .unwrap_or_else(|| "writer stopped".into());
             TraceError::Io {
                 path: self.path.clone(),
-                source: std::io::Error::other(why),
+                err: std::io::Error::other(why),
             }
         })?;
         q.seq += 1;

@@ -154,13 +154,7 @@ fn trace_threads(path: &Path) -> anyhow::Result<usize> {
 
 /// A trace that cannot be replayed is bad input; the message names the file once.
 fn bad_trace(path: &Path, e: RunError) -> anyhow::Error {
-    let msg = e.to_string();
-    let name = path.display().to_string();
-    if msg.contains(&name) {
-        input(msg)
-    } else {
-        input(format!("{name}: {msg}"))
-    }
+    super::input_about(path, e)
 }
 
 fn build(

@@ -132,11 +132,11 @@ pub(crate) fn open(attr: &Attr, pid: i32, cpu: i32) -> Result<i32, SysError> {
         )
     };
     if fd < 0 {
-        let source = std::io::Error::last_os_error();
-        let fix = open_fix(source.raw_os_error().unwrap_or(0));
+        let err = std::io::Error::last_os_error();
+        let fix = open_fix(err.raw_os_error().unwrap_or(0));
         return Err(SysError::Refused {
             call: "perf_event_open",
-            source,
+            err,
             fix,
         });
     }

@@ -164,7 +164,7 @@ impl PerfSampler {
                 (Scope::System, Some(errno @ (libc::EACCES | libc::EPERM))) => {
                     return Err(SysError::Refused {
                         call: "perf_event_open",
-                        source: std::io::Error::from_raw_os_error(errno),
+                        err: std::io::Error::from_raw_os_error(errno),
                         fix: "system-wide events need root, CAP_PERFMON or \
                               perf_event_paranoid <= 0; per-process events need none of these",
                     });

@@ -55,12 +55,12 @@ impl Ring {
             )
         };
         if p == libc::MAP_FAILED {
-            let source = std::io::Error::last_os_error();
+            let err = std::io::Error::last_os_error();
             // SAFETY: fd was opened above and is not used after this.
             unsafe { libc::close(fd) };
             return Err(SysError::Refused {
                 call: "mmap",
-                source,
+                err,
                 fix: "a perf ring could not be mapped; raise /proc/sys/kernel/perf_event_mlock_kb \
                       or use fewer ring pages",
             });

@@ -3,64 +3,36 @@
 
 mod hwloc;
 pub mod preset;
+pub mod synthetic;
+mod xml;
 
 use crate::{Distances, TopoError, Topology};
-use hwlocality::topology::builder::BuildFlags;
-use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+pub use synthetic::from_synthetic;
+pub use xml::from_xml_file;
+
+/// Held around every use of hwloc in this process, from building a topology to dropping
+/// it: hwloc keeps global state behind its own locks (its component list, libxml2's
+/// parser), and an XML file is first loaded in a forked child (see `xml`), which would
+/// wait forever for a lock that another thread held at the fork.
+static HWLOC: Mutex<()> = Mutex::new(());
+
+/// Takes [`HWLOC`]; a panic while holding it leaves hwloc usable, so poison is ignored.
+fn hwloc_lock() -> MutexGuard<'static, ()> {
+    HWLOC.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The live machine, as hwloc discovers it. `TDMAP_FSROOT` moves the `/sys` root
 /// (it is passed on to hwloc as `HWLOC_FSROOT`).
 pub fn live() -> Result<Topology, TopoError> {
+    let _hwloc = hwloc_lock();
     let root = tdmap_sys::FsRoot::from_env();
     if root != tdmap_sys::FsRoot::default() {
         std::env::set_var("HWLOC_FSROOT", root.path("/"));
     }
     let topo = hwlocality::Topology::new().map_err(|e| TopoError::Discovery(e.to_string()))?;
     hwloc::convert(&topo, "this machine")
-}
-
-/// A machine from an hwloc synthetic description, e.g. `package:2 numa:2 core:4 pu:2`.
-/// hwloc wants PUs last; a string that stops above them gets one PU per core.
-pub fn from_synthetic(spec: &str) -> Result<Topology, TopoError> {
-    let bad = |why: String| TopoError::Synthetic {
-        spec: spec.to_string(),
-        why,
-    };
-    let last = spec.split_whitespace().last().unwrap_or("");
-    let full = if last.to_ascii_lowercase().starts_with("pu:") {
-        spec.to_string()
-    } else {
-        format!("{spec} pu:1")
-    };
-    let topo = hwlocality::Topology::builder()
-        .from_synthetic(&full)
-        .map_err(|_| bad("hwloc rejected it".into()))?
-        .with_flags(BuildFlags::empty())
-        .map_err(|e| bad(e.to_string()))?
-        .build()
-        .map_err(|e| bad(e.to_string()))?;
-    hwloc::convert(&topo, spec)
-}
-
-/// A machine from an hwloc XML export (`lstopo machine.xml`).
-pub fn from_xml_file(path: &Path) -> Result<Topology, TopoError> {
-    let bad = |why: String| TopoError::Xml {
-        path: path.to_path_buf(),
-        why,
-    };
-    if !path.is_file() {
-        return Err(bad("no such file".into()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    if !text.trim_start().starts_with("<?xml") && !text.trim_start().starts_with("<topology") {
-        return Err(bad("not an XML document".into()));
-    }
-    let topo = hwlocality::Topology::builder()
-        .from_xml(&text)
-        .map_err(|_| bad("hwloc rejected its content".into()))?
-        .build()
-        .map_err(|_| bad("hwloc rejected its content".into()))?;
-    hwloc::convert(&topo, &path.display().to_string())
 }
 
 /// Replaces a topology's distances, checking that they fit its node count.

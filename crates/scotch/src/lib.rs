@@ -1,10 +1,29 @@
-//! The one foreign library that is not the kernel: libscotch's graph mapping, for the
-//! `drb` thread-mapping algorithm of tdmap-map (kMAF §3.4.1). It lives here because only
-//! this crate may use `unsafe`; the interface is plain slices, so tdmap-map stays pure.
+//! The one foreign library that is not the kernel or hwloc: libscotch's graph mapping,
+//! for the `drb` thread-mapping algorithm of tdmap-map (kMAF §3.4.1). It is a crate of
+//! its own so that the mapper reaches Scotch without depending on the syscall layer
+//! (tdmap-sys); it is one of the few crates that may use `unsafe`, and its interface is
+//! plain slices, so tdmap-map stays pure and forbids `unsafe`.
 
-use crate::SysError;
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use scotch_sys as s;
 use std::mem::MaybeUninit;
+
+/// Why Scotch could not map a graph.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScotchError {
+    /// The arrays passed in disagree with each other.
+    #[error("invalid argument to scotch: {0}")]
+    Invalid(&'static str),
+    /// A libscotch call returned an error code.
+    #[error("invalid argument to {call}: Scotch returned {rc}")]
+    Call {
+        /// The libscotch function.
+        call: &'static str,
+        /// Its return code.
+        rc: i32,
+    },
+}
 
 /// A sharing graph in compressed sparse rows, as Scotch wants it (base 0).
 #[derive(Debug, Clone, Default)]
@@ -26,10 +45,12 @@ pub fn scotch_map_tleaf(
     sizes: &[i32],
     links: &[i32],
     balance: bool,
-) -> Result<Vec<i32>, SysError> {
+) -> Result<Vec<i32>, ScotchError> {
     let n = graph.xadj.len().saturating_sub(1);
     if sizes.is_empty() || sizes.len() != links.len() || graph.adjncy.len() != graph.adjwgt.len() {
-        return Err(invalid("tleaf levels or graph arrays disagree"));
+        return Err(ScotchError::Invalid(
+            "tleaf levels or graph arrays disagree",
+        ));
     }
     let parts: i64 = sizes.iter().map(|&x| i64::from(x)).product();
     let mut out = vec![0i32; n];
@@ -47,34 +68,23 @@ pub fn scotch_map_tleaf(
     Ok(out)
 }
 
-fn invalid(what: &str) -> SysError {
-    SysError::Invalid {
-        call: "scotch",
-        what: what.to_string(),
-    }
-}
-
-fn check(rc: i32, call: &'static str) -> Result<(), SysError> {
+fn check(rc: i32, call: &'static str) -> Result<(), ScotchError> {
     if rc == 0 {
         Ok(())
     } else {
-        Err(SysError::Invalid {
-            call,
-            what: format!("Scotch returned {rc}"),
-        })
+        Err(ScotchError::Call { call, rc })
     }
 }
 
 struct Arch(s::SCOTCH_Arch);
 
 impl Arch {
-    fn tleaf(sizes: &[i32], links: &[i32]) -> Result<Arch, SysError> {
+    fn tleaf(sizes: &[i32], links: &[i32]) -> Result<Arch, ScotchError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Arch>::uninit();
-        // SAFETY: SCOTCH_archInit initialises the structure when it returns 0.
-        check(
-            unsafe { s::SCOTCH_archInit(raw.as_mut_ptr()) },
-            "SCOTCH_archInit",
-        )?;
+        // SAFETY: SCOTCH_archInit only writes the structure behind the pointer, which
+        // `raw` owns; it is initialised when the call returns 0.
+        let rc = unsafe { s::SCOTCH_archInit(raw.as_mut_ptr()) };
+        check(rc, "SCOTCH_archInit")?;
         // SAFETY: initialised just above.
         let mut arch = Arch(unsafe { raw.assume_init() });
         let levels = sizes.len() as s::SCOTCH_Num;
@@ -96,13 +106,12 @@ impl Drop for Arch {
 struct Graph(s::SCOTCH_Graph);
 
 impl Graph {
-    fn build(g: &CsrGraph) -> Result<Graph, SysError> {
+    fn build(g: &CsrGraph) -> Result<Graph, ScotchError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Graph>::uninit();
-        // SAFETY: SCOTCH_graphInit initialises the structure when it returns 0.
-        check(
-            unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) },
-            "SCOTCH_graphInit",
-        )?;
+        // SAFETY: SCOTCH_graphInit only writes the structure behind the pointer, which
+        // `raw` owns; it is initialised when the call returns 0.
+        let rc = unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) };
+        check(rc, "SCOTCH_graphInit")?;
         // SAFETY: initialised just above.
         let mut graph = Graph(unsafe { raw.assume_init() });
         let n = (g.xadj.len() - 1) as s::SCOTCH_Num;
@@ -139,13 +148,12 @@ impl Drop for Graph {
 struct Strat(s::SCOTCH_Strat);
 
 impl Strat {
-    fn map(parts: i64, balance: bool) -> Result<Strat, SysError> {
+    fn map(parts: i64, balance: bool) -> Result<Strat, ScotchError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Strat>::uninit();
-        // SAFETY: SCOTCH_stratInit initialises the structure when it returns 0.
-        check(
-            unsafe { s::SCOTCH_stratInit(raw.as_mut_ptr()) },
-            "SCOTCH_stratInit",
-        )?;
+        // SAFETY: SCOTCH_stratInit only writes the structure behind the pointer, which
+        // `raw` owns; it is initialised when the call returns 0.
+        let rc = unsafe { s::SCOTCH_stratInit(raw.as_mut_ptr()) };
+        check(rc, "SCOTCH_stratInit")?;
         // SAFETY: initialised just above.
         let mut strat = Strat(unsafe { raw.assume_init() });
         if balance {
