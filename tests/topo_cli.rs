@@ -184,19 +184,34 @@ fn synthetic_machines_over_the_limits_exit_2() {
     }
 }
 
-/// A model file whose `machine` field is over the limits is refused, naming the file,
+/// A trace or model file whose recorded machine is over the limits is refused, naming the file,
 /// instead of hanging (or of mapping onto this machine instead).
 #[test]
-fn a_model_file_recording_a_huge_machine_exits_2() {
+fn a_trace_recording_a_huge_machine_exits_2() {
     let dir = std::env::temp_dir().join(format!("tdmap-topo-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("model.json");
-    let model = r#"{"format": "tdmap-model-v1", "machine": "core:1000 pu:1000",
-                    "matrix_accesses": [[0, 5], [5, 0]]}"#;
-    std::fs::write(&f, model).unwrap();
-    let out = tdmap(&["map", "--model", f.to_str().unwrap()]);
+    // A trace recorded on the huge machine: `map --trace` reads its machine the way
+    // `map --model` does (MachineArgs::load_or_recorded).
+    let t = dir.join("huge.trace");
+    let mut h = tdmap_trace::Header::new(vec!["p".into()], "core:1000 pu:1000");
+    h.threads = 2;
+    let w = tdmap_trace::Writer::create(&t, h).unwrap();
+    for thread in 0..2 {
+        let a = tdmap_trace::Access {
+            thread,
+            addr: 0x1000,
+            size: 8,
+            write: false,
+            time: u64::from(thread),
+        };
+        w.append_accesses(thread, &[a]).unwrap();
+    }
+    w.finish(tdmap_trace::TraceStatus::Complete).unwrap();
+    let out = tdmap(&["map", "--trace", t.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&f);
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_bad_input(&out, "model.json: the machine it records");
+    assert_bad_input(&out, "huge.trace: the machine it records");
     assert_bad_input(&out, "1000000 PUs");
 }
 
