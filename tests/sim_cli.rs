@@ -255,3 +255,24 @@ fn bad_input_exits_2_with_one_line() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 16 must-show 6: the simulator offers tdmap run's loop under both rule sets, and
+/// kMAF Fig. 11's variants, each a row of its own.
+#[test]
+fn kmaf_and_kmaf_paper_are_both_rows() {
+    let trace = traced("pairs", "4096");
+    let policies = "kmaf,kmaf-paper,kmaf-threads,kmaf-data";
+    let out = sim(&trace, &["--machine", MACHINE, "--policies", policies]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in policies.split(',') {
+        assert!(
+            text.lines().any(|l| l.split_whitespace().next() == Some(p)),
+            "no {p} row: {text}"
+        );
+    }
+}
