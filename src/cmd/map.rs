@@ -67,12 +67,18 @@ pub fn run(args: Args) -> Result<i32> {
             )))
         }
     };
+    // Whether the trace was Complete; None for a matrix or a model.
+    let mut complete = None;
     let (m, n, topo) = match (&args.matrix, &args.trace, &args.model) {
         (Some(path), _, _) => {
             let (m, n) = read_matrix(path)?;
             (m, n, args.machine.load().map_err(input)?)
         }
-        (None, Some(path), _) => from_trace(path, &args.machine)?,
+        (None, Some(path), _) => {
+            let (m, n, topo, whole) = from_trace(path, &args.machine)?;
+            complete = Some(whole);
+            (m, n, topo)
+        }
         (None, None, Some(path)) => from_model(path, &args.machine)?,
         (None, None, None) => {
             return Err(input("give --matrix M.csv, --trace T or --model M.json"))
@@ -107,6 +113,10 @@ pub fn run(args: Args) -> Result<i32> {
                 "node": topo.pus[pu].node,
             })).collect::<Vec<_>>(),
         });
+        let mut json = json;
+        if let Some(c) = complete {
+            json["complete"] = c.into();
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         writeln!(
@@ -126,11 +136,12 @@ fn read_matrix(path: &Path) -> Result<(Vec<f64>, usize)> {
     tdmap_map::parse_csv(&text).map_err(|e| input(format!("{}: {e}", path.display())))
 }
 
-/// The sharing matrix of a trace (accesses to shared blocks) and the machine to map on.
+/// The sharing matrix of a trace (accesses to shared blocks), the machine to map on, and
+/// whether the trace was Complete (said on stderr when not).
 fn from_trace(
     path: &Path,
     machine: &super::MachineArgs,
-) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
+) -> Result<(Vec<f64>, usize, tdmap_topo::Topology, bool)> {
     use super::analyze::{build_model, load_machine, thread_nodes, Grain};
     let name = path.display();
     let mut reader = tdmap_trace::Reader::open(path).map_err(|e| input(format!("{name}: {e}")))?;
@@ -146,8 +157,9 @@ fn from_trace(
     };
     let model = build_model(&mut reader, &topo, &nodes, grain)
         .map_err(|e| input(format!("{name}: {e:#}")))?;
+    let complete = super::say_ending(&name.to_string(), reader.ending());
     let m = model.matrix(tdmap_sharing::Metric::Accesses).to_f64_rows();
-    Ok((m, threads, topo))
+    Ok((m, threads, topo, complete))
 }
 
 /// The matrix of accesses to shared lines in a `tdmap trace --model-only` file, and the

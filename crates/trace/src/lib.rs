@@ -22,7 +22,7 @@ pub use check::{check, check_bytes, CheckReport, Problem};
 pub use chunk::{AccessChunk, Chunk, FaultChunk};
 pub use error::{Result, TraceError};
 pub use prefetch::Prefetch;
-pub use reader::{Events, Reader, Totals};
+pub use reader::{Ending, Events, Reader, Totals};
 pub use types::{Access, Event, Fault, Header, ThreadInfo, TraceStatus, TraceVersion};
 pub use writer::Writer;
 

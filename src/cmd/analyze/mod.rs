@@ -113,12 +113,18 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let model = build_model(&mut reader, &topo, &nodes, grain)
         .map_err(|e| input(format!("{name}: {e:#}")))?;
+    let complete = super::say_ending(&name, reader.ending());
+    let header = tdmap_trace::Header {
+        status: reader.ending().map_or(header.status, |e| e.status),
+        ..header
+    };
     let metric = match args.metric {
         MetricArg::Accesses => Metric::Accesses,
         MetricArg::Amount => Metric::Amount,
     };
     let mut rep = Report::new(&name, &header, &model, &topo, &sizes, metric, args.top)?;
     rep.set_thread_nodes(nodes);
+    rep.set_complete(complete);
     if let Some(path) = &args.heatmap {
         write_heatmap(path, &args.trace, &model, metric)?;
     }

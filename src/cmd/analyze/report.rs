@@ -28,6 +28,9 @@ pub struct Report {
     program: Vec<String>,
     recorded_machine: String,
     status: String,
+    /// False when the trace is not whole or its run did not end normally
+    /// ([`tdmap_trace::Ending`]); then the figures cover only what was read.
+    complete: bool,
     threads: usize,
     events: u64,
     machine: String,
@@ -79,6 +82,7 @@ impl Report {
             program: h.program.clone(),
             recorded_machine: h.machine.clone(),
             status: format!("{:?}", h.status),
+            complete: false,
             threads: acc.n(),
             events: model.events(),
             machine: topo.name.clone(),
@@ -124,6 +128,11 @@ impl Report {
         } else {
             "moderate potential: pages are shared across nodes; interleave the shared ones and place the exclusive ones".into()
         };
+    }
+
+    /// Records whether the trace was Complete.
+    pub fn set_complete(&mut self, complete: bool) {
+        self.complete = complete;
     }
 
     /// Sets where each thread was assumed to run.

@@ -78,6 +78,8 @@ struct Output {
     machine: String,
     threads: usize,
     accesses: u64,
+    /// False when the trace is not whole or its run did not end normally.
+    complete: bool,
     seed: u64,
     period_cycles: u64,
     baseline: &'static str,
@@ -124,6 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(ms) => return Err(input(format!("--period-ms {ms}: give a positive number"))),
         None => profile.period(hz, 5, MIN_PERIODS),
     };
+    super::say_ending(&args.trace.display().to_string(), profile.ending);
     cfg.tick_cycles = Some(period);
     let policies = build(&names, args.seed, oracle.as_ref(), &cfg);
     let reports = replay(&args.trace, &topo, &cfg, policies, &profile)?;
@@ -276,6 +279,7 @@ fn output(
         machine: topo.name.clone(),
         threads: profile.threads,
         accesses: profile.total(),
+        complete: profile.ending.is_some_and(|e| e.complete()),
         seed: args.seed,
         period_cycles: period,
         baseline: "os",
