@@ -13,6 +13,7 @@ mod owner;
 pub mod perf;
 #[cfg(feature = "scotch")]
 pub mod scotch;
+mod signals;
 mod softdirty;
 mod spawn;
 pub mod uffd;
@@ -24,6 +25,7 @@ pub use linux::LinuxSys;
 pub use mem::{MbindFlags, MemPolicy, MAX_NODES};
 pub use meminfo::{node_memory, NodeMemory};
 pub use owner::{owned_by_caller, process_uids, task_ids};
+pub use signals::{forward_signals, Forwarding, FORWARDED, STOP_SIGNALS};
 pub use softdirty::{inject_soft_dirty_faults, soft_dirty_available};
 pub use spawn::{spawn_gated, spawn_gated_env, GatedChild};
 pub use vm::page_size;
