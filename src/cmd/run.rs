@@ -126,6 +126,7 @@ pub fn run(args: Args) -> Result<i32> {
     let env = preload::env(&settings, args.period);
     let mut child = tdmap_sys::spawn_gated_env(prog, rest, &env)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
+    let _fwd = tdmap_sys::forward_signals(child.pid())?;
     let fs = FsRoot::default();
     let sampler = PerfSampler::open(&fs, child.pid(), &SamplerConfig::default())
         .map_err(|e| input(format!("cannot sample page faults: {e}")))?;

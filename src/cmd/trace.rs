@@ -23,8 +23,9 @@ use std::ffi::OsString;
 use std::io::{BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::Instant;
+use tdmap_sys::{Forwarding, GatedChild, STOP_SIGNALS};
 use tdmap_trace::{Access, Fault, Header, ThreadInfo, TraceStatus, Writer};
 
 /// Arguments of `tdmap trace`.
@@ -54,9 +55,12 @@ pub struct Args {
     /// or `all` (every thread, the trace paper's exact count; the default).
     #[arg(long, value_name = "N|all", value_parser = super::analyze::parse_sharers, requires = "model_only")]
     sharers: Option<tdmap_sharing::Sharers>,
-    /// Print the summary as JSON on stdout.
+    /// Print the summary as JSON on stderr (the program owns stdout).
     #[arg(long)]
     json: bool,
+    /// Write the summary as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
     /// The program built with `tdmap cc`, then its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
@@ -117,7 +121,9 @@ pub fn run(args: Args) -> Result<i32> {
         return model::run(&args, &output, &scratch, has_runtime);
     }
     let started = Instant::now();
-    let status = spawn(&args, &scratch)?;
+    // Alive until the trace is written: a signal then neither kills tdmap nor leaves the
+    // scratch files behind.
+    let (status, _fwd) = spawn(&args, &scratch)?;
     let mut sum = Summary {
         run_seconds: started.elapsed().as_secs_f64(),
         ..Summary::default()
@@ -129,7 +135,7 @@ pub fn run(args: Args) -> Result<i32> {
     if args.count_only {
         sum.accesses = ctl.done.unwrap_or(0);
         sum.status = "counted".into();
-        print_summary(&sum, args.json)?;
+        print_line(&sum, &args)?;
         return Ok(child_code(&status));
     }
     let t = Instant::now();
@@ -148,14 +154,23 @@ pub fn run(args: Args) -> Result<i32> {
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
     fill(&mut sum, &stats, &output, status_of(&ctl, &status, torn));
-    print_summary(&sum, args.json)?;
+    print_line(&sum, &args)?;
     explain(&sum, &ctl, &status);
     if sum.accesses == 0 {
         let _ = std::fs::remove_file(&output);
         anyhow::bail!("the program recorded no accesses, so no trace was written");
     }
-    let failed = ctl.crashed.is_some() || status.signal().is_some() || ctl.write_errno.is_some();
-    Ok(if failed { FAILED } else { child_code(&status) })
+    Ok(exit_code(&ctl, &status))
+}
+
+/// The program's status as a shell reports it (128 + N for a death by signal N), or 1
+/// when the program exited but its trace could not be written whole.
+fn exit_code(ctl: &Control, status: &ExitStatus) -> i32 {
+    match status.signal() {
+        Some(sig) => 128 + sig,
+        None if ctl.crashed.is_some() || ctl.write_errno.is_some() => FAILED,
+        None => child_code(status),
+    }
 }
 
 /// Fails unless the runtime answered: exit 1 if an instrumented program's runtime could
@@ -226,28 +241,34 @@ fn scratch_files(output: &Path) -> Result<Scratch> {
     Ok(s)
 }
 
-fn spawn(args: &Args, scratch: &Scratch) -> Result<ExitStatus> {
+/// Runs the program to its end; the signal forwarding stays on until the guard drops.
+fn spawn(args: &Args, scratch: &Scratch) -> Result<(ExitStatus, Forwarding)> {
     let name = args.command[0].to_string_lossy();
-    let mut child = command(args, scratch)
-        .spawn()
-        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
-    child
+    let (mut child, fwd) = start(args, scratch)?;
+    let status = child
         .wait()
-        .with_context(|| format!("waiting for '{name}'"))
+        .with_context(|| format!("waiting for '{name}'"))?;
+    Ok((status, fwd))
 }
 
-/// The program's command line with the runtime's environment.
-fn command(args: &Args, scratch: &Scratch) -> Command {
-    let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..])
-        .env(wire::ENV_DATA, &scratch.data)
-        .env(wire::ENV_CTL, &scratch.ctl);
-    cmd.env(wire::ENV_FILTER, if args.filter_lines { "1" } else { "0" });
-    cmd.env(
-        wire::ENV_COUNT_ONLY,
-        if args.count_only { "1" } else { "0" },
-    );
-    cmd
+/// Starts the program with the runtime's environment the way `tdmap run` does (tdmap-sys:
+/// tdmap's stdio and signal mask, default dispositions) and forwards signals to it.
+fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
+    let name = args.command[0].to_string_lossy();
+    let flag = |on: bool| OsString::from(if on { "1" } else { "0" });
+    let env = [
+        (wire::ENV_DATA.into(), scratch.data.clone().into_os_string()),
+        (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
+        (wire::ENV_FILTER.into(), flag(args.filter_lines)),
+        (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
+    ];
+    let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
+        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    let fwd = tdmap_sys::forward_signals(child.pid())?;
+    child
+        .release()
+        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    Ok((child, fwd))
 }
 
 /// What the runtime said through the control file.
@@ -280,15 +301,20 @@ impl Control {
     }
 }
 
-/// Crashed if the program died of a signal; Incomplete if a write failed or the program
-/// never reached its exit handler; else Complete.
+/// The signal that ended the program, as the runtime or the exit status says.
+fn death_signal(ctl: &Control, status: &ExitStatus) -> Option<i32> {
+    ctl.crashed.map(|s| s as i32).or(status.signal())
+}
+
+/// Incomplete if the program was stopped by a signal (SIGTERM, Ctrl-C, ...), a write
+/// failed or the program never reached its exit handler; Crashed if it died of another
+/// signal; else Complete.
 fn status_of(ctl: &Control, status: &ExitStatus, torn: bool) -> TraceStatus {
-    if ctl.crashed.is_some() || status.signal().is_some() {
-        TraceStatus::Crashed
-    } else if torn || ctl.write_errno.is_some() || ctl.done.is_none() {
-        TraceStatus::Incomplete
-    } else {
-        TraceStatus::Complete
+    match death_signal(ctl, status) {
+        Some(sig) if STOP_SIGNALS.contains(&sig) => TraceStatus::Incomplete,
+        Some(_) => TraceStatus::Crashed,
+        None if torn || ctl.write_errno.is_some() || ctl.done.is_none() => TraceStatus::Incomplete,
+        None => TraceStatus::Complete,
     }
 }
 
@@ -441,10 +467,22 @@ fn child_code(status: &ExitStatus) -> i32 {
     status.code().unwrap_or(FAILED).max(OK)
 }
 
-fn print_summary(sum: &Summary, json: bool) -> Result<()> {
-    if json {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", serde_json::to_string_pretty(sum)?)?;
+/// The summary: JSON to `--summary FILE` and, with `--json`, on stderr (never on stdout,
+/// which is the program's); else one line on stderr.
+fn print_summary(sum: &impl Serialize, args: &Args) -> Result<bool> {
+    let json = serde_json::to_string_pretty(sum)?;
+    if let Some(path) = &args.summary {
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("writing the summary to {}", path.display()))?;
+    }
+    if args.json {
+        writeln!(std::io::stderr().lock(), "{json}")?;
+    }
+    Ok(args.json)
+}
+
+fn print_line(sum: &Summary, args: &Args) -> Result<()> {
+    if print_summary(sum, args)? {
         return Ok(());
     }
     let to = sum
@@ -465,9 +503,14 @@ fn explain(sum: &Summary, ctl: &Control, status: &ExitStatus) {
         let err = std::io::Error::from_raw_os_error(e as i32);
         eprintln!("tdmap: writing the raw trace failed ({err}); the trace is marked Incomplete");
     }
-    if let Some(sig) = ctl.crashed.or(status.signal().map(|s| s as u32)) {
+    if let Some(sig) = death_signal(ctl, status) {
+        let mark = if STOP_SIGNALS.contains(&sig) {
+            "Incomplete"
+        } else {
+            "Crashed"
+        };
         eprintln!(
-            "tdmap: the program died of signal {sig}; the trace was flushed and marked Crashed"
+            "tdmap: the program died of signal {sig}; the trace was flushed and marked {mark}"
         );
     } else if let Some(code) = sum.exit_code.filter(|&c| c != 0) {
         eprintln!("tdmap: the program exited with code {code}");
