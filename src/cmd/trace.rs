@@ -120,6 +120,11 @@ pub fn run(args: Args) -> Result<i32> {
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
     }
+    // The trace's header goes to the disk before the program runs, so a scratch file
+    // that fills the disk cannot leave a 0-byte trace; removed again if the run fails.
+    let trace = (!args.count_only)
+        .then(|| open_trace(&args, &output))
+        .transpose()?;
     let started = Instant::now();
     // Alive until the trace is written: a signal then neither kills tdmap nor leaves the
     // scratch files behind.
@@ -139,8 +144,51 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(child_code(&status));
     }
     let t = Instant::now();
+    let mut trace = trace.expect("opened unless counting");
+    let (torn, stats, write_err) = convert(&scratch.data, &trace.writer, &ctl, &status)?;
+    sum.convert_seconds = t.elapsed().as_secs_f64();
+    sum.output = Some(output.clone());
+    let status_now = if write_err.is_some() {
+        TraceStatus::Incomplete
+    } else {
+        status_of(&ctl, &status, torn)
+    };
+    fill(&mut sum, &stats, &output, status_now);
+    print_line(&sum, &args)?;
+    explain(&sum, &ctl, &status);
+    if let Some(e) = write_err {
+        trace.keep = true;
+        eprintln!(
+            "tdmap: {e}; the trace keeps every whole frame written before and is marked Incomplete"
+        );
+        return Ok(FAILED);
+    }
+    if sum.accesses == 0 {
+        anyhow::bail!("the program recorded no accesses, so no trace was written");
+    }
+    trace.keep = true;
+    Ok(exit_code(&ctl, &status))
+}
+
+/// The trace being written; its file is removed on drop unless `keep` is set.
+struct OpenTrace {
+    writer: Writer,
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for OpenTrace {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Creates the trace and writes its header; exit 2 if that fails (before the program runs).
+fn open_trace(args: &Args, output: &Path) -> Result<OpenTrace> {
     let header = Header {
-        page_size: ctl.page_size as u32,
+        page_size: tdmap_sys::page_size() as u32,
         status: TraceStatus::Incomplete,
         ..Header::new(
             args.command
@@ -150,17 +198,17 @@ pub fn run(args: Args) -> Result<i32> {
             "local",
         )
     };
-    let (torn, stats) = convert(&scratch.data, &output, header, &ctl, &status)?;
-    sum.convert_seconds = t.elapsed().as_secs_f64();
-    sum.output = Some(output.clone());
-    fill(&mut sum, &stats, &output, status_of(&ctl, &status, torn));
-    print_line(&sum, &args)?;
-    explain(&sum, &ctl, &status);
-    if sum.accesses == 0 {
-        let _ = std::fs::remove_file(&output);
-        anyhow::bail!("the program recorded no accesses, so no trace was written");
+    match Writer::create(output, header) {
+        Ok(writer) => Ok(OpenTrace {
+            writer,
+            path: output.to_path_buf(),
+            keep: false,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(output);
+            Err(input(format!("{e}; free some space or choose another -o")))
+        }
     }
-    Ok(exit_code(&ctl, &status))
 }
 
 /// The program's status as a shell reports it (128 + N for a death by signal N), or 1
@@ -327,25 +375,31 @@ struct Stats {
     filtered: u64,
 }
 
-/// Converts the raw chunks into the trace at `output`; returns whether the raw file was torn.
+/// Converts the raw chunks into the trace; returns whether the raw file was torn, the
+/// counts, and the trace's write error if one stopped it (the trace then keeps its whole
+/// frames). Frees the raw file's disk blocks behind the reader as it goes, so the trace
+/// can grow on a disk the raw file filled.
 fn convert(
     raw: &Path,
-    output: &Path,
-    header: Header,
+    writer: &Writer,
     ctl: &Control,
     status: &ExitStatus,
-) -> Result<(bool, Stats)> {
-    let file = std::fs::File::open(raw)
+) -> Result<(bool, Stats, Option<tdmap_trace::TraceError>)> {
+    // Writable, or fallocate cannot punch holes in it.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(raw)
         .with_context(|| format!("opening the raw trace {}", raw.display()))?;
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
-    let writer =
-        Writer::create(output, header).with_context(|| format!("creating {}", output.display()))?;
+    let mut punched = 0u64;
     let mut stats = Stats::default();
     let mut threads: Vec<ThreadInfo> = Vec::new();
     let dec = Decoder::new(ctl.page_size);
     let mut base = None;
     let (mut acc, mut faults) = (Vec::new(), Vec::new());
     while let Some(ev) = rd.next_event().context("reading the raw trace")? {
+        punched = punch_behind(rd.get_ref(), punched);
         match ev {
             RawEvent::Thread { id, os_tid, time } => {
                 base.get_or_insert(time);
@@ -361,10 +415,10 @@ fn convert(
                 c.rebase(*base.get_or_insert(c.ticks[0]));
                 let split = dec.chunk(&c, &mut acc, &mut faults);
                 let thread = c.thread;
-                writer.append_accesses(thread, &acc[..split])?;
-                if !faults.is_empty() {
-                    writer.append_faults(thread, &faults)?;
-                    writer.append_accesses(thread, &acc[split..])?;
+                if let Err(e) = append(writer, thread, &acc, split, &faults) {
+                    // The writer stopped at its first failed write; finishing reports it.
+                    let _ = writer.finish(TraceStatus::Incomplete);
+                    return Ok((rd.torn, stats, Some(e)));
                 }
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
@@ -373,9 +427,46 @@ fn convert(
         }
     }
     threads.sort_by_key(|t| t.id);
-    writer.set_threads(threads)?;
-    writer.finish(status_of(ctl, status, rd.torn))?;
-    Ok((rd.torn, stats))
+    let end = writer
+        .set_threads(threads)
+        .and_then(|_| writer.finish(status_of(ctl, status, rd.torn)));
+    Ok((rd.torn, stats, end.err()))
+}
+
+/// Appends one chunk's accesses, with its first-touch faults after the first `split`.
+fn append(
+    writer: &Writer,
+    thread: u32,
+    acc: &[Access],
+    split: usize,
+    faults: &[Fault],
+) -> tdmap_trace::Result<()> {
+    writer.append_accesses(thread, &acc[..split])?;
+    if !faults.is_empty() {
+        writer.append_faults(thread, faults)?;
+        writer.append_accesses(thread, &acc[split..])?;
+    }
+    Ok(())
+}
+
+/// Bytes of the raw file read between two hole punches: small, since the disk may be
+/// full and the trace needs the room (a syscall per 64 KiB costs nothing next to decoding).
+const PUNCH_EVERY: u64 = 64 << 10;
+
+/// Frees the raw file's blocks before what `src` still has to hand out, every
+/// [`PUNCH_EVERY`] bytes; returns the new punched length.
+fn punch_behind(src: &BufReader<std::fs::File>, punched: u64) -> u64 {
+    use std::io::Seek;
+    let Ok(pos) = src.get_ref().stream_position() else {
+        return punched;
+    };
+    let done = pos.saturating_sub(src.buffer().len() as u64);
+    if done < punched + PUNCH_EVERY {
+        return punched;
+    }
+    // Only disk space is at stake: a file system without holes keeps the bytes.
+    let _ = tdmap_sys::punch_hole(src.get_ref(), done);
+    done
 }
 
 /// Turns raw chunks into trace events.

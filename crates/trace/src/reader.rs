@@ -50,7 +50,7 @@ impl Ending {
             return None;
         }
         Some(if self.end_marker {
-            format!("{name} is incomplete: its writer did not finish; results cover what was read")
+            format!("{name} is incomplete: the run it records was cut short; results cover what was read")
         } else {
             format!(
                 "{name} is incomplete: it ends at byte {}, before its end marker; results cover what was read",
