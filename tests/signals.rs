@@ -287,3 +287,45 @@ fn trace_json_leaves_the_programs_stdout_alone() {
         serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
     assert_eq!(in_file, on_stderr);
 }
+
+/// After the program ended a signal is for tdmap itself: before, it was forwarded to no
+/// one and ignored while a long trace was converted. Now conversion stops, the trace is
+/// kept Incomplete, the scratch files go, and tdmap exits 128 + N.
+#[test]
+fn sigterm_while_the_trace_is_written_stops_it_and_keeps_what_was_written() {
+    let prog = instrumented("pairs");
+    let d = scratch("trace-convert");
+    let trace = d.join("long.trace");
+    let tdmap = Command::new(TDMAP)
+        .arg("trace")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["2", "64", "10000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = running_program(tdmap.id(), &prog).expect("the program starts");
+    while !gone(pid) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    kill(tdmap.id(), "TERM");
+    let out = wait_output(tdmap, 120);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(err.contains("signal 15 while writing the trace"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["long.trace"], "{err}");
+    let mut r = tdmap_trace::Reader::open(&trace).unwrap();
+    while r.next_chunk().unwrap().is_some() {}
+    assert_eq!(
+        r.ending().unwrap().status,
+        tdmap_trace::TraceStatus::Incomplete
+    );
+}

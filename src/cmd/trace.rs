@@ -128,7 +128,10 @@ pub fn run(args: Args) -> Result<i32> {
     let started = Instant::now();
     // Alive until the trace is written: a signal then neither kills tdmap nor leaves the
     // scratch files behind.
-    let (status, _fwd) = spawn(&args, &scratch)?;
+    let (status, fwd) = spawn(&args, &scratch)?;
+    // A signal from now on is for tdmap itself: stop converting, keep what is written.
+    let at_exit = fwd.count();
+    let stop = || (fwd.count() > at_exit).then(|| fwd.received()).flatten();
     let mut sum = Summary {
         run_seconds: started.elapsed().as_secs_f64(),
         ..Summary::default()
@@ -145,23 +148,28 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let t = Instant::now();
     let mut trace = trace.expect("opened unless counting");
-    let (torn, stats, write_err) = convert(&scratch.data, &trace.writer, &ctl, &status)?;
+    let done = convert(&scratch.data, &trace.writer, &ctl, &status, stop)?;
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
-    let status_now = if write_err.is_some() {
+    let status_now = if done.write_err.is_some() || done.stopped.is_some() {
         TraceStatus::Incomplete
     } else {
-        status_of(&ctl, &status, torn)
+        status_of(&ctl, &status, done.torn)
     };
-    fill(&mut sum, &stats, &output, status_now);
+    fill(&mut sum, &done.stats, &output, status_now);
     print_line(&sum, &args)?;
     explain(&sum, &ctl, &status);
-    if let Some(e) = write_err {
+    if let Some(e) = done.write_err {
         trace.keep = true;
         eprintln!(
             "tdmap: {e}; the trace keeps every whole frame written before and is marked Incomplete"
         );
         return Ok(FAILED);
+    }
+    if let Some(sig) = done.stopped {
+        trace.keep = true;
+        eprintln!("tdmap: signal {sig} while writing the trace; it keeps what was written and is marked Incomplete");
+        return Ok(128 + sig);
     }
     if sum.accesses == 0 {
         anyhow::bail!("the program recorded no accesses, so no trace was written");
@@ -375,16 +383,27 @@ struct Stats {
     filtered: u64,
 }
 
-/// Converts the raw chunks into the trace; returns whether the raw file was torn, the
-/// counts, and the trace's write error if one stopped it (the trace then keeps its whole
-/// frames). Frees the raw file's disk blocks behind the reader as it goes, so the trace
-/// can grow on a disk the raw file filled.
+/// What converting the raw chunks did.
+struct Converted {
+    /// The raw file ended inside a chunk.
+    torn: bool,
+    stats: Stats,
+    /// The trace's write error that stopped it (the trace keeps its whole frames).
+    write_err: Option<tdmap_trace::TraceError>,
+    /// The signal that stopped it.
+    stopped: Option<i32>,
+}
+
+/// Converts the raw chunks into the trace, until the end or until `stop` names a signal.
+/// Frees the raw file's disk blocks behind the reader as it goes, so the trace can grow
+/// on a disk the raw file filled.
 fn convert(
     raw: &Path,
     writer: &Writer,
     ctl: &Control,
     status: &ExitStatus,
-) -> Result<(bool, Stats, Option<tdmap_trace::TraceError>)> {
+    stop: impl Fn() -> Option<i32>,
+) -> Result<Converted> {
     // Writable, or fallocate cannot punch holes in it.
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -398,7 +417,20 @@ fn convert(
     let dec = Decoder::new(ctl.page_size);
     let mut base = None;
     let (mut acc, mut faults) = (Vec::new(), Vec::new());
+    // Cut short by a write error or a signal: the writer keeps its whole frames.
+    let cut = |stats, write_err, stopped| {
+        let _ = writer.finish(TraceStatus::Incomplete);
+        Ok(Converted {
+            torn: false,
+            stats,
+            write_err,
+            stopped,
+        })
+    };
     while let Some(ev) = rd.next_event().context("reading the raw trace")? {
+        if let Some(sig) = stop() {
+            return cut(stats, None, Some(sig));
+        }
         punched = punch_behind(rd.get_ref(), punched);
         match ev {
             RawEvent::Thread { id, os_tid, time } => {
@@ -416,9 +448,7 @@ fn convert(
                 let split = dec.chunk(&c, &mut acc, &mut faults);
                 let thread = c.thread;
                 if let Err(e) = append(writer, thread, &acc, split, &faults) {
-                    // The writer stopped at its first failed write; finishing reports it.
-                    let _ = writer.finish(TraceStatus::Incomplete);
-                    return Ok((rd.torn, stats, Some(e)));
+                    return cut(stats, Some(e), None);
                 }
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
@@ -430,7 +460,12 @@ fn convert(
     let end = writer
         .set_threads(threads)
         .and_then(|_| writer.finish(status_of(ctl, status, rd.torn)));
-    Ok((rd.torn, stats, end.err()))
+    Ok(Converted {
+        torn: rd.torn,
+        stats,
+        write_err: end.err(),
+        stopped: None,
+    })
 }
 
 /// Appends one chunk's accesses, with its first-touch faults after the first `split`.

@@ -12,7 +12,7 @@
 
 use crate::SysError;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 /// The signals forwarded to the program.
 pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -33,6 +33,8 @@ static PID: AtomicI32 = AtomicI32::new(0);
 static PIDFD: AtomicI32 = AtomicI32::new(-1);
 /// The last forwarded-kind signal tdmap received, 0 when none.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// How many of them tdmap received.
+static COUNT: AtomicU64 = AtomicU64::new(0);
 /// True while a [`Forwarding`] exists.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -40,6 +42,7 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut li
     // SAFETY: errno is thread-local; saving and restoring it keeps the interrupted code's.
     let errno = unsafe { *libc::__errno_location() };
     RECEIVED.store(sig, Ordering::Relaxed);
+    COUNT.fetch_add(1, Ordering::Relaxed);
     // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t (null checked anyway).
     let code = if info.is_null() {
         0
@@ -95,6 +98,7 @@ pub fn forward_signals(pid: i32) -> Result<Forwarding, SysError> {
         Ordering::Relaxed,
     );
     RECEIVED.store(0, Ordering::Relaxed);
+    COUNT.store(0, Ordering::Relaxed);
     let mut fwd = Forwarding {
         old: Vec::new(),
         pidfd,
@@ -121,6 +125,12 @@ impl Forwarding {
     /// The last of [`FORWARDED`] that tdmap received (forwarded or not), if any.
     pub fn received(&self) -> Option<i32> {
         Some(RECEIVED.load(Ordering::Relaxed)).filter(|&s| s != 0)
+    }
+
+    /// How many of [`FORWARDED`] tdmap received so far: a caller that outlives the
+    /// program (e.g. to write its trace) compares counts to see a signal meant for itself.
+    pub fn count(&self) -> u64 {
+        COUNT.load(Ordering::Relaxed)
     }
 }
 
