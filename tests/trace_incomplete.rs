@@ -1,7 +1,8 @@
 //! Issue 21, item 2: a trace cut at a frame boundary read without an error, and `analyze`,
 //! `sim` and `map --trace` called it Complete. Every reader must say, in one line on
 //! stderr, that it is Incomplete and where it ends, go on with what was read, and carry
-//! `"complete": false` in its JSON. The trace is written here, deterministically.
+//! `"complete": false` in its JSON. The trace is committed
+//! (`tests/fixtures/traces/pairs-8t.trace`); `BLESS=1` writes it again from its generator.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,16 +22,24 @@ fn dir() -> PathBuf {
     d
 }
 
-/// An 8-thread trace of distant pairs, a few frames per thread.
+/// The committed 8-thread trace of distant pairs, 3 frames per thread; with `BLESS=1`
+/// written first from its generator.
 fn trace(path: &Path) -> Vec<u8> {
-    let mut h = Header::new(vec!["pairs".into()], "xeon-x7550-4s");
-    h.threads = 8;
-    let w = Writer::create(path, h).unwrap();
-    for (t, v) in accesses(Pattern::Pairs, 8, 3, 64, 3, 4) {
-        w.append_accesses(t, &v).unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces/pairs-8t.trace");
+    if std::env::var_os("BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(fixture.parent().unwrap()).unwrap();
+        let mut h = Header::new(vec!["pairs".into(), "8".into()], "xeon-x7550-4s");
+        h.threads = 8;
+        let w = Writer::create(&fixture, h).unwrap();
+        for (t, v) in accesses(Pattern::Pairs, 8, 3, 64, 3, 4) {
+            w.append_accesses(t, &v).unwrap();
+        }
+        w.finish(TraceStatus::Complete).unwrap();
     }
-    w.finish(TraceStatus::Complete).unwrap();
-    std::fs::read(path).unwrap()
+    let bytes = std::fs::read(&fixture).unwrap();
+    std::fs::write(path, &bytes).unwrap();
+    bytes
 }
 
 /// Every length at which the trace ends on a frame boundary (not whole).
