@@ -4,12 +4,15 @@
 //!
 //! The runtime inside the program writes raw chunks to a scratch file beside the output;
 //! this process compresses them into the trace format afterwards, off the program's hot
-//! path. A control file carries the runtime's handshake, crashes and write failures.
+//! path (`convert.rs`). A control file carries the runtime's handshake, crashes and write
+//! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
+//! to tdmap go to it until the trace is written.
 //!
 //! With `--model-only` (for programs too large to trace) no trace is written: this
 //! process reads the chunks while the program runs and feeds the sharing model (see
 //! `model.rs`), so the program itself stays as thin as when tracing.
 
+mod convert;
 mod model;
 mod raw;
 
@@ -17,16 +20,17 @@ pub use model::FORMAT as MODEL_FORMAT;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
-use raw::{wire, RawChunk, RawEvent, RawReader};
+use convert::{convert, Stats};
+use raw::{wire, RawChunk};
 use serde::Serialize;
 use std::ffi::OsString;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Instant;
 use tdmap_sys::{Forwarding, GatedChild, STOP_SIGNALS};
-use tdmap_trace::{Access, Fault, Header, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Access, Fault, Header, TraceStatus, Writer};
 
 /// Arguments of `tdmap trace`.
 #[derive(Debug, clap::Args)]
@@ -372,136 +376,6 @@ fn status_of(ctl: &Control, status: &ExitStatus, torn: bool) -> TraceStatus {
         None if torn || ctl.write_errno.is_some() || ctl.done.is_none() => TraceStatus::Incomplete,
         None => TraceStatus::Complete,
     }
-}
-
-/// Counts gathered while converting.
-#[derive(Debug, Default)]
-struct Stats {
-    threads: u32,
-    accesses: u64,
-    faults: u64,
-    filtered: u64,
-}
-
-/// What converting the raw chunks did.
-struct Converted {
-    /// The raw file ended inside a chunk.
-    torn: bool,
-    stats: Stats,
-    /// The trace's write error that stopped it (the trace keeps its whole frames).
-    write_err: Option<tdmap_trace::TraceError>,
-    /// The signal that stopped it.
-    stopped: Option<i32>,
-}
-
-/// Converts the raw chunks into the trace, until the end or until `stop` names a signal.
-/// Frees the raw file's disk blocks behind the reader as it goes, so the trace can grow
-/// on a disk the raw file filled.
-fn convert(
-    raw: &Path,
-    writer: &Writer,
-    ctl: &Control,
-    status: &ExitStatus,
-    stop: impl Fn() -> Option<i32>,
-) -> Result<Converted> {
-    // Writable, or fallocate cannot punch holes in it.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(raw)
-        .with_context(|| format!("opening the raw trace {}", raw.display()))?;
-    let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
-    let mut punched = 0u64;
-    let mut stats = Stats::default();
-    let mut threads: Vec<ThreadInfo> = Vec::new();
-    let dec = Decoder::new(ctl.page_size);
-    let mut base = None;
-    let (mut acc, mut faults) = (Vec::new(), Vec::new());
-    // Cut short by a write error or a signal: the writer keeps its whole frames.
-    let cut = |stats, write_err, stopped| {
-        let _ = writer.finish(TraceStatus::Incomplete);
-        Ok(Converted {
-            torn: false,
-            stats,
-            write_err,
-            stopped,
-        })
-    };
-    while let Some(ev) = rd.next_event().context("reading the raw trace")? {
-        if let Some(sig) = stop() {
-            return cut(stats, None, Some(sig));
-        }
-        punched = punch_behind(rd.get_ref(), punched);
-        match ev {
-            RawEvent::Thread { id, os_tid, time } => {
-                base.get_or_insert(time);
-                threads.push(ThreadInfo {
-                    id,
-                    os_tid: os_tid as i32,
-                    cpu: None,
-                });
-                stats.threads = stats.threads.max(id + 1);
-            }
-            RawEvent::End { filtered, .. } => stats.filtered += filtered,
-            RawEvent::Accesses(mut c) => {
-                c.rebase(*base.get_or_insert(c.ticks[0]));
-                let split = dec.chunk(&c, &mut acc, &mut faults);
-                let thread = c.thread;
-                if let Err(e) = append(writer, thread, &acc, split, &faults) {
-                    return cut(stats, Some(e), None);
-                }
-                stats.accesses += acc.len() as u64;
-                stats.faults += faults.len() as u64;
-                stats.threads = stats.threads.max(thread + 1);
-            }
-        }
-    }
-    threads.sort_by_key(|t| t.id);
-    let end = writer
-        .set_threads(threads)
-        .and_then(|_| writer.finish(status_of(ctl, status, rd.torn)));
-    Ok(Converted {
-        torn: rd.torn,
-        stats,
-        write_err: end.err(),
-        stopped: None,
-    })
-}
-
-/// Appends one chunk's accesses, with its first-touch faults after the first `split`.
-fn append(
-    writer: &Writer,
-    thread: u32,
-    acc: &[Access],
-    split: usize,
-    faults: &[Fault],
-) -> tdmap_trace::Result<()> {
-    writer.append_accesses(thread, &acc[..split])?;
-    if !faults.is_empty() {
-        writer.append_faults(thread, faults)?;
-        writer.append_accesses(thread, &acc[split..])?;
-    }
-    Ok(())
-}
-
-/// Bytes of the raw file read between two hole punches: small, since the disk may be
-/// full and the trace needs the room (a syscall per 64 KiB costs nothing next to decoding).
-const PUNCH_EVERY: u64 = 64 << 10;
-
-/// Frees the raw file's blocks before what `src` still has to hand out, every
-/// [`PUNCH_EVERY`] bytes; returns the new punched length.
-fn punch_behind(src: &BufReader<std::fs::File>, punched: u64) -> u64 {
-    use std::io::Seek;
-    let Ok(pos) = src.get_ref().stream_position() else {
-        return punched;
-    };
-    let done = pos.saturating_sub(src.buffer().len() as u64);
-    if done < punched + PUNCH_EVERY {
-        return punched;
-    }
-    // Only disk space is at stake: a file system without holes keeps the bytes.
-    let _ = tdmap_sys::punch_hole(src.get_ref(), done);
-    done
 }
 
 /// Turns raw chunks into trace events.
