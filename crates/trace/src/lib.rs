@@ -7,7 +7,9 @@
 //! Each frame is a 24-byte head (kind, thread, record count, raw and compressed length,
 //! CRC-32) and a zstd payload holding one thread's events as columns. A finished trace
 //! ends with a threads frame, an end frame with totals, and a 16-byte trailer that points
-//! at the threads frame so a reader knows the threads before the first event.
+//! at the threads frame so a reader knows the threads before the first event. A trace is
+//! Complete only with all three ([`Ending`]): a file cut short reads up to its last whole
+//! frame and is Incomplete, whatever its header says.
 
 mod check;
 mod chunk;
