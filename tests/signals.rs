@@ -106,6 +106,17 @@ fn the_program_gets_sigpipes_default_action() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "141\n");
 }
 
+/// Only what tdmap's runtime changed is undone: a SIGPIPE ignored by whoever started
+/// tdmap stays ignored in the program, as a shell would leave it.
+#[test]
+fn a_sigpipe_ignored_before_tdmap_started_stays_ignored() {
+    let cmd = format!(
+        "trap '' PIPE; exec {TDMAP} run --dry-run --sampler kernel -- bash -c 'yes | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}'"
+    );
+    let out = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n");
+}
+
 /// Before: with stdout closed, the program's stdout was the /dev/null Rust's runtime
 /// opens in its place; it must be closed, as tdmap's was.
 #[test]

@@ -10,7 +10,8 @@
 //! ones included (Rust's runtime puts /dev/null on a closed one before `main`; a
 //! constructor notes which were closed before that, and the child closes them again);
 //! SIGPIPE's default action (Rust's runtime ignores it, and an ignored signal stays
-//! ignored across execve); and the signal mask tdmap inherited, untouched.
+//! ignored across execve), unless tdmap itself was started with it ignored; and the
+//! signal mask tdmap inherited, untouched.
 //! Gated children started at the same time by several threads inherit each other's
 //! (close-on-exec) pipe ends until they exec; `release` may then wait for the others'
 //! release too. `tdmap run` starts one.
@@ -40,10 +41,12 @@ pub struct GatedChild {
 
 /// Bit k set: standard descriptor k was closed when tdmap started.
 static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+/// 1 when SIGPIPE was ignored when tdmap started (by whoever started it).
+static PIPE_IGNORED_AT_START: AtomicU8 = AtomicU8::new(0);
 
-/// Notes which of descriptors 0-2 are closed, before Rust's runtime opens /dev/null on
-/// them (it does so in `main`'s prologue, after the constructors).
-extern "C" fn note_closed_std_fds() {
+/// Notes which of descriptors 0-2 are closed, and whether SIGPIPE is ignored, before
+/// Rust's runtime changes both (in `main`'s prologue, after the constructors).
+extern "C" fn note_start_state() {
     let mut closed = 0u8;
     for fd in 0..3 {
         // SAFETY: F_GETFD only reads the descriptor's flags.
@@ -52,11 +55,18 @@ extern "C" fn note_closed_std_fds() {
         }
     }
     CLOSED_AT_START.store(closed, Ordering::Relaxed);
+    // SAFETY: reads the current disposition into a zeroed, live struct.
+    let ignored = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    };
+    PIPE_IGNORED_AT_START.store(ignored as u8, Ordering::Relaxed);
 }
 
 #[used]
 #[link_section = ".init_array"]
-static NOTE_CLOSED_STD_FDS: extern "C" fn() = note_closed_std_fds;
+static NOTE_START_STATE: extern "C" fn() = note_start_state;
 
 /// Finds `program` as execvp would: a name with a slash as is (if it exists: execve then
 /// says why it cannot run), otherwise the first executable file in `PATH`, else the
@@ -124,9 +134,11 @@ unsafe fn child(
             libc::_exit(127);
         }
     }
-    let mut dfl: libc::sigaction = std::mem::zeroed();
-    dfl.sa_sigaction = libc::SIG_DFL;
-    libc::sigaction(libc::SIGPIPE, &dfl, std::ptr::null_mut());
+    if PIPE_IGNORED_AT_START.load(Ordering::Relaxed) == 0 {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(libc::SIGPIPE, &dfl, std::ptr::null_mut());
+    }
     let closed = CLOSED_AT_START.load(Ordering::Relaxed);
     for fd in 0..3 {
         if closed & (1 << fd) != 0 {
