@@ -222,10 +222,13 @@ fn bad_input_exits_2_with_one_line() {
     let junk = scratch().join("junk.trace");
     std::fs::write(&junk, b"not a trace at all, just some bytes").unwrap();
     bad(&junk, &m, "junk.trace");
-    // A trace cut in the middle of its frames.
+    // A trace damaged in the middle of its frames (a cut one is Incomplete, not bad:
+    // tests/trace_incomplete.rs).
     let cut = scratch().join("cut.trace");
-    let full = std::fs::read(&trace).unwrap();
-    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    let mut full = std::fs::read(&trace).unwrap();
+    let mid = full.len() / 2;
+    full[mid..mid + 64].fill(0x5a);
+    std::fs::write(&cut, &full).unwrap();
     bad(&cut, &m, "cut.trace");
     bad(
         &trace,

@@ -17,8 +17,11 @@ pub struct Traced {
     pub topo: Topology,
     /// The node each thread was placed on.
     pub nodes: Vec<u32>,
-    /// The trace's header.
+    /// The trace's header, its status as read (Incomplete without a valid end marker).
     pub header: Header,
+    /// Whether the trace was whole ([`tdmap_trace::Ending`]'s rule); when not, a line on
+    /// stderr said where it ends.
+    pub complete: bool,
 }
 
 /// Builds the model of the trace at `path` at `grain`; a bad trace is bad input.
@@ -32,19 +35,23 @@ pub fn model(path: &Path, machine: &MachineArgs, grain: Grain) -> Result<Traced>
         topo.pu_by_os(c).map(|pu| topo.node_of_pu(pu))
     });
     let mut progress = Progress::new();
-    let model = SharingModel::from_trace(
-        &mut reader.prefetch(),
-        topo.num_nodes(),
-        &nodes,
-        grain,
-        |n| progress.add(n),
-    )
+    let mut prefetch = reader.prefetch();
+    let model = SharingModel::from_trace(&mut prefetch, topo.num_nodes(), &nodes, grain, |n| {
+        progress.add(n)
+    })
     .map_err(|e| super::input_about(path, e))?;
+    let ending = prefetch.ending();
+    let complete = super::say_ending(&path.display().to_string(), ending);
+    let header = Header {
+        status: ending.map_or(header.status, |e| e.status),
+        ..header
+    };
     Ok(Traced {
         model,
         topo,
         nodes,
         header,
+        complete,
     })
 }
 

@@ -67,12 +67,18 @@ pub fn run(args: Args) -> Result<i32> {
             )))
         }
     };
+    // Whether the trace was Complete; None for a matrix or a model.
+    let mut complete = None;
     let (m, n, topo) = match (&args.matrix, &args.trace, &args.model) {
         (Some(path), _, _) => {
             let (m, n) = read_matrix(path)?;
             (m, n, args.machine.load().map_err(input)?)
         }
-        (None, Some(path), _) => from_trace(path, &args.machine)?,
+        (None, Some(path), _) => {
+            let (m, n, topo, whole) = from_trace(path, &args.machine)?;
+            complete = Some(whole);
+            (m, n, topo)
+        }
         (None, None, Some(path)) => from_model(path, &args.machine)?,
         (None, None, None) => {
             return Err(input("give --matrix M.csv, --trace T or --model M.json"))
@@ -95,7 +101,9 @@ pub fn run(args: Args) -> Result<i32> {
             seed: args.seed,
             costs: [own, compact, random],
         };
-        writeln!(out, "{}", MappingFile::new(&topo, &mapping, how).to_json())?;
+        let mut file = MappingFile::new(&topo, &mapping, how);
+        file.complete = complete;
+        writeln!(out, "{}", file.to_json())?;
     } else {
         writeln!(
             out,
@@ -114,11 +122,12 @@ fn read_matrix(path: &Path) -> Result<(Vec<f64>, usize)> {
     tdmap_map::parse_csv(&text).map_err(|e| input(format!("{}: {e}", path.display())))
 }
 
-/// The sharing matrix of a trace (accesses to shared blocks) and the machine to map on.
+/// The sharing matrix of a trace (accesses to shared blocks), the machine to map on, and
+/// whether the trace was Complete (said on stderr when not).
 fn from_trace(
     path: &Path,
     machine: &super::MachineArgs,
-) -> Result<(Vec<f64>, usize, tdmap_topo::Topology)> {
+) -> Result<(Vec<f64>, usize, tdmap_topo::Topology, bool)> {
     let grain = tdmap_sharing::Grain {
         page: 4096,
         block: None,
@@ -129,7 +138,7 @@ fn from_trace(
         .model
         .matrix(tdmap_sharing::Metric::Accesses)
         .to_f64_rows();
-    Ok((m, t.header.threads as usize, t.topo))
+    Ok((m, t.header.threads as usize, t.topo, t.complete))
 }
 
 /// The matrix of accesses to shared lines in a `tdmap trace --model-only` file, and the

@@ -122,6 +122,20 @@ pub(crate) fn input_about(path: &std::path::Path, err: impl std::fmt::Display) -
     }
 }
 
+/// Says on stderr, in one line, that the trace `name` is Incomplete and where it ends
+/// (the rule is [`tdmap_trace::Ending`]'s); returns whether it is Complete.
+pub(crate) fn say_ending(name: &str, ending: Option<tdmap_trace::Ending>) -> bool {
+    match ending {
+        Some(e) => {
+            if let Some(note) = e.notice(name) {
+                eprintln!("tdmap: {note}");
+            }
+            e.complete()
+        }
+        None => false,
+    }
+}
+
 /// Runs the chosen subcommand and returns its exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {

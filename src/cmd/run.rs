@@ -145,6 +145,7 @@ pub fn run(args: Args) -> Result<i32> {
     let env = preload::env(&settings, args.period, announce.as_ref());
     let mut child = tdmap_sys::spawn_gated_env(prog, rest, &env)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
+    let _fwd = tdmap_sys::forward_signals(child.pid())?;
     if let Some(a) = announce.as_mut() {
         a.child_started(child.pid());
     }

@@ -4,26 +4,31 @@
 //!
 //! The runtime inside the program writes raw chunks to a scratch file beside the output;
 //! this process compresses them into the trace format afterwards, off the program's hot
-//! path. A control file carries the runtime's handshake, crashes and write failures.
+//! path (`convert.rs`). A control file carries the runtime's handshake, crashes and write
+//! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
+//! to tdmap go to it until the trace is written.
 //!
 //! With `--model-only` (for programs too large to trace) no trace is written: this
 //! process reads the chunks while the program runs and feeds the sharing model (see
 //! `model.rs`), so the program itself stays as thin as when tracing.
 
+mod convert;
 mod model;
 mod raw;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
-use raw::{wire, RawChunk, RawEvent, RawReader};
+use convert::{convert, Stats};
+use raw::{wire, RawChunk};
 use serde::Serialize;
 use std::ffi::OsString;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::Instant;
-use tdmap_trace::{Access, Fault, Header, ThreadInfo, TraceStatus, Writer};
+use tdmap_sys::{Forwarding, GatedChild, STOP_SIGNALS};
+use tdmap_trace::{Access, Fault, Header, TraceStatus, Writer};
 
 /// Arguments of `tdmap trace`.
 #[derive(Debug, clap::Args)]
@@ -52,9 +57,12 @@ pub struct Args {
     /// or `all` (every thread, the trace paper's exact count; the default).
     #[arg(long, value_name = "N|all", requires = "model_only")]
     sharers: Option<tdmap_sharing::Sharers>,
-    /// Print the summary as JSON on stdout.
+    /// Print the summary as JSON on stderr (the program owns stdout).
     #[arg(long)]
     json: bool,
+    /// Write the summary as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
     /// The program built with `tdmap cc`, then its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
@@ -106,6 +114,7 @@ pub fn run(args: Args) -> Result<i32> {
     crate::paths::Files::new()
         .reads("the program", Some(&exe))
         .writes_trace("-o", (!args.count_only).then_some(&output))
+        .writes("--summary", args.summary.as_deref())
         .check()?;
     if crate::paths::exists(&output) && !args.force && !args.count_only {
         return Err(input(format!(
@@ -118,8 +127,18 @@ pub fn run(args: Args) -> Result<i32> {
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
     }
+    // The trace's header goes to the disk before the program runs, so a scratch file
+    // that fills the disk cannot leave a 0-byte trace; removed again if the run fails.
+    let trace = (!args.count_only)
+        .then(|| open_trace(&args, &output))
+        .transpose()?;
     let started = Instant::now();
-    let status = spawn(&args, &scratch)?;
+    // Alive until the trace is written: a signal then neither kills tdmap nor leaves the
+    // scratch files behind.
+    let (status, fwd) = spawn(&args, &scratch)?;
+    // A signal from now on is for tdmap itself: stop converting, keep what is written.
+    let at_exit = fwd.count();
+    let stop = || (fwd.count() > at_exit).then(|| fwd.received()).flatten();
     let mut sum = Summary {
         run_seconds: started.elapsed().as_secs_f64(),
         ..Summary::default()
@@ -131,12 +150,60 @@ pub fn run(args: Args) -> Result<i32> {
     if args.count_only {
         sum.accesses = ctl.done.unwrap_or(0);
         sum.status = "counted".into();
-        print_summary(&sum, args.json)?;
+        print_line(&sum, &args)?;
         return Ok(child_code(&status));
     }
     let t = Instant::now();
+    let mut trace = trace.expect("opened unless counting");
+    let done = convert(&scratch.data, &trace.writer, &ctl, &status, stop)?;
+    sum.convert_seconds = t.elapsed().as_secs_f64();
+    sum.output = Some(output.clone());
+    let status_now = if done.write_err.is_some() || done.stopped.is_some() {
+        TraceStatus::Incomplete
+    } else {
+        status_of(&ctl, &status, done.torn)
+    };
+    fill(&mut sum, &done.stats, &output, status_now);
+    print_line(&sum, &args)?;
+    explain(&sum, &ctl, &status);
+    if let Some(e) = done.write_err {
+        trace.keep = true;
+        eprintln!(
+            "tdmap: {e}; the trace keeps every whole frame written before and is marked Incomplete"
+        );
+        return Ok(FAILED);
+    }
+    if let Some(sig) = done.stopped {
+        trace.keep = true;
+        eprintln!("tdmap: signal {sig} while writing the trace; it keeps what was written and is marked Incomplete");
+        return Ok(128 + sig);
+    }
+    if sum.accesses == 0 {
+        anyhow::bail!("the program recorded no accesses, so no trace was written");
+    }
+    trace.keep = true;
+    Ok(exit_code(&ctl, &status))
+}
+
+/// The trace being written; its file is removed on drop unless `keep` is set.
+struct OpenTrace {
+    writer: Writer,
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for OpenTrace {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Creates the trace and writes its header; exit 2 if that fails (before the program runs).
+fn open_trace(args: &Args, output: &Path) -> Result<OpenTrace> {
     let header = Header {
-        page_size: ctl.page_size as u32,
+        page_size: tdmap_sys::page_size() as u32,
         status: TraceStatus::Incomplete,
         ..Header::new(
             args.command
@@ -146,18 +213,31 @@ pub fn run(args: Args) -> Result<i32> {
             "local",
         )
     };
-    let (torn, stats) = convert(&scratch.data, &output, args.force, header, &ctl, &status)?;
-    sum.convert_seconds = t.elapsed().as_secs_f64();
-    sum.output = Some(output.clone());
-    fill(&mut sum, &stats, &output, status_of(&ctl, &status, torn));
-    print_summary(&sum, args.json)?;
-    explain(&sum, &ctl, &status);
-    if sum.accesses == 0 {
-        let _ = std::fs::remove_file(&output);
-        anyhow::bail!("the program recorded no accesses, so no trace was written");
+    // Opened without following a link planted at the name (O_EXCL; --force removes
+    // whatever is there first, never its target).
+    let opened = crate::paths::create_new(output, args.force)
+        .map_err(|e| input(format!("{}: {e}; choose another -o", output.display())))?;
+    match Writer::from_file(opened, output, header) {
+        Ok(writer) => Ok(OpenTrace {
+            writer,
+            path: output.to_path_buf(),
+            keep: false,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(output);
+            Err(input(format!("{e}; free some space or choose another -o")))
+        }
     }
-    let failed = ctl.crashed.is_some() || status.signal().is_some() || ctl.write_errno.is_some();
-    Ok(if failed { FAILED } else { child_code(&status) })
+}
+
+/// The program's status as a shell reports it (128 + N for a death by signal N), or 1
+/// when the program exited but its trace could not be written whole.
+fn exit_code(ctl: &Control, status: &ExitStatus) -> i32 {
+    match status.signal() {
+        Some(sig) => 128 + sig,
+        None if ctl.crashed.is_some() || ctl.write_errno.is_some() => FAILED,
+        None => child_code(status),
+    }
 }
 
 /// Fails unless the runtime answered: exit 1 if an instrumented program's runtime could
@@ -230,28 +310,34 @@ fn scratch_files(output: &Path) -> Result<Scratch> {
     Ok(s)
 }
 
-fn spawn(args: &Args, scratch: &Scratch) -> Result<ExitStatus> {
+/// Runs the program to its end; the signal forwarding stays on until the guard drops.
+fn spawn(args: &Args, scratch: &Scratch) -> Result<(ExitStatus, Forwarding)> {
     let name = args.command[0].to_string_lossy();
-    let mut child = command(args, scratch)
-        .spawn()
-        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
-    child
+    let (mut child, fwd) = start(args, scratch)?;
+    let status = child
         .wait()
-        .with_context(|| format!("waiting for '{name}'"))
+        .with_context(|| format!("waiting for '{name}'"))?;
+    Ok((status, fwd))
 }
 
-/// The program's command line with the runtime's environment.
-fn command(args: &Args, scratch: &Scratch) -> Command {
-    let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..])
-        .env(wire::ENV_DATA, &scratch.data)
-        .env(wire::ENV_CTL, &scratch.ctl);
-    cmd.env(wire::ENV_FILTER, if args.filter_lines { "1" } else { "0" });
-    cmd.env(
-        wire::ENV_COUNT_ONLY,
-        if args.count_only { "1" } else { "0" },
-    );
-    cmd
+/// Starts the program with the runtime's environment the way `tdmap run` does (tdmap-sys:
+/// tdmap's stdio and signal mask, default dispositions) and forwards signals to it.
+fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
+    let name = args.command[0].to_string_lossy();
+    let flag = |on: bool| OsString::from(if on { "1" } else { "0" });
+    let env = [
+        (wire::ENV_DATA.into(), scratch.data.clone().into_os_string()),
+        (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
+        (wire::ENV_FILTER.into(), flag(args.filter_lines)),
+        (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
+    ];
+    let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
+        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    let fwd = tdmap_sys::forward_signals(child.pid())?;
+    child
+        .release()
+        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    Ok((child, fwd))
 }
 
 /// What the runtime said through the control file.
@@ -284,79 +370,21 @@ impl Control {
     }
 }
 
-/// Crashed if the program died of a signal; Incomplete if a write failed or the program
-/// never reached its exit handler; else Complete.
+/// The signal that ended the program, as the runtime or the exit status says.
+fn death_signal(ctl: &Control, status: &ExitStatus) -> Option<i32> {
+    ctl.crashed.map(|s| s as i32).or(status.signal())
+}
+
+/// Incomplete if the program was stopped by a signal (SIGTERM, Ctrl-C, ...), a write
+/// failed or the program never reached its exit handler; Crashed if it died of another
+/// signal; else Complete.
 fn status_of(ctl: &Control, status: &ExitStatus, torn: bool) -> TraceStatus {
-    if ctl.crashed.is_some() || status.signal().is_some() {
-        TraceStatus::Crashed
-    } else if torn || ctl.write_errno.is_some() || ctl.done.is_none() {
-        TraceStatus::Incomplete
-    } else {
-        TraceStatus::Complete
+    match death_signal(ctl, status) {
+        Some(sig) if STOP_SIGNALS.contains(&sig) => TraceStatus::Incomplete,
+        Some(_) => TraceStatus::Crashed,
+        None if torn || ctl.write_errno.is_some() || ctl.done.is_none() => TraceStatus::Incomplete,
+        None => TraceStatus::Complete,
     }
-}
-
-/// Counts gathered while converting.
-#[derive(Debug, Default)]
-struct Stats {
-    threads: u32,
-    accesses: u64,
-    faults: u64,
-    filtered: u64,
-}
-
-/// Converts the raw chunks into the trace at `output`; returns whether the raw file was torn.
-fn convert(
-    raw: &Path,
-    output: &Path,
-    force: bool,
-    header: Header,
-    ctl: &Control,
-    status: &ExitStatus,
-) -> Result<(bool, Stats)> {
-    let file = std::fs::File::open(raw)
-        .with_context(|| format!("opening the raw trace {}", raw.display()))?;
-    let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
-    let creating = || format!("creating {}", output.display());
-    let out = crate::paths::create_new(output, force).with_context(creating)?;
-    // The writer's errors name the file already.
-    let writer = Writer::from_file(out, output, header).context("creating the trace")?;
-    let mut stats = Stats::default();
-    let mut threads: Vec<ThreadInfo> = Vec::new();
-    let dec = Decoder::new(ctl.page_size);
-    let mut base = None;
-    let (mut acc, mut faults) = (Vec::new(), Vec::new());
-    while let Some(ev) = rd.next_event().context("reading the raw trace")? {
-        match ev {
-            RawEvent::Thread { id, os_tid, time } => {
-                base.get_or_insert(time);
-                threads.push(ThreadInfo {
-                    id,
-                    os_tid: os_tid as i32,
-                    cpu: None,
-                });
-                stats.threads = stats.threads.max(id + 1);
-            }
-            RawEvent::End { filtered, .. } => stats.filtered += filtered,
-            RawEvent::Accesses(mut c) => {
-                c.rebase(*base.get_or_insert(c.ticks[0]));
-                let split = dec.chunk(&c, &mut acc, &mut faults);
-                let thread = c.thread;
-                writer.append_accesses(thread, &acc[..split])?;
-                if !faults.is_empty() {
-                    writer.append_faults(thread, &faults)?;
-                    writer.append_accesses(thread, &acc[split..])?;
-                }
-                stats.accesses += acc.len() as u64;
-                stats.faults += faults.len() as u64;
-                stats.threads = stats.threads.max(thread + 1);
-            }
-        }
-    }
-    threads.sort_by_key(|t| t.id);
-    writer.set_threads(threads)?;
-    writer.finish(status_of(ctl, status, rd.torn))?;
-    Ok((rd.torn, stats))
 }
 
 /// Turns raw chunks into trace events.
@@ -448,10 +476,22 @@ fn child_code(status: &ExitStatus) -> i32 {
     status.code().unwrap_or(FAILED).max(OK)
 }
 
-fn print_summary(sum: &Summary, json: bool) -> Result<()> {
-    if json {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", serde_json::to_string_pretty(sum)?)?;
+/// The summary: JSON to `--summary FILE` and, with `--json`, on stderr (never on stdout,
+/// which is the program's); else one line on stderr.
+fn print_summary(sum: &impl Serialize, args: &Args) -> Result<bool> {
+    let json = serde_json::to_string_pretty(sum)?;
+    if let Some(path) = &args.summary {
+        crate::paths::replace(path, format!("{json}\n").as_bytes())
+            .with_context(|| format!("writing the summary to {}", path.display()))?;
+    }
+    if args.json {
+        writeln!(std::io::stderr().lock(), "{json}")?;
+    }
+    Ok(args.json)
+}
+
+fn print_line(sum: &Summary, args: &Args) -> Result<()> {
+    if print_summary(sum, args)? {
         return Ok(());
     }
     let to = sum
@@ -472,9 +512,14 @@ fn explain(sum: &Summary, ctl: &Control, status: &ExitStatus) {
         let err = std::io::Error::from_raw_os_error(e as i32);
         eprintln!("tdmap: writing the raw trace failed ({err}); the trace is marked Incomplete");
     }
-    if let Some(sig) = ctl.crashed.or(status.signal().map(|s| s as u32)) {
+    if let Some(sig) = death_signal(ctl, status) {
+        let mark = if STOP_SIGNALS.contains(&sig) {
+            "Incomplete"
+        } else {
+            "Crashed"
+        };
         eprintln!(
-            "tdmap: the program died of signal {sig}; the trace was flushed and marked Crashed"
+            "tdmap: the program died of signal {sig}; the trace was flushed and marked {mark}"
         );
     } else if let Some(code) = sum.exit_code.filter(|&c| c != 0) {
         eprintln!("tdmap: the program exited with code {code}");

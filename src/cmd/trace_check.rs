@@ -25,6 +25,7 @@ pub fn run(args: Args) -> Result<i32> {
         )));
     }
     let rep = tdmap_trace::check(&args.trace);
+    super::say_ending(&args.trace.display().to_string(), rep.ending);
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&rep)?)?;

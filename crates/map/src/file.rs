@@ -33,6 +33,10 @@ pub struct MappingFile {
     pub random_cost: f64,
     /// Where each thread goes, one entry per thread.
     pub mapping: Vec<Placement>,
+    /// For a mapping made from a trace: whether the trace was whole (false: made from
+    /// what could be read of it). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
 }
 
 /// Where one thread goes.
@@ -131,6 +135,7 @@ impl MappingFile {
                     }
                 })
                 .collect(),
+            complete: None,
         }
     }
 

@@ -39,6 +39,10 @@ pub struct AnalyzeReport {
     pub recorded_machine: String,
     /// The trace's status (`Complete`, `Crashed`, `Incomplete`).
     pub status: String,
+    /// False when the trace is not whole (no valid end marker); the figures then cover
+    /// only what was read. Absent in files of older builds: true.
+    #[serde(default = "complete_by_default")]
+    pub complete: bool,
     /// Threads.
     pub threads: usize,
     /// Events fed to the model.
@@ -137,6 +141,7 @@ impl AnalyzeReport {
             program: h.program.clone(),
             recorded_machine: h.machine.clone(),
             status: format!("{:?}", h.status),
+            complete: true,
             threads: acc.n(),
             events: model.events(),
             machine: setup.machine.to_string(),
@@ -192,6 +197,11 @@ impl AnalyzeReport {
         } else {
             "moderate potential: pages are shared across nodes; interleave the shared ones and place the exclusive ones".into()
         };
+    }
+
+    /// Records whether the trace was whole.
+    pub fn set_complete(&mut self, complete: bool) {
+        self.complete = complete;
     }
 
     /// Sets where each thread was assumed to run.
@@ -299,6 +309,10 @@ fn size(b: u64) -> String {
         b if b >= 1 << 10 => format!("{:.1}K", b as f64 / 1024.0),
         b => format!("{b}B"),
     }
+}
+
+fn complete_by_default() -> bool {
+    true
 }
 
 #[cfg(test)]

@@ -24,6 +24,10 @@ pub struct Comparison {
     pub threads: usize,
     /// Accesses replayed per policy.
     pub accesses: u64,
+    /// False when the trace is not whole (no end marker, or totals that disagree): the
+    /// figures cover what was read. Absent in files of older builds: true.
+    #[serde(default = "complete_by_default")]
+    pub complete: bool,
     /// Seed of every random choice.
     pub seed: u64,
     /// The policy period in cycles.
@@ -75,8 +79,14 @@ pub struct ComparisonSetup {
     pub threads: usize,
     /// Accesses replayed.
     pub accesses: u64,
+    /// Whether the trace was whole.
+    pub complete: bool,
     /// The policy period in cycles.
     pub period_cycles: u64,
+}
+
+fn complete_by_default() -> bool {
+    true
 }
 
 impl Versioned for Comparison {
@@ -124,6 +134,7 @@ impl Comparison {
             machine: setup.machine,
             threads: setup.threads,
             accesses: setup.accesses,
+            complete: setup.complete,
             seed: config.seed,
             period_cycles: setup.period_cycles,
             baseline: base.map_or_else(|| "os".to_string(), |b| b.policy),
@@ -194,6 +205,7 @@ mod tests {
             machine: "xeon-x7550-4s".into(),
             threads: 2,
             accesses: 100,
+            complete: true,
             period_cycles: 1000,
         };
         let reports = vec![report("os", 200, 10), report("kmaf", 150, 0)];

@@ -156,6 +156,8 @@ pub struct Profile {
     pub threads: usize,
     /// Accesses per thread.
     pub accesses: Vec<u64>,
+    /// How the trace ended: a replay of an Incomplete trace covers what was read.
+    pub ending: Option<tdmap_trace::Ending>,
 }
 
 impl Profile {
@@ -197,5 +199,9 @@ pub fn first_pass(
             each(c)?;
         }
     }
-    Ok(Profile { threads, accesses })
+    Ok(Profile {
+        threads,
+        accesses,
+        ending: reader.ending(),
+    })
 }

@@ -83,13 +83,22 @@ fn a_corrupt_trace_is_an_error_not_a_panic() {
     let t0: Vec<Access> = (0..5000).map(|i| acc(0, i * 4096, i)).collect();
     let p = write("whole.trace", 1, &[(0, t0)]);
     let bytes = std::fs::read(&p).unwrap();
-    let cut = path("cut.trace");
-    std::fs::write(&cut, &bytes[..bytes.len() - 40]).unwrap();
-    let res: Result<Vec<_>, _> = match TraceInput::open(&cut) {
+    let bad = path("bad.trace");
+    let mut damaged = bytes.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x40;
+    std::fs::write(&bad, &damaged).unwrap();
+    let res: Result<Vec<_>, _> = match TraceInput::open(&bad) {
         Ok(input) => input.collect(),
         Err(e) => Err(e),
     };
     assert!(res.is_err());
+    // A cut one is read up to its last whole frame and ends Incomplete.
+    let cut = path("cut.trace");
+    std::fs::write(&cut, &bytes[..bytes.len() - 40]).unwrap();
+    let profile = first_pass(&cut, |_| Ok(())).unwrap();
+    let ending = profile.ending.unwrap();
+    assert!(!ending.complete() && ending.cut_frame, "{ending:?}");
 }
 
 /// Threads 0 and 1 share a buffer, so do 2 and 3; the oracle puts each pair on one core

@@ -4,7 +4,14 @@
 //! it `execve`. (std's `Command::spawn` returns only after the exec, too late.)
 //!
 //! Between fork and exec the child only calls async-signal-safe functions (close, read,
-//! write, sigprocmask, execve, _exit): everything it needs is prepared before the fork.
+//! write, sigaction, execve, _exit): everything it needs is prepared before the fork.
+//!
+//! The program gets what a shell would give it: tdmap's stdin, stdout and stderr, closed
+//! ones included (Rust's runtime puts /dev/null on a closed one before `main`; a
+//! constructor notes which were closed before that, and the child closes them again);
+//! SIGPIPE's default action (Rust's runtime ignores it, and an ignored signal stays
+//! ignored across execve), unless tdmap itself was started with it ignored; and the
+//! signal mask tdmap inherited, untouched.
 //! Gated children started at the same time by several threads inherit each other's
 //! (close-on-exec) pipe ends until they exec; `release` may then wait for the others'
 //! release too. `tdmap run` starts one.
@@ -17,6 +24,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A forked child waiting at its gate, then the program it became.
 #[derive(Debug)]
@@ -31,20 +39,53 @@ pub struct GatedChild {
     reaped: bool,
 }
 
-/// Finds `program` as execvp would: a name with a slash as is, otherwise in `PATH`.
+/// Bit k set: standard descriptor k was closed when tdmap started.
+static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+/// 1 when SIGPIPE was ignored when tdmap started (by whoever started it).
+static PIPE_IGNORED_AT_START: AtomicU8 = AtomicU8::new(0);
+
+/// Notes which of descriptors 0-2 are closed, and whether SIGPIPE is ignored, before
+/// Rust's runtime changes both (in `main`'s prologue, after the constructors).
+extern "C" fn note_start_state() {
+    let mut closed = 0u8;
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            closed |= 1 << fd;
+        }
+    }
+    CLOSED_AT_START.store(closed, Ordering::Relaxed);
+    // SAFETY: reads the current disposition into a zeroed, live struct.
+    let ignored = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    };
+    PIPE_IGNORED_AT_START.store(ignored as u8, Ordering::Relaxed);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static NOTE_START_STATE: extern "C" fn() = note_start_state;
+
+/// Finds `program` as execvp would: a name with a slash as is (if it exists: execve then
+/// says why it cannot run), otherwise the first executable file in `PATH`, else the
+/// first file of that name there (execve then gives the real error, e.g. EACCES).
 pub fn resolve(program: &OsStr) -> Option<PathBuf> {
+    let is_file = |p: &Path| p.metadata().is_ok_and(|m| m.is_file());
     let is_exe = |p: &Path| {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if program.as_bytes().contains(&b'/') {
         let p = PathBuf::from(program);
-        return is_exe(&p).then_some(p);
+        return p.exists().then_some(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
+    let found = || std::env::split_paths(&path).map(|d| d.join(program));
+    found()
         .find(|p| is_exe(p))
+        .or_else(|| found().find(|p| is_file(p)))
 }
 
 fn cstring(s: &OsStr) -> Result<CString, SysError> {
@@ -93,9 +134,17 @@ unsafe fn child(
             libc::_exit(127);
         }
     }
-    let mut none: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut none);
-    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    if PIPE_IGNORED_AT_START.load(Ordering::Relaxed) == 0 {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(libc::SIGPIPE, &dfl, std::ptr::null_mut());
+    }
+    let closed = CLOSED_AT_START.load(Ordering::Relaxed);
+    for fd in 0..3 {
+        if closed & (1 << fd) != 0 {
+            libc::close(fd);
+        }
+    }
     libc::execve(path, argv, envp);
     let e = *libc::__errno_location();
     libc::write(errs, &e as *const i32 as *const libc::c_void, 4);
@@ -354,6 +403,13 @@ mod tests {
             .find(|&e| e != Some(libc::ETXTBSY));
         assert_eq!(errno, Some(Some(libc::ENOEXEC)));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 21: `tdmap run -- /etc/passwd` said "No such file or directory".
+    #[test]
+    fn a_file_without_its_x_bit_fails_at_release_with_eacces() {
+        let mut c = spawn_gated(OsStr::new("/etc/passwd"), &[]).unwrap();
+        assert_eq!(c.release().unwrap_err().errno(), Some(libc::EACCES));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! instead of stopping at the first one it can step over. It never panics.
 
 use crate::chunk::Chunk;
-use crate::reader::{Reader, Totals};
+use crate::reader::{Ending, Reader, Totals};
 use crate::types::{Header, ThreadInfo, TraceStatus};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -40,6 +40,10 @@ pub struct CheckReport {
     pub fault_nodes: Vec<u32>,
     /// Totals of the end frame, absent for an unfinished trace.
     pub totals: Option<Totals>,
+    /// How the trace ends (see [`Ending`]), absent when reading stopped at an error.
+    pub ending: Option<Ending>,
+    /// True only when the trace is whole and its run ended normally ([`Ending::complete`]).
+    pub complete: bool,
     /// Every broken invariant, in file order.
     pub problems: Vec<Problem>,
 }
@@ -106,6 +110,15 @@ fn check_reader<R: Read + Seek>(mut r: Reader<R>) -> CheckReport {
     }
     rep.threads = r.threads().to_vec();
     rep.totals = r.totals();
+    rep.ending = r.ending();
+    if let Some(e) = rep.ending.filter(|e| e.cut_frame) {
+        let err = crate::TraceError::Truncated {
+            offset: e.ends_at,
+            what: "the last frame",
+        };
+        rep.problem(err.offset(), err.to_string());
+    }
+    rep.complete = rep.ending.is_some_and(|e| e.complete());
     if rep.totals.is_some() && !r.has_trailer() {
         rep.problem(None, "end frame present but the trailer is missing".into());
     }
@@ -171,15 +184,12 @@ fn check_end(status: TraceStatus, rep: &mut CheckReport) {
     if ids.windows(2).any(|w| w[0] == w[1]) {
         rep.problem(None, "thread table names a thread id twice".into());
     }
-    match (status, rep.totals) {
-        (TraceStatus::Complete, None) => rep.problem(
+    // Incomplete with an end frame is no broken invariant: a whole file may record a run
+    // that was cut short (a failed write, a program stopped by a signal).
+    if status == TraceStatus::Complete && rep.totals.is_none() {
+        rep.problem(
             None,
             "status is Complete but the end frame is missing".into(),
-        ),
-        (TraceStatus::Incomplete, Some(_)) => rep.problem(
-            Some(crate::codec::STATUS_AT),
-            "end frame present but status is Incomplete".into(),
-        ),
-        _ => {}
+        );
     }
 }

@@ -7,7 +7,9 @@
 //! Each frame is a 24-byte head (kind, thread, record count, raw and compressed length,
 //! CRC-32) and a zstd payload holding one thread's events as columns. A finished trace
 //! ends with a threads frame, an end frame with totals, and a 16-byte trailer that points
-//! at the threads frame so a reader knows the threads before the first event.
+//! at the threads frame so a reader knows the threads before the first event. A trace is
+//! Complete only with all three ([`Ending`]): a file cut short reads up to its last whole
+//! frame and is Incomplete, whatever its header says.
 
 #![forbid(unsafe_code)]
 
@@ -25,7 +27,7 @@ pub use chunk::{AccessChunk, Chunk, FaultChunk};
 pub use codec::MAGIC;
 pub use error::{Result, TraceError};
 pub use prefetch::Prefetch;
-pub use reader::{Events, Reader, Totals};
+pub use reader::{Ending, Events, Reader, Totals};
 pub use types::{Access, Event, Fault, Header, ThreadInfo, TraceStatus, TraceVersion};
 pub use writer::Writer;
 

@@ -3,7 +3,7 @@
 
 use crate::chunk::Chunk;
 use crate::error::Result;
-use crate::reader::{Reader, Totals};
+use crate::reader::{Ending, Reader, Totals};
 use crate::types::{Header, ThreadInfo};
 use std::io::{Read, Seek};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -15,7 +15,7 @@ const AHEAD: usize = 4;
 enum Msg {
     Chunk(Chunk),
     Error(crate::TraceError),
-    End(Option<Totals>, Vec<ThreadInfo>),
+    End(Option<Totals>, Vec<ThreadInfo>, Option<Ending>),
 }
 
 /// A trace reader running one chunk ahead on its own thread; see [`Reader::prefetch`].
@@ -23,6 +23,7 @@ pub struct Prefetch {
     header: Header,
     threads: Vec<ThreadInfo>,
     totals: Option<Totals>,
+    ending: Option<Ending>,
     rx: Option<Receiver<Msg>>,
     back: SyncSender<Chunk>,
     cur: Option<Chunk>,
@@ -44,6 +45,7 @@ impl<R: Read + Seek + Send + 'static> Reader<R> {
             header,
             threads,
             totals: None,
+            ending: None,
             rx: Some(rx),
             back,
             cur: None,
@@ -65,7 +67,7 @@ fn produce<R: Read + Seek>(mut r: Reader<R>, tx: SyncSender<Msg>, spares: Receiv
                     .map(|i| pool.swap_remove(i));
                 Msg::Chunk(r.take_current(spare))
             }
-            Ok(None) => Msg::End(r.totals(), r.threads().to_vec()),
+            Ok(None) => Msg::End(r.totals(), r.threads().to_vec(), r.ending()),
             Err(e) => Msg::Error(e),
         };
         let last = !matches!(msg, Msg::Chunk(_));
@@ -91,6 +93,11 @@ impl Prefetch {
         self.totals
     }
 
+    /// How the trace ends, once reached (see [`Reader::ending`]).
+    pub fn ending(&self) -> Option<Ending> {
+        self.ending
+    }
+
     /// The next chunk, or `None` at the end of the trace.
     pub fn next_chunk(&mut self) -> Result<Option<&Chunk>> {
         if let Some(c) = self.cur.take() {
@@ -103,8 +110,9 @@ impl Prefetch {
                 self.rx = None;
                 Err(e)
             }
-            Ok(Msg::End(totals, threads)) => {
+            Ok(Msg::End(totals, threads, ending)) => {
                 self.totals = totals;
+                self.ending = ending;
                 self.threads = threads;
                 self.rx = None;
                 Ok(None)

@@ -4,7 +4,7 @@
 use crate::chunk::{decode_accesses, decode_faults, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES};
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::error::{Result, TraceError};
-use crate::types::{Event, Header, ThreadInfo};
+use crate::types::{Event, Header, ThreadInfo, TraceStatus};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,48 @@ pub struct Totals {
     pub accesses: u64,
     /// Faults in the file.
     pub faults: u64,
+}
+
+/// How a trace ends, known once the reader has reached the end of its frames. This is the
+/// one place that decides whether a trace is Complete: only when its end frame, with
+/// totals that agree with the frames read, and its trailer are present. A file cut at a
+/// frame boundary reads without error, so every reader must ask here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Ending {
+    /// The header's status when the end marker (end frame and trailer) is present, else
+    /// Incomplete whatever the header says.
+    pub status: TraceStatus,
+    /// True when the end frame and the trailer were read and the totals agree.
+    pub end_marker: bool,
+    /// The byte where the whole frames stop: the file's length, less the trailer if
+    /// present, or the start of a last frame that the end of the file cuts short.
+    pub ends_at: u64,
+    /// True when a frame cut short by the end of the file follows `ends_at` (a writer
+    /// interrupted mid-frame); it is not read.
+    pub cut_frame: bool,
+}
+
+impl Ending {
+    /// True only for a whole trace of a run that ended normally.
+    pub fn complete(&self) -> bool {
+        self.status == TraceStatus::Complete
+    }
+
+    /// The one line a reader prints (after `tdmap: `) when the trace is Incomplete, naming
+    /// it as `name`; `None` otherwise.
+    pub fn notice(&self, name: &str) -> Option<String> {
+        if self.status != TraceStatus::Incomplete {
+            return None;
+        }
+        Some(if self.end_marker {
+            format!("{name} is incomplete: the run it records was cut short; results cover what was read")
+        } else {
+            format!(
+                "{name} is incomplete: it ends at byte {}, before its end marker; results cover what was read",
+                self.ends_at
+            )
+        })
+    }
 }
 
 /// Reads a trace in one pass; see [`Reader::next_chunk`] and [`Reader::events`].
@@ -36,6 +78,8 @@ pub struct Reader<R = BufReader<File>> {
     seen: Totals,
     end: Option<Totals>,
     trailer: bool,
+    done: bool,
+    cut_frame: bool,
 }
 
 impl Reader<BufReader<File>> {
@@ -87,6 +131,8 @@ impl<R: Read + Seek> Reader<R> {
             seen: Totals::default(),
             end: None,
             trailer: false,
+            done: false,
+            cut_frame: false,
         };
         r.load_trailer(start, len)?;
         Ok(r)
@@ -118,6 +164,23 @@ impl<R: Read + Seek> Reader<R> {
         self.trailer
     }
 
+    /// How the trace ends: `None` until [`Reader::next_chunk`] has returned `Ok(None)`.
+    pub fn ending(&self) -> Option<Ending> {
+        self.done.then(|| {
+            let end_marker = self.end.is_some() && self.trailer;
+            Ending {
+                status: if end_marker {
+                    self.header.status
+                } else {
+                    TraceStatus::Incomplete
+                },
+                end_marker,
+                ends_at: self.data_end,
+                cut_frame: self.cut_frame,
+            }
+        })
+    }
+
     /// Byte offset of the next frame.
     pub fn offset(&self) -> u64 {
         self.pos
@@ -127,10 +190,20 @@ impl<R: Read + Seek> Reader<R> {
     pub fn next_chunk(&mut self) -> Result<Option<&Chunk>> {
         loop {
             if self.pos >= self.data_end {
+                self.done = true;
                 return Ok(None);
             }
             let at = self.pos;
-            let head = self.read_frame()?;
+            let head = match self.read_frame() {
+                // Without a trailer the writer was interrupted, maybe mid-frame: the
+                // trace ends Incomplete at its last whole frame.
+                Err(TraceError::Truncated { .. }) if !self.trailer => {
+                    self.cut_frame = true;
+                    self.data_end = at;
+                    continue;
+                }
+                r => r?,
+            };
             match head.kind {
                 Kind::Accesses | Kind::Faults => {
                     self.check_thread(head.thread, at)?;

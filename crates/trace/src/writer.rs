@@ -2,6 +2,10 @@
 //! background workers encode and compress them in parallel and one thread writes the
 //! frames in the order they were appended, so zstd stays off the traced threads' hot path
 //! and the file is byte for byte what a single worker would write.
+//!
+//! Each frame is written whole with one `write_all`, straight to the file. When a write
+//! fails (a full disk), the file is cut back to the end of the last whole frame, so it
+//! stays a readable Incomplete trace, and every later call reports that one error.
 
 use crate::chunk::{encode_accesses, encode_faults};
 use crate::codec::{self, Kind};
@@ -9,7 +13,7 @@ use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ThreadInfo, TraceStatus};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -55,30 +59,87 @@ struct Queue {
     seq: u64,
 }
 
+/// Where a trace's bytes go: its file, or in tests a file that fills up.
+pub(crate) trait Out: Send + 'static {
+    /// Appends `bytes` at the end.
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()>;
+    /// Overwrites `bytes` at `at` (inside what was already appended).
+    fn patch(&mut self, bytes: &[u8], at: u64) -> std::io::Result<()>;
+    /// Cuts the file to `len` bytes.
+    fn cut(&mut self, len: u64) -> std::io::Result<()>;
+    /// Flushes the file to the disk.
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+impl Out for File {
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.write_all(bytes)
+    }
+    fn patch(&mut self, bytes: &[u8], at: u64) -> std::io::Result<()> {
+        self.write_all_at(bytes, at)
+    }
+    fn cut(&mut self, len: u64) -> std::io::Result<()> {
+        use std::io::Seek;
+        self.set_len(len)?;
+        self.seek(std::io::SeekFrom::Start(len)).map(|_| ())
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_all()
+    }
+}
+
+/// The first write error, kept to be reported by every later call without its text
+/// growing: the OS error itself, not a message that already names the file.
+#[derive(Debug, Clone, Copy)]
+struct Failure {
+    kind: std::io::ErrorKind,
+    errno: Option<i32>,
+}
+
+impl Failure {
+    fn of(e: &std::io::Error) -> Failure {
+        Failure {
+            kind: e.kind(),
+            errno: e.raw_os_error(),
+        }
+    }
+
+    fn error(self) -> std::io::Error {
+        match self.errno {
+            Some(n) => std::io::Error::from_raw_os_error(n),
+            None => std::io::Error::from(self.kind),
+        }
+    }
+}
+
 /// Writes a trace file from many threads at once; see the crate docs for the format.
 pub struct Writer {
     path: PathBuf,
     queue: Mutex<Option<Queue>>,
     worker: Mutex<Option<JoinHandle<Result<()>>>>,
-    failed: Arc<Mutex<Option<String>>>,
+    failed: Arc<Mutex<Option<Failure>>>,
 }
 
 impl Writer {
     /// Creates (or truncates) `path` and writes `header` with status Incomplete; the status
     /// and the thread count are patched in place as the run goes on and at [`Writer::finish`].
     pub fn create(path: impl AsRef<Path>, header: Header) -> Result<Writer> {
-        let path = path.as_ref();
-        let file = File::create(path).map_err(|err| TraceError::Io {
-            path: path.to_path_buf(),
+        let path = path.as_ref().to_path_buf();
+        let file = File::create(&path).map_err(|err| TraceError::Io {
+            path: path.clone(),
             err,
         })?;
-        Writer::from_file(file, path, header)
+        Writer::on(path, Box::new(file), header)
     }
 
-    /// [`Writer::create`] on a `file` the caller opened for writing (`tdmap trace` opens
-    /// its output without following symlinks); `path` names it in errors.
+    /// [`Writer::create`] on a file already opened for writing (by a caller that opens
+    /// outputs its own way, e.g. without following symlinks); `path` names it in errors.
     pub fn from_file(file: File, path: impl AsRef<Path>, header: Header) -> Result<Writer> {
-        let path = path.as_ref().to_path_buf();
+        Writer::on(path.as_ref().to_path_buf(), Box::new(file), header)
+    }
+
+    /// [`Writer::create`] on any output; `path` only names it in errors.
+    pub(crate) fn on(path: PathBuf, mut out: Box<dyn Out>, header: Header) -> Result<Writer> {
         let io = |err| TraceError::Io {
             path: path.clone(),
             err,
@@ -87,7 +148,10 @@ impl Writer {
         h.version = crate::VERSION;
         h.status = TraceStatus::Incomplete;
         let bytes = codec::encode_header(&h);
-        (&file).write_all(&bytes).map_err(io)?;
+        if let Err(e) = out.append(&bytes) {
+            let _ = out.cut(0);
+            return Err(io(e));
+        }
         let (tx, rx) = sync_channel(QUEUE);
         let (done_tx, done_rx) = sync_channel(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
@@ -103,7 +167,7 @@ impl Writer {
         drop(done_tx);
         let failed = Arc::new(Mutex::new(None));
         let mut bg = Background {
-            out: BufWriter::with_capacity(1 << 20, file),
+            out,
             pos: bytes.len() as u64,
             thread_count: h.threads,
             threads: Vec::new(),
@@ -115,13 +179,13 @@ impl Writer {
         let worker = std::thread::Builder::new()
             .name("tdmap-trace-writer".into())
             .spawn(move || {
-                let r = bg
-                    .run(done_rx)
-                    .map_err(|err| TraceError::Io { path: p2, err });
+                let r = bg.run(done_rx);
                 if let Err(e) = &r {
-                    *lock(&fail) = Some(e.to_string());
+                    *lock(&fail) = Some(Failure::of(e));
+                    // Keep every whole frame: a failed write may have left part of one.
+                    let _ = bg.out.cut(bg.pos);
                 }
-                r
+                r.map_err(|err| TraceError::Io { path: p2, err })
             })
             .map_err(io)?;
         Ok(Writer {
@@ -182,14 +246,12 @@ impl Writer {
         // The lock is held while sending so that sequence numbers follow the channel order.
         let mut queue = lock(&self.queue);
         let q = queue.as_mut().ok_or(TraceError::Finished)?;
-        q.tx.send((q.seq, job)).map_err(|_| {
-            let why = lock(&self.failed)
-                .clone()
-                .unwrap_or_else(|| "writer stopped".into());
-            TraceError::Io {
-                path: self.path.clone(),
-                err: std::io::Error::other(why),
-            }
+        q.tx.send((q.seq, job)).map_err(|_| TraceError::Io {
+            path: self.path.clone(),
+            err: lock(&self.failed).map_or_else(
+                || std::io::Error::other("the trace writer stopped"),
+                Failure::error,
+            ),
         })?;
         q.seq += 1;
         Ok(())
@@ -270,7 +332,7 @@ fn frame_bytes(
 }
 
 struct Background {
-    out: BufWriter<File>,
+    out: Box<dyn Out>,
     pos: u64,
     thread_count: u32,
     threads: Vec<ThreadInfo>,
@@ -296,7 +358,7 @@ impl Background {
                     } => {
                         self.grow_threads(thread.saturating_add(1))?;
                         self.totals[(kind == Kind::Faults) as usize] += count as u64;
-                        self.out.write_all(&bytes)?;
+                        self.out.append(&bytes)?;
                         self.pos += bytes.len() as u64;
                     }
                     Done::Threads(t) => self.threads = t,
@@ -304,7 +366,7 @@ impl Background {
                 }
             }
         }
-        self.out.flush()
+        Ok(())
     }
 
     fn grow_threads(&mut self, n: u32) -> std::io::Result<()> {
@@ -312,9 +374,7 @@ impl Background {
             self.thread_count = n;
             // The count sits outside the header CRC so it can be patched here; a reader
             // of an interrupted trace then still sees every thread id counted.
-            self.out
-                .get_ref()
-                .write_all_at(&n.to_le_bytes(), codec::THREADS_AT)?;
+            self.out.patch(&n.to_le_bytes(), codec::THREADS_AT)?;
         }
         Ok(())
     }
@@ -328,7 +388,7 @@ impl Background {
         raw: &[u8],
     ) -> std::io::Result<()> {
         let bytes = frame_bytes(&mut self.comp, kind, thread, count, flags, raw)?;
-        self.out.write_all(&bytes)?;
+        self.out.append(&bytes)?;
         self.pos += bytes.len() as u64;
         Ok(())
     }
@@ -348,11 +408,139 @@ impl Background {
         end.extend_from_slice(&self.totals[0].to_le_bytes());
         end.extend_from_slice(&self.totals[1].to_le_bytes());
         self.frame(Kind::End, 0, 1, 0, &end)?;
-        self.out.write_all(&threads_at.to_le_bytes())?;
-        self.out.write_all(codec::TRAILER_MAGIC)?;
-        self.out.flush()?;
-        let file = self.out.get_ref();
-        file.write_all_at(&[status.to_byte()], codec::STATUS_AT)?;
-        file.sync_all()
+        let mut trailer = threads_at.to_le_bytes().to_vec();
+        trailer.extend_from_slice(codec::TRAILER_MAGIC);
+        self.out.append(&trailer)?;
+        self.pos += trailer.len() as u64;
+        self.out.patch(&[status.to_byte()], codec::STATUS_AT)?;
+        self.out.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Access, Reader};
+
+    /// A file that takes `room` bytes, then fails as a full disk does: a write that does
+    /// not fit puts what fits, then ENOSPC.
+    struct FullDisk {
+        file: File,
+        room: u64,
+    }
+
+    impl Out for FullDisk {
+        fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+            let fits = bytes.len().min(self.room as usize);
+            self.file.write_all(&bytes[..fits])?;
+            self.room -= fits as u64;
+            if fits < bytes.len() {
+                return Err(std::io::Error::from_raw_os_error(ENOSPC));
+            }
+            Ok(())
+        }
+        fn patch(&mut self, bytes: &[u8], at: u64) -> std::io::Result<()> {
+            self.file.patch(bytes, at)
+        }
+        fn cut(&mut self, len: u64) -> std::io::Result<()> {
+            self.file.cut(len)
+        }
+        fn sync(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Linux's ENOSPC.
+    const ENOSPC: i32 = 28;
+
+    fn frame_of(thread: u32, n: u64) -> Vec<Access> {
+        (0..n)
+            .map(|i| Access {
+                thread,
+                addr: 0x1000 + i * 4096 * 7 % 1_000_003,
+                size: 8,
+                write: i % 3 == 0,
+                time: i,
+            })
+            .collect()
+    }
+
+    /// Writes 8 frames into a file with room for `room` bytes; returns the file and what
+    /// `finish` said.
+    fn write_into(room: u64, name: &str) -> (PathBuf, Result<()>) {
+        let p = std::env::temp_dir().join(format!("tdmap-full-{}-{name}", std::process::id()));
+        let out = FullDisk {
+            file: File::create(&p).unwrap(),
+            room,
+        };
+        let mut h = Header::new(vec!["prog".into()], "m");
+        h.threads = 2;
+        let w = Writer::on(p.clone(), Box::new(out), h).unwrap();
+        for i in 0..8 {
+            // Appends may still be queued when the disk fills: only `finish` must fail.
+            let _ = w.append_accesses(i % 2, &frame_of(i % 2, 5000));
+        }
+        let r = w.finish(TraceStatus::Complete);
+        (p, r)
+    }
+
+    /// Issue 21 item 5: a full disk left a 0-byte trace and an error printed twice.
+    #[test]
+    fn a_full_disk_keeps_every_whole_frame_and_reports_one_error() {
+        let (whole, r) = write_into(u64::MAX, "whole");
+        r.unwrap();
+        let room = std::fs::metadata(&whole).unwrap().len() / 2;
+        let _ = std::fs::remove_file(&whole);
+        // Room for the header and some frames, then a cut mid-frame.
+        let (p, r) = write_into(room, "cut");
+        let msg = r.unwrap_err().to_string();
+        assert_eq!(msg.matches("No space left on device").count(), 1, "{msg}");
+        assert!(msg.starts_with(&p.display().to_string()), "{msg}");
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(len > 0 && len <= room, "{len} of {room}");
+        let mut r = Reader::open(&p).unwrap();
+        let mut frames = 0;
+        while r.next_chunk().unwrap().is_some() {
+            frames += 1;
+        }
+        let e = r.ending().unwrap();
+        assert!(frames > 0 && frames < 8, "{frames} frames");
+        assert_eq!(e.status, TraceStatus::Incomplete);
+        assert!(!e.cut_frame, "the partial frame was cut off");
+        assert_eq!(e.ends_at, len);
+        assert_eq!(r.header().status, TraceStatus::Incomplete);
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn a_disk_full_before_the_header_leaves_an_empty_file_and_one_error() {
+        let p = std::env::temp_dir().join(format!("tdmap-full-{}-hdr", std::process::id()));
+        let out = FullDisk {
+            file: File::create(&p).unwrap(),
+            room: 10,
+        };
+        let err = Writer::on(p.clone(), Box::new(out), Header::new(vec![], "m"))
+            .err()
+            .unwrap();
+        let msg = err.to_string();
+        assert_eq!(msg.matches("No space left on device").count(), 1, "{msg}");
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn later_appends_report_the_same_error_once() {
+        let p = std::env::temp_dir().join(format!("tdmap-full-{}-later", std::process::id()));
+        let out = FullDisk {
+            file: File::create(&p).unwrap(),
+            room: 200,
+        };
+        let w = Writer::on(p.clone(), Box::new(out), Header::new(vec![], "m")).unwrap();
+        let err = (0..1000)
+            .find_map(|_| w.append_accesses(0, &frame_of(0, 5000)).err())
+            .expect("the writer stops taking frames");
+        let msg = err.to_string();
+        assert_eq!(msg.matches("No space left on device").count(), 1, "{msg}");
+        let _ = std::fs::remove_file(&p);
     }
 }

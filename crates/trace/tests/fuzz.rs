@@ -93,10 +93,14 @@ proptest! {
         let b = valid().clone();
         let keep = b.len().saturating_sub(cut);
         prop_assume!(keep < b.len());
-        // A cut on a frame boundary leaves a readable prefix, but the checker still sees
-        // that a trace marked Complete lost its end; any other cut is a reader error.
+        // A cut leaves a readable prefix of whole frames, Incomplete (a cut inside the
+        // header is a reader error), and the checker still sees that a trace marked
+        // Complete lost its end.
         if let Ok(n) = read(b[..keep].to_vec()) {
             prop_assert!(n <= 102);
+            let mut r = Reader::with_source(std::io::Cursor::new(b[..keep].to_vec()), "cut".into()).unwrap();
+            while r.next_chunk().unwrap().is_some() {}
+            prop_assert!(!r.ending().unwrap().complete());
         }
         prop_assert!(!check_bytes(b[..keep].to_vec()).ok());
     }

@@ -102,6 +102,7 @@ pub fn run(args: Args) -> Result<i32> {
     let setup = setup(&name, &t.topo, &sizes, metric, args.top);
     let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
     rep.set_thread_nodes(t.nodes);
+    rep.set_complete(t.complete);
     if let Some(path) = &args.heatmap {
         write_matrix_heatmap(path, t.model.matrix(metric), metric)?;
     }

@@ -95,6 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(ms) => return Err(input(format!("--period-ms {ms}: give a positive number"))),
         None => profile.period(hz, 5, MIN_PERIODS),
     };
+    let complete = super::say_ending(&args.trace.display().to_string(), profile.ending);
     cfg.tick_cycles = Some(period);
     let policies = build(&names, args.seed, oracle.as_ref(), &cfg);
     let reports = replay(&args.trace, &topo, &cfg, policies, &profile)?;
@@ -103,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         machine: topo.name.clone(),
         threads: profile.threads,
         accesses: profile.total(),
+        complete,
         period_cycles: period,
     };
     let out = Comparison::new(setup, &cfg, reports);

@@ -10,20 +10,20 @@
 //! the model's (per touched page) plus one chunk; no access is kept.
 
 use super::raw::{RawEvent, RawReader};
-use super::{check_hello, child_code, status_of, Args, Control, Decoder, Scratch};
-use crate::exit::{input, FAILED};
+use super::{check_hello, status_of, Args, Control, Decoder, Scratch};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 use tdmap_sharing::Sharers;
 use tdmap_sharing::{
     AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
 };
+use tdmap_sys::GatedChild;
 use tdmap_trace::{Access, Fault, Header, TraceStatus};
 
 /// Consumed bytes of the scratch file between two hole punches.
@@ -31,11 +31,8 @@ const PUNCH_EVERY: u64 = 64 << 20;
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
-    let name = args.command[0].to_string_lossy();
     let started = Instant::now();
-    let mut child = super::command(args, scratch)
-        .spawn()
-        .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
+    let (mut child, _fwd) = super::start(args, scratch)?;
     let topo = this_machine()?;
     let header = Header {
         page_size: tdmap_sys::page_size() as u32,
@@ -87,9 +84,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         "model_bytes": file.model_bytes,
         "run_seconds": file.run_seconds,
     });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
+    if !super::print_summary(&summary, args)? {
         eprintln!(
             "tdmap: {events} events, {} threads, {} pages, model {} KiB, {} -> {}",
             file.threads.len(),
@@ -99,8 +94,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
             output.display()
         );
     }
-    let failed = ctl.crashed.is_some() || status.signal().is_some() || ctl.write_errno.is_some();
-    Ok(if failed { FAILED } else { child_code(&status) })
+    Ok(super::exit_code(&ctl, &status))
 }
 
 fn this_machine() -> Result<tdmap_topo::Topology> {
@@ -278,14 +272,14 @@ impl Feed {
 struct Follow<'a> {
     path: PathBuf,
     file: Option<File>,
-    child: &'a mut Child,
+    child: &'a mut GatedChild,
     status: Option<ExitStatus>,
     read: u64,
     punched: u64,
 }
 
 impl<'a> Follow<'a> {
-    fn new(path: &Path, child: &'a mut Child) -> Follow<'a> {
+    fn new(path: &Path, child: &'a mut GatedChild) -> Follow<'a> {
         Follow {
             path: path.to_path_buf(),
             file: None,
@@ -299,7 +293,7 @@ impl<'a> Follow<'a> {
     /// Notes whether the program has exited; false while it runs.
     fn exited(&mut self) -> std::io::Result<bool> {
         if self.status.is_none() {
-            self.status = self.child.try_wait()?;
+            self.status = self.child.try_wait().map_err(std::io::Error::other)?;
         }
         Ok(self.status.is_some())
     }

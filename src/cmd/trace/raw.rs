@@ -52,6 +52,11 @@ impl<R: Read> RawReader<R> {
         RawReader { src, torn: false }
     }
 
+    /// The source it reads from.
+    pub fn get_ref(&self) -> &R {
+        &self.src
+    }
+
     /// The next chunk, None at the end (or at a torn chunk, setting `torn`).
     pub fn next_event(&mut self) -> io::Result<Option<RawEvent>> {
         let mut hb = [0u8; HEADER_BYTES];
