@@ -114,6 +114,8 @@ pub struct RunSetup {
     pub cfg: Config,
     /// The period in ms.
     pub period_ms: u64,
+    /// Data pages of each per-CPU perf ring.
+    pub ring_pages: usize,
     /// The comparison with `--reference`.
     pub reference: Option<ReferenceComparison>,
 }
@@ -154,6 +156,8 @@ pub struct RunReport {
     pub period_ms: u64,
     /// Periods completed.
     pub periods: u64,
+    /// Data pages of each per-CPU perf ring (`--ring-pages`).
+    pub ring_pages: usize,
     /// Bytes per sub-block.
     pub sub_block: u32,
     /// Sharers kept per sub-block.
@@ -228,6 +232,7 @@ impl RunReport {
             algorithm: c.algorithm.name().into(),
             period_ms: s.period_ms,
             periods: o.periods,
+            ring_pages: s.ring_pages,
             sub_block: c.sub_block,
             sharers: c.sharers.to_string(),
             samples: o.samples,
@@ -254,10 +259,10 @@ impl RunReport {
         tdmap_format::read(path)
     }
 
-    /// Share of the samples taken that the kernel lost, in [0, 1].
+    /// Samples the kernel lost, as a share of those taken.
     pub fn lost_share(&self) -> f64 {
         let s = &self.samples;
-        s.lost as f64 / (s.taken + s.lost).max(1) as f64
+        s.lost as f64 / s.taken.max(1) as f64
     }
 }
 

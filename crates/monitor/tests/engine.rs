@@ -220,6 +220,7 @@ fn a_dry_run_asks_nothing_of_the_kernel_and_says_would() {
         rules: "run".into(),
         cfg: Config::default(),
         period_ms: 100,
+        ring_pages: 128,
         reference: None,
     };
     let r = RunReport::new(&topo, setup, &o);

@@ -45,6 +45,7 @@ pub fn build(topo: &Topology, s: &Settings, prog: &OsStr, o: &Outcome, events: S
         .into(),
         cfg: s.cfg,
         period_ms: s.period.as_millis() as u64,
+        ring_pages: s.ring_pages,
         reference: s.reference.as_ref().map(|r| {
             let detected = match r.metric {
                 Metric::Accesses => &o.matrix,
@@ -83,9 +84,10 @@ fn lost_warning(r: &RunReport) -> Option<String> {
     let share = r.lost_share();
     (share > LOST_WARN).then(|| {
         format!(
-            "warning: the kernel lost {} samples, {:.1}% of all: the rings overflowed between drains (a loaded machine, or a fault storm); the matrix is thinner than the run. Raise --period less often or lower the load",
+            "warning: the kernel lost {} samples, {:.1}% of those taken: the perf rings filled up between two drains (a loaded machine, or a burst of faults), so the matrix is thinner than the run; raise --ring-pages (now {}) or give tdmap a CPU the program does not use",
             r.samples.lost,
-            100.0 * share
+            100.0 * share,
+            r.ring_pages
         )
     })
 }
@@ -248,5 +250,66 @@ fn mai_line(r: &RunReport) -> &'static str {
         "mai-auto: on (libmai's automatic policies at allocation, MApp §3.2; its choices are on the program's stderr or in MAI_AUTO_LOG)"
     } else {
         "mai-auto: off"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdmap_monitor::{Config, Outcome, SampleCounts};
+    use tdmap_sharing::SharingMatrix;
+
+    fn report(taken: u64, lost: u64) -> RunReport {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let m = SharingMatrix::new(1);
+        let o = Outcome {
+            exit_code: 0,
+            wall: std::time::Duration::from_secs(1),
+            periods: 10,
+            samples: SampleCounts {
+                taken,
+                lost,
+                ..SampleCounts::default()
+            },
+            threads: vec![(10, taken)],
+            metrics: tdmap_sharing::thread_metrics(&m),
+            matrix: m.clone(),
+            amount: m,
+            data: None,
+            actions: Default::default(),
+            handler: Default::default(),
+            times: Default::default(),
+        };
+        let setup = RunSetup {
+            program: "p".into(),
+            sampler: "kernel".into(),
+            events: "system-wide".into(),
+            soft_dirty: false,
+            inject: None,
+            mai_auto: false,
+            dry_run: false,
+            fixed_mapping: false,
+            rules: "run".into(),
+            cfg: Config::default(),
+            period_ms: 100,
+            ring_pages: 128,
+            reference: None,
+        };
+        RunReport::new(&topo, setup, &o)
+    }
+
+    /// Issue 21: 397,640 samples were lost on a loaded 8-thread run and the report looked
+    /// normal. Above 1 % lost, its second line says so, with the cause and what to change.
+    #[test]
+    fn lost_samples_above_one_percent_are_said_first() {
+        let t = text(&report(100_000, 2_000));
+        let second = t.lines().nth(1).unwrap();
+        assert!(
+            second.starts_with("warning: the kernel lost 2000 samples, 2.0%"),
+            "{t}"
+        );
+        assert!(second.contains("--ring-pages"), "{second}");
+        let t = text(&report(100_000, 500));
+        assert!(!t.contains("warning"), "0.5 % is not flagged: {t}");
     }
 }

@@ -30,6 +30,8 @@ pub struct Settings {
     pub mai: Option<PathBuf>,
     /// The matrix to compare the detection with (`--reference`).
     pub reference: Option<super::reference::Reference>,
+    /// Data pages of each per-CPU perf ring.
+    pub ring_pages: usize,
 }
 
 impl Settings {
@@ -47,6 +49,9 @@ impl Settings {
                 return Err(input("--margin must be in [0, 1)"));
             }
             cfg.margin = m;
+        }
+        if !(args.ring_pages.is_power_of_two() && (1..=1 << 16).contains(&args.ring_pages)) {
+            return Err(input("--ring-pages must be a power of two from 1 to 65536"));
         }
         if !(args.sub_block.is_power_of_two() && (64..=4096).contains(&args.sub_block)) {
             return Err(input("--sub-block must be a power of two from 64 to 4096"));
@@ -79,6 +84,7 @@ impl Settings {
             sampler,
             mai,
             reference,
+            ring_pages: args.ring_pages,
         })
     }
 }
