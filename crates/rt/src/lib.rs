@@ -1,6 +1,7 @@
 //! The tdmap runtime, linked into programs built with `tdmap cc`: clang's SanitizerCoverage
-//! calls `__sanitizer_cov_load*`/`__sanitizer_cov_store*` before every load and store,
-//! and this library appends each access to a per-thread buffer, which it writes as a raw
+//! calls `__sanitizer_cov_load*`/`__sanitizer_cov_store*` before every load and store
+//! (with `tdmap gcc`, `g++` or `gfortran`: gcc's `__tsan_read*`/`__tsan_write*`, see
+//! [`tsan`]), and this library appends each access to a per-thread buffer, which it writes as a raw
 //! chunk to a file that `tdmap trace` converts to the compressed trace afterwards
 //! (the trace-based method's memory-access monitoring, trace-based mapping §III-A,
 //! with compiler instrumentation in place of Simics).
@@ -28,3 +29,4 @@ mod setid;
 mod state;
 #[cfg(not(test))]
 mod threads;
+pub mod tsan;
