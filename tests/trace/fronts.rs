@@ -1,7 +1,8 @@
 //! The compiler fronts beyond `tdmap cc`: legacy C and C++ (tests/legacy) build with
 //! every front; `tdmap gcc`, `g++` and `gfortran` build through gcc's tsan hooks with
-//! atomics that keep their meaning; their traces agree with `tdmap cc`'s; and a Fortran
-//! OpenMP program shows its neighbours.
+//! atomics that keep their meaning; their traces agree with `tdmap cc`'s; a Fortran
+//! OpenMP program shows its neighbours; and library calls (`memcpy`, `strcpy`) are
+//! recorded, so a thread copying another's data shares with it.
 
 use super::{analyze_pairs, built, compile_by, scratch, trace_to, traced_by, workloads, TDMAP};
 use std::path::{Path, PathBuf};
@@ -210,6 +211,65 @@ fn a_fortran_openmp_program_built_with_tdmap_gfortran_shows_its_neighbours() {
         near >= 20.0 * far.max(1.0),
         "neighbours {near} B, others up to {far} B: {m:?}"
     );
+}
+
+/// Threads t and t^1 exchange data only through libc: `memcpy` of the partner's buffer
+/// and `strcpy` of its string. Neither compiler instruments inside libc, so without the
+/// runtime's interceptors the threads would share nothing.
+const COPY_PAIRS: &str = r#"#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#define T 4
+#define N (1 << 14)
+static char src[T][N] __attribute__((aligned(64)));
+static char dst[T][N] __attribute__((aligned(64)));
+static char str[T][1024] __attribute__((aligned(64)));
+static char strd[T][1024] __attribute__((aligned(64)));
+static pthread_barrier_t bar;
+static void *work(void *arg) {
+    long t = (long)arg, p = t ^ 1;
+    for (int i = 0; i < N; i++) src[t][i] = (char)(i * (t + 1));
+    for (int i = 0; i < 1023; i++) str[t][i] = 'a' + (i + t) % 26;
+    pthread_barrier_wait(&bar);
+    memcpy(dst[t], src[p], N);
+    strcpy(strd[t], str[p]);
+    return NULL;
+}
+int main(void) {
+    pthread_t th[T];
+    pthread_barrier_init(&bar, NULL, T);
+    for (long t = 1; t < T; t++) pthread_create(&th[t], NULL, work, (void *)t);
+    work(0);
+    long sum = 0;
+    for (long t = 1; t < T; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < T; t++) sum += dst[t][N - 1] + strd[t][1000];
+    printf("checksum %ld\n", sum);
+    return 0;
+}
+"#;
+
+/// Item 5 of issue 17: a thread that `memcpy`s (and `strcpy`s) its partner's data
+/// shares the copied lines with it, under both fronts.
+#[test]
+fn a_memcpy_of_another_threads_data_shows_as_sharing() {
+    for front in ["cc", "gcc"] {
+        let exe = compile_by(front, "copy_pairs.c", COPY_PAIRS);
+        let (trace, out) = trace_to(&format!("copy-pairs-{front}.trace"), &[], &exe, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(tdmap_trace::check(&trace).ok());
+        let (m, _) = analyze_pairs(&trace, 4, "amount");
+        let copied = (1 << 14) + 1024;
+        for (i, j) in [(0, 1), (2, 3)] {
+            assert!(m[i][j] >= copied as f64, "{front}: pair {i},{j}: {m:?}");
+        }
+        for (i, j) in [(0, 2), (0, 3), (1, 2), (1, 3)] {
+            assert!(m[i][j] < 1024.0, "{front}: pair {i},{j}: {m:?}");
+        }
+    }
 }
 
 /// Every kind of atomic gcc turns into a `__tsan_atomic*` call, hammered by 4 threads:

@@ -131,6 +131,14 @@ pub fn record_range(addr: u64, len: usize, write: bool) {
     RANGE_BUSY.with(|b| b.set(false));
 }
 
+/// True while this thread is inside the runtime's range recording, or before the runtime
+/// is ready for it: library-call interceptors then only forward the call, so that the
+/// runtime's own copies (and `dlsym`'s) are never recorded or re-entered.
+#[cfg_attr(test, allow(dead_code))] // only the interceptors, not built for tests
+pub fn in_runtime() -> bool {
+    RANGE_BUSY.with(Cell::get) || !crate::init::is_on()
+}
+
 /// Appends one word, reading the clock at every TICK_EVERY-th position.
 #[inline(always)]
 fn push(s: &mut ThreadState, word: u64) {
