@@ -354,3 +354,73 @@ fn atomics_under_tdmap_gcc_behave_as_in_the_plain_build() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), want, "traced");
 }
+
+/// C++ through `tdmap g++`: `std::atomic` (fetch_add, a compare-exchange loop, an
+/// exchange spin lock with acquire/release) and virtual calls on objects whose vtable
+/// pointers gcc reports with `__tsan_vptr_update`.
+const CXX_ATOMICS: &str = r#"#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+struct Shape { virtual ~Shape() {} virtual long area() const { return 1; } };
+struct Square : Shape { long s; explicit Square(long s) : s(s) {} long area() const override { return s * s; } };
+static std::atomic<long> total{0}, maxv{0};
+static std::atomic<bool> lock{false};
+static long guarded = 0;
+int main(int argc, char **argv) {
+    long rounds = argc > 1 ? std::atol(argv[1]) : 20000;
+    std::vector<std::thread> ts;
+    for (long t = 0; t < 4; t++)
+        ts.emplace_back([t, rounds] {
+            for (long k = 0; k < rounds; k++) {
+                Shape *p = k % 2 ? new Square(t + 1) : new Shape();
+                total.fetch_add(p->area(), std::memory_order_relaxed);
+                delete p;
+                long m = maxv.load(std::memory_order_acquire);
+                while (m < k && !maxv.compare_exchange_weak(m, k)) {}
+                while (lock.exchange(true, std::memory_order_acquire)) {}
+                guarded++;
+                lock.store(false, std::memory_order_release);
+            }
+        });
+    for (auto &t : ts) t.join();
+    std::printf("%ld %ld %ld\n", total.load(), maxv.load(), guarded);
+    return 0;
+}
+"#;
+
+/// `tdmap g++` keeps C++ atomics and virtual calls working, traced or not.
+#[test]
+fn cxx_atomics_under_tdmap_gxx_behave_as_in_the_plain_build() {
+    let exe = compile_by("g++", "cxx_atomics.cpp", CXX_ATOMICS);
+    let plain = scratch().join("c/cxx_atomics-plain");
+    let ok = Command::new("g++")
+        .args(["-O1", "-o"])
+        .arg(&plain)
+        .arg(scratch().join("c/cxx_atomics.cpp"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let stdout = |prog: &Path, rounds: &str| {
+        let out = Command::new("timeout")
+            .arg("60")
+            .arg(prog)
+            .arg(rounds)
+            .output();
+        String::from_utf8_lossy(&out.unwrap().stdout).into_owned()
+    };
+    let want = stdout(&plain, "200000");
+    assert_eq!(stdout(&exe, "200000"), want, "untraced");
+    let (_, out) = trace_to("cxx_atomics.trace", &[], &exe, &["5000".into()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        stdout(&plain, "5000"),
+        "traced"
+    );
+}
