@@ -129,6 +129,12 @@ pub fn run(args: Args, lang: Lang) -> Result<i32> {
             lang.front()
         )));
     }
+    if lang.is_gcc() && args.iter().any(|a| asks_for_tsan(a)) {
+        return Err(input(format!(
+            "tdmap {} adds ThreadSanitizer's hooks itself and links tdmap's runtime instead of libtsan; drop -fsanitize=thread",
+            lang.front()
+        )));
+    }
     let compiler = compiler(lang)?;
     let mut cmd = Command::new(&compiler);
     // Kept alive until the compiler is done with it.
@@ -204,6 +210,14 @@ impl Drop for SpecsFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// `-fsanitize=...,thread,...`: the driver would then link libtsan, whose definitions of
+/// the `__tsan_*` entry points and interceptors clash with the runtime's.
+fn asks_for_tsan(arg: &OsStr) -> bool {
+    arg.to_str()
+        .and_then(|a| a.strip_prefix("-fsanitize="))
+        .is_some_and(|list| list.split(',').any(|s| s == "thread"))
 }
 
 fn links(args: &[OsString]) -> bool {
@@ -304,6 +318,14 @@ mod tests {
         assert!(!legacy(Lang::Cxx, &os(&["x.cpp"])).contains(&COMMON));
         assert_eq!(legacy(Lang::Gcc, &os(&["x.c"])), [COMMON]);
         assert!(legacy(Lang::Gfortran, &os(&["x.f90"])).is_empty());
+    }
+
+    #[test]
+    fn a_users_fsanitize_thread_is_recognised_in_any_list() {
+        assert!(asks_for_tsan(OsStr::new("-fsanitize=thread")));
+        assert!(asks_for_tsan(OsStr::new("-fsanitize=undefined,thread")));
+        assert!(!asks_for_tsan(OsStr::new("-fsanitize=address")));
+        assert!(!asks_for_tsan(OsStr::new("-fno-sanitize=thread")));
     }
 
     #[test]
