@@ -83,10 +83,10 @@ bench: setup bench-sampler
 fuzz-trace: setup
 	TDMAP_FUZZ_CASES=$${TDMAP_FUZZ_CASES:-100000} $(CARGO) test --release -p tdmap-trace --test fuzz
 
-## Workloads with known sharing: gcc, clang and `tdmap cc` builds under workloads/build.
+## Workloads with known sharing: gcc, clang, `tdmap cc` and `tdmap gcc` builds under workloads/build.
 workloads: setup
 	$(CARGO) build --release -p tdmap -p tdmap-rt
-	$(MAKE) -C workloads all tdmap TDMAP=$(CURDIR)/target/release/tdmap
+	$(MAKE) -C workloads all tdmap tdmap-gcc TDMAP=$(CURDIR)/target/release/tdmap
 
 ## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
 bench-trace: setup

@@ -7,6 +7,8 @@
 //! (It is the "amount of memory shared" metric of trace-based mapping §III-B.)
 
 mod common;
+#[path = "trace/fronts.rs"]
+mod fronts;
 #[path = "trace/model_only.rs"]
 mod model_only;
 mod workloads;
@@ -23,7 +25,8 @@ fn scratch() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-tests")
 }
 
-/// Builds the runtime and every workload with gcc and `tdmap cc`, once per test binary.
+/// Builds the runtime and every workload with gcc, `tdmap cc` and `tdmap gcc`, once per
+/// test binary.
 fn built() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| workloads::build(TDMAP, &scratch().join("build")))
@@ -54,25 +57,39 @@ struct Traced {
     stdout: String,
 }
 
-/// Traces workload `name` with `t` threads, once per test binary.
+/// The instrumented builds of the workloads: `tdmap cc`'s and `tdmap gcc`'s (their
+/// folders under [`built`]).
+const FRONTS: [&str; 2] = ["tdmap", "tdmap-gcc"];
+
+/// Traces workload `name` built by `tdmap cc` with `t` threads, once per test binary.
 fn traced(name: &str, size: &str, t: usize) -> Traced {
-    static CACHE: Mutex<Option<HashMap<(String, usize), Traced>>> = Mutex::new(None);
+    traced_by("tdmap", name, size, t)
+}
+
+/// Traces workload `name` built by `front` (one of [`FRONTS`]) with `t` threads, once per
+/// test binary.
+fn traced_by(front: &str, name: &str, size: &str, t: usize) -> Traced {
+    type Key = (String, String, usize);
+    static CACHE: Mutex<Option<HashMap<Key, Traced>>> = Mutex::new(None);
     // Held throughout, so two tests never trace into the same file at once.
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(HashMap::new);
-    let key = (name.to_string(), t);
+    let key = (front.to_string(), name.to_string(), t);
     if let Some(hit) = cache.get(&key) {
         return hit.clone();
     }
-    let prog = built().join("tdmap").join(name);
+    let prog = built().join(front).join(name);
     let args = [t.to_string(), size.to_string()];
-    let (trace, out) = trace_to(&format!("{name}-{t}.trace"), &[], &prog, &args);
+    let (trace, out) = trace_to(&format!("{front}-{name}-{t}.trace"), &[], &prog, &args);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "tdmap trace {name} {t}: {err}");
+    assert!(
+        out.status.success(),
+        "tdmap trace {front} {name} {t}: {err}"
+    );
     let report = tdmap_trace::check(&trace);
     assert!(
         report.ok(),
-        "{name} {t}: invariant checker: {:?}",
+        "{front} {name} {t}: invariant checker: {:?}",
         report.problems
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -113,20 +130,26 @@ fn gcc_checksum(name: &str, size: &str, t: usize) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Under both fronts: `tdmap cc` (clang callbacks) and `tdmap gcc` (gcc's tsan hooks).
 #[test]
 fn traced_sharing_matches_each_workloads_expected_blocks_at_8_and_16_threads() {
     let mut report = Vec::new();
-    for w in workloads::ALL {
-        for t in [8, 16] {
-            let tr = traced(w.name, w.size, t);
-            let (m, touched) = line_matrix(&tr.trace, t, 0..u64::MAX);
-            let score = workloads::similarity(&m, &workloads::expected(w.name, t), touched);
-            report.push(format!("{:<10} T={t:<2} similarity {score:.3}", w.name));
-            assert!(
-                score >= 0.9,
-                "{} at {t} threads: similarity {score:.3}\n{m:?}",
-                w.name
-            );
+    for front in FRONTS {
+        for w in workloads::ALL {
+            for t in [8, 16] {
+                let tr = traced_by(front, w.name, w.size, t);
+                let (m, touched) = line_matrix(&tr.trace, t, 0..u64::MAX);
+                let score = workloads::similarity(&m, &workloads::expected(w.name, t), touched);
+                report.push(format!(
+                    "{front:<9} {:<10} T={t:<2} similarity {score:.3}",
+                    w.name
+                ));
+                assert!(
+                    score >= 0.9,
+                    "{front}: {} at {t} threads: similarity {score:.3}\n{m:?}",
+                    w.name
+                );
+            }
         }
     }
     eprintln!("{}", report.join("\n"));
@@ -188,22 +211,25 @@ fn tdmap_analyze_of_each_trace_matches_the_expected_blocks() {
     eprintln!("{}", report.join("\n"));
 }
 
+/// Under both fronts: gcc's instrumented atomics must act as the plain build's.
 #[test]
 fn checksums_are_the_same_with_and_without_tracing() {
-    for w in workloads::ALL {
-        for t in [8, 16] {
-            let traced = traced(w.name, w.size, t).stdout;
-            assert!(
-                traced.contains("checksum"),
-                "{}: no checksum in {traced:?}",
-                w.name
-            );
-            assert_eq!(
-                traced,
-                gcc_checksum(w.name, w.size, t),
-                "{} at {t} threads",
-                w.name
-            );
+    for front in FRONTS {
+        for w in workloads::ALL {
+            for t in [8, 16] {
+                let traced = traced_by(front, w.name, w.size, t).stdout;
+                assert!(
+                    traced.contains("checksum"),
+                    "{front}: {}: no checksum in {traced:?}",
+                    w.name
+                );
+                assert_eq!(
+                    traced,
+                    gcc_checksum(w.name, w.size, t),
+                    "{front}: {} at {t} threads",
+                    w.name
+                );
+            }
         }
     }
 }
@@ -312,7 +338,9 @@ fn an_uninstrumented_program_exits_2_and_writes_nothing() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("not built with `tdmap cc`") && err.lines().count() == 1,
+        err.contains("not built with a tdmap front")
+            && err.contains("tdmap gcc")
+            && err.lines().count() == 1,
         "{err}"
     );
     assert!(!trace.exists());
@@ -366,13 +394,20 @@ fn an_existing_output_is_kept_without_force() {
 
 /// Compiles a small program (`file` names its language) with `tdmap cc` or `tdmap c++`.
 fn compile(file: &str, source: &str) -> PathBuf {
+    let driver = if file.ends_with(".cpp") { "c++" } else { "cc" };
+    compile_by(driver, file, source)
+}
+
+/// Compiles a small program with front `driver` (`cc`, `c++`, `gcc`, `g++`, `gfortran`)
+/// into SCRATCH/c/<file stem>-<driver>.
+fn compile_by(driver: &str, file: &str, source: &str) -> PathBuf {
     built();
     let dir = scratch().join("c");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join(file);
     std::fs::write(&src, source).unwrap();
-    let exe = src.with_extension("");
-    let driver = if file.ends_with(".cpp") { "c++" } else { "cc" };
+    let stem = src.file_stem().unwrap().to_string_lossy();
+    let exe = dir.join(format!("{stem}-{driver}"));
     let out = Command::new(TDMAP)
         .args([driver, "-O1", "-o"])
         .arg(&exe)
@@ -384,22 +419,27 @@ fn compile(file: &str, source: &str) -> PathBuf {
     exe
 }
 
+/// Under `tdmap c++` and `tdmap g++`.
 #[test]
 fn cxx_programs_build_with_tdmap_cxx_and_trace() {
-    let exe = compile(
-        "vec.cpp",
-        "#include <vector>\n#include <cstdio>\nint main(){ std::vector<long> v(1000);\n\
-        for (size_t i = 0; i < v.size(); i++) v[i] = i; long s = 0; for (long x : v) s += x;\n\
-        std::printf(\"%ld\\n\", s); return 0; }\n",
-    );
-    let (trace, out) = trace_to("vec.trace", &[], &exe, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "499500\n");
-    assert!(Reader::open(&trace).unwrap().events().count() >= 2000);
+    for driver in ["c++", "g++"] {
+        let exe = compile_by(
+            driver,
+            "vec.cpp",
+            "#include <vector>\n#include <cstdio>\nint main(){ std::vector<long> v(1000);\n\
+            for (size_t i = 0; i < v.size(); i++) v[i] = i; long s = 0; for (long x : v) s += x;\n\
+            std::printf(\"%ld\\n\", s); return 0; }\n",
+        );
+        let (trace, out) = trace_to(&format!("vec-{driver}.trace"), &[], &exe, &[]);
+        assert!(
+            out.status.success(),
+            "{driver}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "499500\n");
+        let n = Reader::open(&trace).unwrap().events().count();
+        assert!(n >= 2000, "{driver}: {n} events");
+    }
 }
 
 #[test]
@@ -408,48 +448,56 @@ fn tdmap_cc_without_arguments_exits_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Under `tdmap cc` and `tdmap gcc`.
 #[test]
 fn a_crash_flushes_the_trace_and_marks_it_crashed() {
-    let exe = compile(
-        "crash.c",
-        "#include <stdlib.h>\nvolatile long a[4096];\nint main(void){ for (int i = 0; i < 4096; i++) a[i] = i; abort(); }\n",
-    );
-    let (trace, out) = trace_to("crash.trace", &[], &exe, &[]);
-    // The program's status, as a shell reports it: 128 + SIGABRT (issue 17 item 7).
-    assert_eq!(
-        out.status.code(),
-        Some(134),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        tdmap_trace::check(&trace).ok(),
-        "a crashed trace is still well formed"
-    );
-    let rd = Reader::open(&trace).unwrap();
-    assert_eq!(rd.header().status, TraceStatus::Crashed);
-    assert!(
-        rd.events().count() >= 4096,
-        "the buffered accesses were not flushed"
-    );
+    for driver in ["cc", "gcc"] {
+        let exe = compile_by(
+            driver,
+            "crash.c",
+            "#include <stdlib.h>\nvolatile long a[4096];\nint main(void){ for (int i = 0; i < 4096; i++) a[i] = i; abort(); }\n",
+        );
+        let (trace, out) = trace_to(&format!("crash-{driver}.trace"), &[], &exe, &[]);
+        // The program's status, as a shell reports it: 128 + SIGABRT (issue 17 item 7).
+        assert_eq!(
+            out.status.code(),
+            Some(134),
+            "{driver}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            tdmap_trace::check(&trace).ok(),
+            "{driver}: a crashed trace is still well formed"
+        );
+        let rd = Reader::open(&trace).unwrap();
+        assert_eq!(rd.header().status, TraceStatus::Crashed);
+        assert!(
+            rd.events().count() >= 4096,
+            "{driver}: the buffered accesses were not flushed"
+        );
+    }
 }
 
+/// Under `tdmap cc` and `tdmap gcc`.
 #[test]
 fn a_failed_write_marks_the_trace_incomplete() {
     // The program caps its own file size once the runtime is up: the next chunk fails
     // with EFBIG, as it would with a full disk.
-    let exe = compile(
-        "fsize.c",
-        "#include <sys/resource.h>\nvolatile long a[1 << 16];\nint main(void){\n\
-         struct rlimit r = {200000, 200000}; setrlimit(RLIMIT_FSIZE, &r);\n\
-         for (int k = 0; k < 8; k++) for (int i = 0; i < (1 << 16); i++) a[i] += i;\nreturn 0; }\n",
-    );
-    let (trace, out) = trace_to("fsize.trace", &[], &exe, &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("Incomplete"), "{err}");
-    assert_eq!(
-        Reader::open(&trace).unwrap().header().status,
-        TraceStatus::Incomplete
-    );
+    for driver in ["cc", "gcc"] {
+        let exe = compile_by(
+            driver,
+            "fsize.c",
+            "#include <sys/resource.h>\nvolatile long a[1 << 16];\nint main(void){\n\
+             struct rlimit r = {200000, 200000}; setrlimit(RLIMIT_FSIZE, &r);\n\
+             for (int k = 0; k < 8; k++) for (int i = 0; i < (1 << 16); i++) a[i] += i;\nreturn 0; }\n",
+        );
+        let (trace, out) = trace_to(&format!("fsize-{driver}.trace"), &[], &exe, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{driver}: {err}");
+        assert!(err.contains("Incomplete"), "{driver}: {err}");
+        assert_eq!(
+            Reader::open(&trace).unwrap().header().status,
+            TraceStatus::Incomplete
+        );
+    }
 }

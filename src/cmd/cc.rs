@@ -1,16 +1,37 @@
-//! `tdmap cc` and `tdmap c++`: compiler wrappers (like scan-build's) that build a program
-//! for exact tracing: clang's SanitizerCoverage load/store callbacks plus the tdmap runtime
-//! (crates/rt), found next to the `tdmap` binary.
+//! The compiler fronts: `tdmap cc` and `tdmap c++` (clang-16), `tdmap gcc`, `tdmap g++`
+//! and `tdmap gfortran` (gcc 12), wrappers like scan-build's that build a program for
+//! exact tracing. clang gets SanitizerCoverage's load/store callbacks; gcc gets its
+//! ThreadSanitizer instrumentation at compile time only. Both link the tdmap runtime
+//! (crates/rt, found next to the `tdmap` binary), which defines those entry points,
+//! instead of a sanitizer runtime, so a gcc build keeps libgomp.
 
 use crate::exit::input;
 use anyhow::{Context, Result};
 use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Arguments of `tdmap cc` / `tdmap c++`: everything is passed on to the compiler.
+/// How to pass `--help` and other flags through, shown in every front's help.
+const PASS_THROUGH: &str = "Every argument goes to the compiler unchanged, except `--help`, \
+which shows this help. After a leading `--` nothing is looked at: `tdmap cc -- --help` \
+shows clang's help, `tdmap gcc -- --help` gcc's.
+
+Legacy code builds as gcc builds it: implicit int, implicit function declarations, int to \
+pointer conversions, `register` in C++17 and tentative definitions in several files \
+(-fcommon) are accepted with a warning. The user's own flags come after tdmap's and win \
+(`-Werror=implicit-int`, `-fno-common`); with `-Werror`, tdmap adds no -Wno-error flag.
+
+Environment: TDMAP_CC, TDMAP_CXX, TDMAP_GCC, TDMAP_GXX, TDMAP_FC name the compilers; \
+TDMAP_RT_LIB the runtime archive (default: libtdmap_rt.a beside tdmap).";
+
+/// Arguments of a compiler front: everything is passed on to the compiler.
 #[derive(Debug, clap::Args)]
-#[command(disable_help_flag = true, disable_version_flag = true)]
+#[command(
+    disable_help_flag = true,
+    disable_version_flag = true,
+    after_help = PASS_THROUGH
+)]
 pub struct Args {
     /// Compiler arguments, unchanged (e.g. `-O2 -o prog prog.c -lpthread`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -37,34 +58,166 @@ const RT_LIBS: &[&str] = &[
 /// Arguments that stop the compiler before linking.
 const NO_LINK: &[&str] = &["-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"];
 
-/// Which language driver to wrap.
-#[derive(Debug, Clone, Copy)]
+/// Flags that turn clang-16's legacy-code errors back into gcc's warnings. They go
+/// before the user's flags, so a later `-Werror=implicit-int` still wins; none is added
+/// when the user asks for `-Werror`.
+const CLANG_LEGACY: &[&str] = &[
+    "-Wno-error=implicit-int",
+    "-Wno-error=implicit-function-declaration",
+    "-Wno-error=int-conversion",
+    "-Wno-error=incompatible-function-pointer-types",
+    "-Wno-error=register",
+];
+/// Tentative definitions in several files link, as before gcc 10 and clang 11 (C only:
+/// C++ has no tentative definitions and warns about the flag nowhere).
+const COMMON: &str = "-fcommon";
+
+/// gcc spec that passes `-fsanitize=thread` to the compilers proper (cc1, cc1plus,
+/// f951) only: the driver never sees it, so it links neither libtsan nor its preinit
+/// object, and the tdmap runtime provides the `__tsan_*` entry points instead.
+const TSAN_SPECS: &str = "*cc1_options:\n+ -fsanitize=thread\n\n";
+
+/// Which compiler a front wraps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lang {
     /// `tdmap cc`: clang-16 (or $TDMAP_CC).
     C,
     /// `tdmap c++`: clang++-16 (or $TDMAP_CXX).
     Cxx,
+    /// `tdmap gcc`: gcc (or $TDMAP_GCC).
+    Gcc,
+    /// `tdmap g++`: g++ (or $TDMAP_GXX).
+    Gxx,
+    /// `tdmap gfortran`: gfortran (or $TDMAP_FC).
+    Gfortran,
+}
+
+impl Lang {
+    /// The front's subcommand name.
+    fn front(self) -> &'static str {
+        match self {
+            Lang::C => "cc",
+            Lang::Cxx => "c++",
+            Lang::Gcc => "gcc",
+            Lang::Gxx => "g++",
+            Lang::Gfortran => "gfortran",
+        }
+    }
+
+    fn is_gcc(self) -> bool {
+        matches!(self, Lang::Gcc | Lang::Gxx | Lang::Gfortran)
+    }
 }
 
 /// Runs the wrapped compiler and returns its exit code.
 pub fn run(args: Args, lang: Lang) -> Result<i32> {
-    if args.args.is_empty() {
-        return Err(input(
-            "no compiler arguments; use it like clang, e.g. `tdmap cc -O2 -o prog prog.c`",
-        ));
+    // clap drops the `--` right after the front's name; look for it where the user put it.
+    let raw: Vec<OsString> = std::env::args_os().collect();
+    let verbatim = raw
+        .iter()
+        .position(|a| a == lang.front())
+        .and_then(|i| raw.get(i + 1))
+        .is_some_and(|a| a == "--");
+    let args = args.args;
+    if !verbatim && args.iter().any(|a| a == "--help") {
+        return help(lang);
+    }
+    if args.is_empty() {
+        return Err(input(format!(
+            "no compiler arguments; use it like the compiler, e.g. `tdmap {} -O2 -o prog prog.c` (see `tdmap {} --help`)",
+            lang.front(),
+            lang.front()
+        )));
+    }
+    if lang.is_gcc() && args.iter().any(|a| asks_for_tsan(a)) {
+        return Err(input(format!(
+            "tdmap {} adds ThreadSanitizer's hooks itself and links tdmap's runtime instead of libtsan; drop -fsanitize=thread",
+            lang.front()
+        )));
     }
     let compiler = compiler(lang)?;
     let mut cmd = Command::new(&compiler);
-    cmd.args(&args.args).arg(COVERAGE);
-    if links(&args.args) {
-        cmd.arg("-fno-sanitize-link-runtime")
-            .arg(runtime_lib()?)
-            .args(RT_LIBS);
+    // Kept alive until the compiler is done with it.
+    let specs = lang.is_gcc().then(SpecsFile::create).transpose()?;
+    if let Some(SpecsFile(path)) = &specs {
+        cmd.arg(format!("-specs={}", path.display()));
+    }
+    cmd.args(legacy(lang, &args)).args(&args);
+    if !lang.is_gcc() {
+        cmd.arg(COVERAGE);
+    }
+    if links(&args) {
+        if !lang.is_gcc() {
+            cmd.arg("-fno-sanitize-link-runtime");
+        }
+        cmd.arg(runtime_lib()?).args(RT_LIBS);
     }
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {}", compiler.display()))?;
     Ok(status.code().unwrap_or(crate::exit::FAILED))
+}
+
+/// Prints the front's own help (its clap definition), not the compiler's.
+fn help(lang: Lang) -> Result<i32> {
+    use clap::CommandFactory;
+    let mut cli = super::Cli::command();
+    let sub = cli
+        .find_subcommand_mut(lang.front())
+        .context("front without a subcommand")?;
+    let text = sub
+        .clone()
+        .bin_name(format!("tdmap {}", lang.front()))
+        .render_long_help();
+    let _ = write!(std::io::stdout(), "{text}");
+    Ok(0)
+}
+
+/// tdmap's legacy-code flags for this front, given the user's arguments.
+fn legacy(lang: Lang, args: &[OsString]) -> Vec<&'static str> {
+    let mut flags = Vec::new();
+    if matches!(lang, Lang::C | Lang::Cxx) && !args.iter().any(|a| a == "-Werror") {
+        flags.extend_from_slice(CLANG_LEGACY);
+    }
+    if matches!(lang, Lang::C | Lang::Gcc) {
+        flags.push(COMMON);
+    }
+    flags
+}
+
+/// The gcc spec file of [`TSAN_SPECS`], written for one compiler run and removed after.
+struct SpecsFile(PathBuf);
+
+impl SpecsFile {
+    fn create() -> Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!("tdmap-tsan-{}-{nanos}.specs", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("cannot create the gcc spec file {}", path.display()))?;
+        f.write_all(TSAN_SPECS.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(SpecsFile(path))
+    }
+}
+
+impl Drop for SpecsFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `-fsanitize=...,thread,...`: the driver would then link libtsan, whose definitions of
+/// the `__tsan_*` entry points and interceptors clash with the runtime's.
+fn asks_for_tsan(arg: &OsStr) -> bool {
+    arg.to_str()
+        .and_then(|a| a.strip_prefix("-fsanitize="))
+        .is_some_and(|list| list.split(',').any(|s| s == "thread"))
 }
 
 fn links(args: &[OsString]) -> bool {
@@ -73,11 +226,14 @@ fn links(args: &[OsString]) -> bool {
         .any(|a| NO_LINK.iter().any(|n| a == OsStr::new(n)))
 }
 
-/// The compiler to wrap: $TDMAP_CC/$TDMAP_CXX, else clang-16, else clang.
+/// The compiler to wrap: the front's variable, else its usual names on PATH.
 fn compiler(lang: Lang) -> Result<PathBuf> {
-    let (var, names) = match lang {
-        Lang::C => ("TDMAP_CC", ["clang-16", "clang"]),
-        Lang::Cxx => ("TDMAP_CXX", ["clang++-16", "clang++"]),
+    let (var, names): (_, &[&str]) = match lang {
+        Lang::C => ("TDMAP_CC", &["clang-16", "clang"]),
+        Lang::Cxx => ("TDMAP_CXX", &["clang++-16", "clang++"]),
+        Lang::Gcc => ("TDMAP_GCC", &["gcc-12", "gcc"]),
+        Lang::Gxx => ("TDMAP_GXX", &["g++-12", "g++"]),
+        Lang::Gfortran => ("TDMAP_FC", &["gfortran-12", "gfortran"]),
     };
     if let Some(c) = std::env::var_os(var).filter(|c| !c.is_empty()) {
         return Ok(PathBuf::from(c));
@@ -86,8 +242,13 @@ fn compiler(lang: Lang) -> Result<PathBuf> {
         .iter()
         .find_map(|n| find_in_path(OsStr::new(n)))
         .ok_or_else(|| {
+            let fix = if lang.is_gcc() {
+                "install it (apt-get install gcc g++ gfortran)"
+            } else {
+                "install it with scripts/setup.sh"
+            };
             input(format!(
-                "{} not found on PATH; install it with scripts/setup.sh, or set {var} to a clang",
+                "{} not found on PATH; {fix}, or set {var} to one",
                 names[0]
             ))
         })
@@ -146,6 +307,25 @@ mod tests {
         assert!(links(&os(&["-O2", "-o", "x", "x.c"])));
         assert!(!links(&os(&["-O2", "-c", "x.c"])));
         assert!(!links(&os(&["-E", "x.c"])));
+    }
+
+    #[test]
+    fn legacy_flags_yield_to_werror_and_fit_each_language() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let plain = legacy(Lang::C, &os(&["-O2", "x.c"]));
+        assert!(plain.contains(&"-Wno-error=implicit-int") && plain.contains(&COMMON));
+        assert_eq!(legacy(Lang::C, &os(&["-Werror", "x.c"])), [COMMON]);
+        assert!(!legacy(Lang::Cxx, &os(&["x.cpp"])).contains(&COMMON));
+        assert_eq!(legacy(Lang::Gcc, &os(&["x.c"])), [COMMON]);
+        assert!(legacy(Lang::Gfortran, &os(&["x.f90"])).is_empty());
+    }
+
+    #[test]
+    fn a_users_fsanitize_thread_is_recognised_in_any_list() {
+        assert!(asks_for_tsan(OsStr::new("-fsanitize=thread")));
+        assert!(asks_for_tsan(OsStr::new("-fsanitize=undefined,thread")));
+        assert!(!asks_for_tsan(OsStr::new("-fsanitize=address")));
+        assert!(!asks_for_tsan(OsStr::new("-fno-sanitize=thread")));
     }
 
     #[test]

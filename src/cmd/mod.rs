@@ -32,11 +32,26 @@ enum Command {
     /// Map threads onto PUs from a sharing matrix and print the mapping ready to paste.
     Map(map::Args),
     /// Compile C for exact tracing: clang with load/store callbacks and the tdmap runtime.
+    ///
+    /// Runs clang-16 with `-fsanitize-coverage=edge,trace-loads,trace-stores` and links
+    /// tdmap's runtime, which records every load and store for `tdmap trace`.
     Cc(cc::Args),
-    /// Compile C++ for exact tracing, like `tdmap cc`.
+    /// Compile C++ for exact tracing, like `tdmap cc` (clang++-16).
     #[command(name = "c++")]
     Cxx(cc::Args),
-    /// Run a program built with `tdmap cc` and write the exact trace of its accesses.
+    /// Compile C for exact tracing with gcc: ThreadSanitizer's hooks, tdmap's runtime.
+    ///
+    /// Runs gcc with `-fsanitize=thread` given to the compiler proper only, and links
+    /// tdmap's runtime (which defines the `__tsan_*` entry points and performs every
+    /// atomic for real) instead of libtsan; OpenMP programs keep libgomp.
+    Gcc(cc::Args),
+    /// Compile C++ for exact tracing with g++, like `tdmap gcc`.
+    #[command(name = "g++")]
+    Gxx(cc::Args),
+    /// Compile Fortran for exact tracing with gfortran, like `tdmap gcc`.
+    Gfortran(cc::Args),
+    /// Run a program built with a tdmap front (`tdmap cc`, `tdmap gcc`, ...) and write
+    /// the exact trace of its accesses.
     Trace(trace::Args),
     /// Check a trace file's invariants and print its counts.
     TraceCheck(trace_check::Args),
@@ -143,6 +158,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Map(args) => map::run(args),
         Command::Cc(args) => cc::run(args, cc::Lang::C),
         Command::Cxx(args) => cc::run(args, cc::Lang::Cxx),
+        Command::Gcc(args) => cc::run(args, cc::Lang::Gcc),
+        Command::Gxx(args) => cc::run(args, cc::Lang::Gxx),
+        Command::Gfortran(args) => cc::run(args, cc::Lang::Gfortran),
         Command::Trace(args) => trace::run(args),
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),

@@ -1,4 +1,4 @@
-//! `tdmap trace [-o out.trace] -- ./prog args`: runs a program built with `tdmap cc` and
+//! `tdmap trace [-o out.trace] -- ./prog args`: runs a program built with a tdmap front and
 //! writes the exact trace of its loads and stores (trace-based mapping §III-A; the
 //! "oracle" of kMAF), plus which thread first touched each page (as Fault events).
 //!
@@ -63,7 +63,8 @@ pub struct Args {
     /// Write the summary as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
-    /// The program built with `tdmap cc`, then its arguments (after `--`).
+    /// The program built with a tdmap front (`tdmap cc`, `tdmap gcc`, ...), then its
+    /// arguments (after `--`).
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
 }
@@ -240,6 +241,9 @@ fn exit_code(ctl: &Control, status: &ExitStatus) -> i32 {
     }
 }
 
+/// The fix named when a program holds no tdmap runtime.
+const REBUILD: &str = "rebuild it with `tdmap cc`/`tdmap c++` (clang) or `tdmap gcc`/`tdmap g++`/`tdmap gfortran` and trace again";
+
 /// Fails unless the runtime answered: exit 1 if an instrumented program's runtime could
 /// not start, exit 2 if the program holds no runtime at all.
 fn check_hello(ctl: &Control, args: &Args, scratch: &Scratch, has_runtime: bool) -> Result<()> {
@@ -252,7 +256,7 @@ fn check_hello(ctl: &Control, args: &Args, scratch: &Scratch, has_runtime: bool)
     }
     if !ctl.hello {
         return Err(input(format!(
-            "'{prog}' was not built with `tdmap cc` (no tdmap runtime answered); rebuild it with `tdmap cc` or `tdmap c++` and trace again"
+            "'{prog}' was not built with a tdmap front (no tdmap runtime answered); {REBUILD}"
         )));
     }
     Ok(())
@@ -266,7 +270,7 @@ fn check_instrumented(exe: &Path) -> Result<bool> {
     let is_elf = bytes.starts_with(b"\x7fELF");
     if is_elf && !bytes.windows(wire::MARKER.len()).any(|w| w == wire::MARKER) {
         return Err(input(format!(
-            "{} was not built with `tdmap cc` (it holds no tdmap runtime); rebuild it with `tdmap cc` or `tdmap c++` and trace again",
+            "{} was not built with a tdmap front (it holds no tdmap runtime); {REBUILD}",
             exe.display()
         )));
     }

@@ -187,8 +187,9 @@ fn similarity_tells_matching_from_unrelated_patterns() {
     assert!(similarity(&uniform, &none, 28.0) < 0.5);
 }
 
-/// Builds the runtime (same profile as `tdmap`) and every workload with gcc and
-/// `tdmap cc` (the `tdmap` binary at path `tdmap`) under `dir`; returns `dir`. The test
+/// Builds the runtime (same profile as `tdmap`) and every workload with gcc, `tdmap cc`
+/// and `tdmap gcc` (the `tdmap` binary at path `tdmap`) under `dir` (`gcc/`, `tdmap/`,
+/// `tdmap-gcc/`); returns `dir`. The test
 /// crate must also declare `mod common`.
 pub fn build(tdmap: &str, dir: &std::path::Path) -> std::path::PathBuf {
     use std::path::Path;
@@ -198,7 +199,7 @@ pub fn build(tdmap: &str, dir: &std::path::Path) -> std::path::PathBuf {
     let out = Command::new("make")
         .args(["-s", "-j2", "-C"])
         .arg(&src)
-        .args(["gcc", "tdmap"])
+        .args(["gcc", "tdmap", "tdmap-gcc"])
         .arg(format!("TDMAP={tdmap}"))
         .arg(format!("BUILD={}", dir.display()))
         .output()

@@ -32,6 +32,13 @@ extern "C" fn ctor() {
     state::register_current();
 }
 
+/// True once set-up finished and this process is being traced; never starts set-up, so
+/// it is safe to call from anywhere (the library-call interceptors do).
+#[cfg_attr(test, allow(dead_code))] // only the interceptors, not built for tests
+pub fn is_on() -> bool {
+    STATUS.load(Ordering::Acquire) == ON
+}
+
 /// Sets the runtime up once; true when this process is being traced.
 pub fn ensure() -> bool {
     match STATUS.load(Ordering::Acquire) {

@@ -1,6 +1,7 @@
 //! The tdmap runtime, linked into programs built with `tdmap cc`: clang's SanitizerCoverage
-//! calls `__sanitizer_cov_load*`/`__sanitizer_cov_store*` before every load and store,
-//! and this library appends each access to a per-thread buffer, which it writes as a raw
+//! calls `__sanitizer_cov_load*`/`__sanitizer_cov_store*` before every load and store
+//! (with `tdmap gcc`, `g++` or `gfortran`: gcc's `__tsan_read*`/`__tsan_write*`, see
+//! [`tsan`]), and this library appends each access to a per-thread buffer, which it writes as a raw
 //! chunk to a file that `tdmap trace` converts to the compressed trace afterwards
 //! (the trace-based method's memory-access monitoring, trace-based mapping §III-A,
 //! with compiler instrumentation in place of Simics).
@@ -11,15 +12,20 @@
 //! (see [`inject::unprotected`]). Without the `tdmap trace` environment the runtime stays off
 //! and the program runs normally.
 //!
-//! Limits: first touches are judged among instrumented accesses only (memory that libc
-//! or the kernel wrote first, e.g. by `memset` in an uninstrumented library, is credited
-//! to the first instrumented toucher); threads still running when the process exits are
+//! Calls to `memcpy`, `memset` and the string functions are recorded as the ranges they
+//! touch, one record per line ([`intercept`]), as sanitizers' interceptors do.
+//!
+//! Limits: first touches are judged among recorded accesses only (memory that libc or
+//! the kernel wrote first, e.g. inside `calloc` or `fread`, is credited to the first
+//! recorded toucher); threads still running when the process exits are
 //! flushed best-effort; an instrumented signal handler that interrupts the hot path can
 //! lose or repeat one record; a forked child stops recording.
 
 mod callbacks;
 mod init;
 pub mod inject;
+#[cfg(not(test))]
+mod intercept;
 mod io;
 #[cfg(not(test))]
 mod next;
@@ -28,3 +34,4 @@ mod setid;
 mod state;
 #[cfg(not(test))]
 mod threads;
+pub mod tsan;

@@ -47,6 +47,8 @@ thread_local! {
     static CURRENT: Cell<*mut ThreadState> = const { Cell::new(null_mut()) };
     /// The id `pthread_create` reserved for this thread, u32::MAX if none.
     pub static PENDING_ID: Cell<u32> = const { Cell::new(u32::MAX) };
+    /// Set while [`record_range`] runs on this thread.
+    static RANGE_BUSY: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The next thread id; ids follow thread creation order.
@@ -106,6 +108,35 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
         let cpu = unsafe { libc::sched_getcpu() };
         push(s, wire::pack_cpu(cpu.max(0) as u32));
     }
+}
+
+/// Records the accesses of a library call (`memcpy`, `strlen`, gcc's `__tsan_*_range`)
+/// to the `len` bytes at `addr`: one record per 64-byte line touched, each sized to the
+/// bytes it covers (rounded up to a power of two), as if the call's copy loop had been
+/// instrumented at line granularity. A range met while another is being recorded on the
+/// same thread (a copy made by the runtime itself) is dropped.
+pub fn record_range(addr: u64, len: usize, write: bool) {
+    if len == 0 || RANGE_BUSY.with(Cell::get) {
+        return;
+    }
+    RANGE_BUSY.with(|b| b.set(true));
+    let end = addr.saturating_add(len as u64);
+    let mut a = addr;
+    while a < end {
+        let line_end = ((a >> LINE_SHIFT) + 1) << LINE_SHIFT;
+        let n = line_end.min(end) - a;
+        record(a, n.next_power_of_two().trailing_zeros(), write);
+        a = line_end;
+    }
+    RANGE_BUSY.with(|b| b.set(false));
+}
+
+/// True while this thread is inside the runtime's range recording, or before the runtime
+/// is ready for it: library-call interceptors then only forward the call, so that the
+/// runtime's own copies (and `dlsym`'s) are never recorded or re-entered.
+#[cfg_attr(test, allow(dead_code))] // only the interceptors, not built for tests
+pub fn in_runtime() -> bool {
+    RANGE_BUSY.with(Cell::get) || !crate::init::is_on()
 }
 
 /// Appends one word, reading the clock at every TICK_EVERY-th position.
