@@ -101,7 +101,7 @@ proptest! {
         accesses in prop::collection::vec((0u32..4, 0u64..24, any::<bool>()), 20..300),
         seed in 0u64..1000,
     ) {
-        let topo = machine(if big { "package:2 core:2 pu:2" } else { "package:2 core:2 pu:1" });
+        let topo = machine(if big { "package:2 numa:1 core:2 pu:2" } else { "package:2 numa:1 core:2 pu:1" });
         // Blocks 0-7 private-ish, 8-23 spread over four pages shared by whoever uses them.
         let trace: Vec<SimAccess> = accesses
             .iter()
@@ -144,11 +144,11 @@ fn all_placements(n: usize, pus: usize) -> Vec<Vec<usize>> {
 #[test]
 fn best_static_is_no_slower_than_the_best_of_all_placements() {
     for (spec, threads, seed) in [
-        ("package:2 core:3 pu:1", 6, 3),
-        ("package:2 core:3 pu:1", 5, 2),
-        ("package:2 core:2 pu:2", 4, 1),
-        ("package:2 core:2 pu:2", 4, 5),
-        ("package:2 core:2 pu:2", 5, 6),
+        ("package:2 numa:1 core:3 pu:1", 6, 3),
+        ("package:2 numa:1 core:3 pu:1", 5, 2),
+        ("package:2 numa:1 core:2 pu:2", 4, 1),
+        ("package:2 numa:1 core:2 pu:2", 4, 5),
+        ("package:2 numa:1 core:2 pu:2", 5, 6),
     ] {
         let topo = machine(spec);
         let trace = sharing_trace(threads, 300, seed);
