@@ -156,7 +156,9 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
 /// within 3 % of os. The 3 % is not noise in the model (it is deterministic) but kMAF's
 /// own cost: its extra faults may take 2 % of the threads' work (kMAF §5.4 measured under
 /// 4 %), spread over the run by the sweep. `interleave` is a data policy that puts 3
-/// pages in 4 on remote nodes by design: it must be slower, not equal.
+/// pages in 4 on remote nodes by design, and `random` now randomises page homes as
+/// kMAF's random mapping does (issue 18; it was os's placement with first touch): both
+/// must be slower, not equal.
 #[test]
 fn private_only_ep_ties_every_mapping_policy() {
     let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,best-static,interleave";
@@ -165,8 +167,8 @@ fn private_only_ep_ties_every_mapping_policy() {
     let os = cycles(&rs, "os") as f64;
     for (p, _) in &rs {
         let c = cycles(&rs, p) as f64;
-        if p == "interleave" {
-            assert!(c > os * 1.05, "interleave {c} vs os {os}");
+        if p == "interleave" || p == "random" {
+            assert!(c > os * 1.05, "{p} {c} vs os {os}");
         } else {
             assert!((c / os - 1.0).abs() <= 0.03, "{p}: {c} cycles vs os {os}");
         }
@@ -180,6 +182,51 @@ fn best_static_is_no_slower_than_any_static_policy_on_the_other_traces() {
     for (name, size) in [("pairs", "4096"), ("pipeline", "512")] {
         let rs = results(&traced(name, size), &format!("{STATIC},best-static"));
         assert_best_static_bounds(name, &rs);
+    }
+}
+
+/// Issue 18 must-show 3: the papers' baselines run side by side on a master-initialised
+/// trace, and numa-balancing acts there: its scans find cginit's pages, first touched by
+/// the master, used from other nodes, and migrate them (it never moved a page on any of
+/// 22 traces before). `random` is no longer `os`.
+#[test]
+fn the_papers_baselines_run_on_cginit_and_numa_balancing_moves_pages() {
+    let trace = traced_repeat("cginit", "1024", "16");
+    let list = "os,random,worst,kmaf,kmaf-threads,kmaf-data,numa-balancing,sammu,oracle";
+    let rs = results(&trace, list);
+    let names: Vec<&str> = rs.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "os",
+            "random",
+            "worst",
+            "kmaf",
+            "kmaf-threads",
+            "kmaf-data",
+            "numa-balancing",
+            "sammu",
+            "best-static"
+        ]
+    );
+    let report = |p: &str| &rs.iter().find(|(n, _)| n == p).unwrap().1["report"];
+    let moved = report("numa-balancing")["page_migrations"]
+        .as_u64()
+        .unwrap();
+    assert!(moved > 0, "numa-balancing moved no page on cginit");
+    assert!(
+        report("numa-balancing")["injected_faults"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_ne!(report("random"), report("os"), "random is os again");
+    assert!(cycles(&rs, "best-static") <= cycles(&rs, "worst"));
+    let out = sim(&trace, &["--machine", MACHINE, "--policies", list]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Inter-chip traffic is an amount next to its ratio, never a bare ratio.
+    for row in text.lines().skip(2).take(names.len()) {
+        assert!(row.contains("iB ("), "{row}");
     }
 }
 

@@ -26,6 +26,7 @@ pub mod matrix;
 pub mod policy;
 pub mod rng;
 pub mod slots;
+pub mod worst;
 
 pub use cost::{cost, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;

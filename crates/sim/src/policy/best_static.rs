@@ -38,6 +38,9 @@ use tdmap_topo::Topology;
 /// The policy names best-static answers to.
 pub const NAMES: [&str; 2] = ["best-static", "oracle"];
 
+/// The name of the minimum-weight mapping, which also needs the first pass.
+pub const WORST: &str = "worst";
+
 /// The static policies by name that are always candidates.
 pub const STATIC_NAMES: [&str; 5] = ["os", "compact", "scatter", "random", "interleave"];
 
@@ -208,6 +211,18 @@ impl Knowledge {
             .collect();
         out.sort_unstable();
         out
+    }
+
+    /// `worst`: the minimum-weight mapping of the trace-based paper
+    /// (`tdmap_map::worst`), pages by first touch (Linux's default, as in its runs).
+    pub fn worst(&self, topo: &Topology) -> Result<Box<dyn Policy>, RunError> {
+        let n = self.profile.threads;
+        let m = tdmap_map::worst::map(topo, &self.matrix, n, n > topo.num_pus()).map_err(|e| {
+            SimError::BadConfig {
+                why: format!("worst mapping: {e}"),
+            }
+        })?;
+        Ok(Box::new(Fixed::new(WORST, m)))
     }
 
     /// The policy a candidate stands for, named `name`.
