@@ -93,7 +93,7 @@ fn cycles(rs: &[(String, Value)], policy: &str) -> u64 {
 }
 
 /// The static policies best-static must never lose to (issue 18, item 1).
-const STATIC: &str = "os,compact,scatter,random,interleave";
+const STATIC: &str = "os,compact,scatter,random,interleave,worst";
 
 /// Issue 18 must-show 1: on `rs`, best-static is no slower than any static policy.
 fn assert_best_static_bounds(what: &str, rs: &[(String, Value)]) {
@@ -161,7 +161,7 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
 /// must be slower, not equal.
 #[test]
 fn private_only_ep_ties_every_mapping_policy() {
-    let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,best-static,interleave";
+    let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,best-static,interleave,worst";
     let rs = results(&traced("ep", "65536"), all);
     assert_best_static_bounds("ep", &rs);
     let os = cycles(&rs, "os") as f64;

@@ -52,7 +52,7 @@ fn sharing_trace(threads: usize, rounds: usize, seed: u64) -> Vec<SimAccess> {
 }
 
 /// Issue 18: best-static ≤ every static policy (os, compact, scatter, random,
-/// interleave) and every algorithm's mapping with first-touch pages or majority homes,
+/// interleave, worst) and every algorithm's mapping with first-touch pages or majority homes,
 /// each replayed here on its own.
 fn check_bound(topo: &Topology, threads: usize, trace: &[SimAccess], seed: u64) {
     let cfg = SimConfig {
@@ -75,6 +75,9 @@ fn check_bound(topo: &Topology, threads: usize, trace: &[SimAccess], seed: u64) 
         seed,
         oversubscribe: false,
     };
+    let worst = tdmap_map::worst::map(topo, &k.matrix, threads, false).unwrap();
+    let w = sim(Box::new(Fixed::new("worst", worst)));
+    assert!(bound <= w, "best-static {bound} > worst {w}");
     for algo in tdmap_map::Algorithm::ALL {
         let Ok(m) = tdmap_map::map_threads(algo, topo, &k.matrix, threads, &opts) else {
             continue;

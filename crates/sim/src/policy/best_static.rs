@@ -7,8 +7,9 @@
 //! - the static policies by name (`os`, `compact`, `scatter`, `random`, `interleave`),
 //!   built exactly as `tdmap sim` builds them, with the same seed;
 //! - the mapping of every `tdmap-map` algorithm (greedy, matching, drb, exhaustive where
-//!   it runs, compact, scatter, random, identity), each with first-touch pages and with
-//!   its best page homes (each page on the node whose threads access it most);
+//!   it runs, compact, scatter, random, identity) and the `worst` mapping, each with
+//!   first-touch pages and with its best page homes (each page on the node whose threads
+//!   access it most);
 //! - on small machines, every thread placement up to the machine's symmetries (swapping
 //!   PUs of a core, cores of a node, and nodes when the SLIT is uniform), with first-touch
 //!   pages and with its best homes.
@@ -164,6 +165,9 @@ impl Knowledge {
             if let Ok(m) = tdmap_map::map_threads(algo, topo, &self.matrix, n, &opts) {
                 mappings.push((algo.name().to_string(), m));
             }
+        }
+        if let Ok(m) = tdmap_map::worst::map(topo, &self.matrix, n, opts.oversubscribe) {
+            mappings.push((WORST.to_string(), m));
         }
         for m in placements(topo, n) {
             mappings.push(("placement".into(), m));
