@@ -1,9 +1,10 @@
 //! End-to-end tests of `tdmap sim` on traces of the workloads (8 threads, traced on this
 //! one-node machine and replayed on the modelled xeon-x7550-4s): the sharing-aware
-//! policies order as the papers report (oracle ≤ kmaf ≤ os) on all seven sharing-heavy
-//! patterns run as iterative programs (REPEAT 16); every mapping policy ties (within 3 %)
-//! on the private-only one, output is deterministic, and bad input exits 2 with one
-//! line. All figures here are SIMULATED.
+//! policies order as the papers report (best-static ≤ kmaf ≤ os) on all seven
+//! sharing-heavy patterns run as iterative programs (REPEAT 16); best-static (alias
+//! oracle) is no slower than any static policy on every trace these tests make; every
+//! mapping policy ties (within 3 %) on the private-only one, output is deterministic,
+//! and bad input exits 2 with one line. All figures here are SIMULATED.
 
 mod common;
 #[allow(dead_code)]
@@ -91,6 +92,18 @@ fn cycles(rs: &[(String, Value)], policy: &str) -> u64 {
     r["report"]["cycles_max"].as_u64().unwrap()
 }
 
+/// The static policies best-static must never lose to (issue 18, item 1).
+const STATIC: &str = "os,compact,scatter,random,interleave,worst";
+
+/// Issue 18 must-show 1: on `rs`, best-static is no slower than any static policy.
+fn assert_best_static_bounds(what: &str, rs: &[(String, Value)]) {
+    let best = cycles(rs, "best-static");
+    for p in STATIC.split(',') {
+        let c = cycles(rs, p);
+        assert!(best <= c, "{what}: best-static {best} > {p} {c} cycles");
+    }
+}
+
 /// Issue 8 must-show 2: oracle ≤ kmaf ≤ os on every sharing-heavy workload, with kmaf at
 /// least 5 % below os. The workloads repeat their pattern 16 times (1-3.5 M accesses),
 /// as the iterative programs kMAF was measured on do: kMAF learns the sharing online,
@@ -111,11 +124,16 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
         ("phase", "128"),
     ];
     for (name, size) in cases {
-        let rs = results(&traced_repeat(name, size, "16"), "os,kmaf,oracle");
+        // `oracle` is best-static's alias; the row is named best-static.
+        let rs = results(
+            &traced_repeat(name, size, "16"),
+            &format!("{STATIC},kmaf,oracle"),
+        );
+        assert_best_static_bounds(name, &rs);
         let (os, kmaf, oracle) = (
             cycles(&rs, "os"),
             cycles(&rs, "kmaf"),
-            cycles(&rs, "oracle"),
+            cycles(&rs, "best-static"),
         );
         assert!(
             oracle <= kmaf && kmaf <= os,
@@ -138,19 +156,82 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
 /// within 3 % of os. The 3 % is not noise in the model (it is deterministic) but kMAF's
 /// own cost: its extra faults may take 2 % of the threads' work (kMAF §5.4 measured under
 /// 4 %), spread over the run by the sweep. `interleave` is a data policy that puts 3
-/// pages in 4 on remote nodes by design: it must be slower, not equal.
+/// pages in 4 on remote nodes by design, and `random` now randomises page homes as
+/// kMAF's random mapping does (issue 18; it was os's placement with first touch): both
+/// must be slower, not equal.
 #[test]
 fn private_only_ep_ties_every_mapping_policy() {
-    let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,oracle,interleave";
+    let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,best-static,interleave,worst";
     let rs = results(&traced("ep", "65536"), all);
+    assert_best_static_bounds("ep", &rs);
     let os = cycles(&rs, "os") as f64;
     for (p, _) in &rs {
         let c = cycles(&rs, p) as f64;
-        if p == "interleave" {
-            assert!(c > os * 1.05, "interleave {c} vs os {os}");
+        if p == "interleave" || p == "random" {
+            assert!(c > os * 1.05, "{p} {c} vs os {os}");
         } else {
             assert!((c / os - 1.0).abs() <= 0.03, "{p}: {c} cycles vs os {os}");
         }
+    }
+}
+
+/// Issue 18 must-show 1 on the traces the other tests do not check it on (they check
+/// the seven REPEAT 16 workloads and ep): best-static ≤ every static policy.
+#[test]
+fn best_static_is_no_slower_than_any_static_policy_on_the_other_traces() {
+    for (name, size) in [("pairs", "4096"), ("pipeline", "512")] {
+        let rs = results(&traced(name, size), &format!("{STATIC},best-static"));
+        assert_best_static_bounds(name, &rs);
+    }
+}
+
+/// Issue 18 must-show 3: the papers' baselines run side by side on a master-initialised
+/// trace, and numa-balancing acts there: its scans find cginit's pages, first touched by
+/// the master, used from other nodes, and migrate them (it never moved a page on any of
+/// 22 traces before). `random` is no longer `os`.
+#[test]
+fn the_papers_baselines_run_on_cginit_and_numa_balancing_moves_pages() {
+    let trace = traced_repeat("cginit", "1024", "16");
+    let list = "os,random,worst,kmaf,kmaf-threads,kmaf-data,numa-balancing,sammu,oracle";
+    let rs = results(&trace, list);
+    let names: Vec<&str> = rs.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "os",
+            "random",
+            "worst",
+            "kmaf",
+            "kmaf-threads",
+            "kmaf-data",
+            "numa-balancing",
+            "sammu",
+            "best-static"
+        ]
+    );
+    let report = |p: &str| &rs.iter().find(|(n, _)| n == p).unwrap().1["report"];
+    let moved = report("numa-balancing")["page_migrations"]
+        .as_u64()
+        .unwrap();
+    assert!(moved > 0, "numa-balancing moved no page on cginit");
+    assert!(
+        report("numa-balancing")["injected_faults"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_ne!(report("random"), report("os"), "random is os again");
+    assert!(cycles(&rs, "best-static") <= cycles(&rs, "worst"));
+    let out = sim(&trace, &["--machine", MACHINE, "--policies", list]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Inter-chip traffic is an amount next to its ratio, never a bare ratio.
+    for row in text.lines().skip(2).take(names.len()) {
+        assert!(row.contains("iB("), "{row}");
+        assert_eq!(
+            row.split_whitespace().count(),
+            7,
+            "one word per column: {row}"
+        );
     }
 }
 
@@ -198,9 +279,13 @@ fn the_table_says_simulated_and_the_plot_is_a_png() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("SIMULATED"), "{text}");
     let rows: Vec<&str> = text.lines().skip(2).take(3).collect();
+    // `oracle` is accepted and its row is best-static, which names its winner below.
     assert!(
-        rows[0].starts_with("os ") && rows[1].starts_with("kmaf") && rows[2].starts_with("oracle")
+        rows[0].starts_with("os ")
+            && rows[1].starts_with("kmaf")
+            && rows[2].starts_with("best-static")
     );
+    assert!(text.contains("best-static = "), "{text}");
     assert!(rows[0].contains("1.000"), "os is the baseline: {}", rows[0]);
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");

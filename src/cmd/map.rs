@@ -40,7 +40,8 @@ pub struct Args {
     /// Allow more threads than PUs (several threads per PU).
     #[arg(long)]
     oversubscribe: bool,
-    /// Seed of the random algorithm and of the random reference cost.
+    /// Seed of the random algorithm, of Scotch's generator (drb) and of the random
+    /// reference cost.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Distance for the cost: hops (tree distance) or latency (needs a preset with latencies).

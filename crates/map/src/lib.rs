@@ -26,6 +26,7 @@ pub mod matrix;
 pub mod policy;
 pub mod rng;
 pub mod slots;
+pub mod worst;
 
 pub use cost::{cost, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;
@@ -109,7 +110,7 @@ impl std::str::FromStr for Algorithm {
 /// Knobs of [`map_threads`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
-    /// Seed of `random`.
+    /// Seed of `random` and of Scotch's generator (`drb`).
     pub seed: u64,
     /// Allow more threads than PUs (several threads per PU).
     pub oversubscribe: bool,
@@ -139,7 +140,7 @@ pub fn map_threads(
             .collect()
     };
     Ok(match algo {
-        Algorithm::Drb => on_slots(drb::map(&slots, &m, n)?),
+        Algorithm::Drb => on_slots(drb::map(&slots, &m, n, opts.seed)?),
         Algorithm::Matching => on_slots(hier::map(&slots, &m, n, matching::group, true)),
         Algorithm::Greedy => on_slots(hier::map(&slots, &m, n, greedy::group, false)),
         Algorithm::Compact => baseline::compact(&slots, n),

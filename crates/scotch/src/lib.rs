@@ -40,11 +40,18 @@ pub struct CsrGraph {
 /// (outermost first) and link cost `links[l]` at level `l`, by dual recursive
 /// bipartitioning. With `balance`, the strategy asks for strict load balance (0 %).
 /// Returns the target leaf (0-based, in tree order) of each vertex.
+///
+/// The same input and `seed` give the same mapping: the call runs in a Scotch context of
+/// its own (Scotch 7's `SCOTCH_Context`) with a private pseudo-random generator seeded by
+/// `seed`, the deterministic option on, and one thread. Without it, libscotch's global
+/// generator (seeded from the clock unless built with a fixed seed) and its worker
+/// threads gave a different mapping on each run of a dense 384-thread graph.
 pub fn scotch_map_tleaf(
     graph: &CsrGraph,
     sizes: &[i32],
     links: &[i32],
     balance: bool,
+    seed: u64,
 ) -> Result<Vec<i32>, ScotchError> {
     let n = graph.xadj.len().saturating_sub(1);
     if sizes.is_empty() || sizes.len() != links.len() || graph.adjncy.len() != graph.adjwgt.len() {
@@ -58,14 +65,73 @@ pub fn scotch_map_tleaf(
         return Ok(out);
     }
     let mut arch = Arch::tleaf(sizes, links)?;
-    let mut graph_h = Graph::build(graph)?;
+    let graph_h = Graph::build(graph)?;
+    let mut ctx = Context::seeded(seed)?;
+    let mut bound = ctx.bind(&graph_h)?;
     let mut strat = Strat::map(parts, balance)?;
-    // SAFETY: all three objects were initialised by Scotch and outlive the call; `out`
-    // has one slot per graph vertex as SCOTCH_graphMap requires.
-    let rc = unsafe { s::SCOTCH_graphMap(&mut graph_h.0, &arch.0, &mut strat.0, out.as_mut_ptr()) };
+    // SAFETY: all four objects were initialised by Scotch and outlive the call (`bound`
+    // is dropped before `ctx` and `graph_h`); `out` has one slot per graph vertex as
+    // SCOTCH_graphMap requires.
+    let rc = unsafe { s::SCOTCH_graphMap(&mut bound.0, &arch.0, &mut strat.0, out.as_mut_ptr()) };
     check(rc, "SCOTCH_graphMap")?;
+    drop(bound);
     let _ = &mut arch;
     Ok(out)
+}
+
+/// A Scotch 7 execution context: a private random generator and thread pool.
+struct Context(Box<s::SCOTCH_Context>);
+
+impl Context {
+    /// One thread, deterministic, its own generator seeded by `seed`.
+    fn seeded(seed: u64) -> Result<Context, ScotchError> {
+        let mut raw = Box::new(MaybeUninit::<s::SCOTCH_Context>::uninit());
+        // SAFETY: SCOTCH_contextInit only writes the structure behind the pointer, which
+        // `raw` owns; it is initialised when the call returns 0.
+        let rc = unsafe { s::SCOTCH_contextInit(raw.as_mut_ptr()) };
+        check(rc, "SCOTCH_contextInit")?;
+        // SAFETY: initialised just above; MaybeUninit<T> has T's layout. The box keeps
+        // the context at one address, which bound graphs point to.
+        let mut ctx = Context(unsafe { Box::from_raw(Box::into_raw(raw).cast()) });
+        let det = s::SCOTCH_OPTIONNUMDETERMINISTIC as i32;
+        // SAFETY: ctx is initialised; the option index is one Scotch defines.
+        let rc = unsafe { s::SCOTCH_contextOptionSetNum(&mut *ctx.0, det, 1) };
+        check(rc, "SCOTCH_contextOptionSetNum")?;
+        // SAFETY: ctx is initialised; this gives it a generator of its own, so that
+        // seeding it does not touch (and is not touched by) other callers.
+        let rc = unsafe { s::SCOTCH_contextRandomClone(&mut *ctx.0) };
+        check(rc, "SCOTCH_contextRandomClone")?;
+        // Scotch's seed is a 32-bit SCOTCH_Num: fold the 64 bits into it.
+        let folded = ((seed ^ (seed >> 32)) & 0x7fff_ffff) as s::SCOTCH_Num;
+        // SAFETY: ctx is initialised and owns its generator since the clone.
+        unsafe { s::SCOTCH_contextRandomSeed(&mut *ctx.0, folded) };
+        // SAFETY: ctx is initialised; one thread, no core list.
+        let rc = unsafe { s::SCOTCH_contextThreadSpawn(&mut *ctx.0, 1, std::ptr::null()) };
+        check(rc, "SCOTCH_contextThreadSpawn")?;
+        Ok(ctx)
+    }
+
+    /// `graph` seen through this context.
+    fn bind(&mut self, graph: &Graph) -> Result<Graph, ScotchError> {
+        let mut raw = MaybeUninit::<s::SCOTCH_Graph>::uninit();
+        // SAFETY: SCOTCH_graphInit only writes the structure behind the pointer.
+        let rc = unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) };
+        check(rc, "SCOTCH_graphInit")?;
+        // SAFETY: initialised just above.
+        let mut bound = Graph(unsafe { raw.assume_init() });
+        // SAFETY: both the context and the source graph are initialised and outlive the
+        // bound graph in scotch_map_tleaf.
+        let rc = unsafe { s::SCOTCH_contextBindGraph(&mut *self.0, &graph.0, &mut bound.0) };
+        check(rc, "SCOTCH_contextBindGraph")?;
+        Ok(bound)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: the context was initialised by SCOTCH_contextInit.
+        unsafe { s::SCOTCH_contextExit(&mut *self.0) }
+    }
 }
 
 fn check(rc: i32, call: &'static str) -> Result<(), ScotchError> {
@@ -198,7 +264,7 @@ mod tests {
 
     #[test]
     fn pairs_land_under_the_same_package() {
-        let map = scotch_map_tleaf(&two_pairs(), &[2, 2], &[2, 1], true).unwrap();
+        let map = scotch_map_tleaf(&two_pairs(), &[2, 2], &[2, 1], true, 1).unwrap();
         assert_eq!(map[0] / 2, map[1] / 2, "{map:?}");
         assert_eq!(map[2] / 2, map[3] / 2, "{map:?}");
         assert_ne!(map[0] / 2, map[2] / 2, "{map:?}");
@@ -206,6 +272,6 @@ mod tests {
 
     #[test]
     fn mismatched_levels_are_rejected() {
-        assert!(scotch_map_tleaf(&two_pairs(), &[2, 2], &[1], false).is_err());
+        assert!(scotch_map_tleaf(&two_pairs(), &[2, 2], &[1], false, 1).is_err());
     }
 }

@@ -6,7 +6,8 @@
 //! node distance matrix; and inter-chip traffic. It replays a stream of [`SimAccess`]
 //! chunk by chunk (bounded memory) and asks a [`Policy`] where threads and pages go.
 //! [`TraceInput`] replays `tdmap trace` files; [`policy::Kmaf`] is kMAF's online
-//! mechanism on `tdmap-sharing` and `tdmap-map`, and [`policy::Oracle`] the static oracle.
+//! mechanism on `tdmap-sharing` and `tdmap-map`, and [`policy::BestStatic`] the best
+//! static mapping (`best-static`, alias `oracle`), chosen by replaying every candidate.
 
 #![forbid(unsafe_code)]
 

@@ -93,7 +93,7 @@ fn sammu_moves_pages_written_by_one_thread_and_read_by_another_to_the_reader() {
 }
 
 #[test]
-fn numa_balancing_moves_pages_after_two_hinting_faults_from_the_reader() {
+fn numa_balancing_moves_pages_after_hinting_faults_from_the_reader() {
     let cfg = SimConfig {
         tick_cycles: Some(16_000_000),
         ..SimConfig::default()
@@ -101,8 +101,9 @@ fn numa_balancing_moves_pages_after_two_hinting_faults_from_the_reader() {
     pages_move_to_the_reader(cfg, |seed| {
         let mut p = NumaBalancing::new(seed);
         p.threads.migrations_per_sec = 0.0;
-        // One scan per period (8 ms at 2 GHz).
-        p.scan_secs = 0.008;
+        // One scan per period (8 ms at 2 GHz), from the first.
+        p.scan_delay = 1;
+        p.scan_min = 1;
         Box::new(p)
     });
 }

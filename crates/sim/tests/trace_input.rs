@@ -3,7 +3,8 @@
 //! oracle and kMAF act on what the trace shows.
 
 use std::path::{Path, PathBuf};
-use tdmap_sim::policy::{Kmaf, KmafParams, Oracle};
+use tdmap_sim::policy::best_static::{BestStatic, Knowledge};
+use tdmap_sim::policy::{Kmaf, KmafParams};
 use tdmap_sim::{first_pass, SimAccess, SimConfig, Simulator, TraceInput};
 use tdmap_trace::{Access, Fault, Header, ThreadInfo, TraceStatus, Writer};
 
@@ -101,10 +102,11 @@ fn a_corrupt_trace_is_an_error_not_a_panic() {
     assert!(!ending.complete() && ending.cut_frame, "{ending:?}");
 }
 
-/// Threads 0 and 1 share a buffer, so do 2 and 3; the oracle puts each pair on one core
-/// (or at least one package) and each pair's pages on that pair's node.
+/// Threads 0 and 1 share a buffer, so do 2 and 3: greedy puts each pair in one package,
+/// its majority homes put each pair's pages on that pair's node, and best-static, read
+/// from the trace file, is no slower than any candidate it replayed.
 #[test]
-fn the_oracle_groups_sharers_and_homes_pages_with_them() {
+fn best_static_groups_sharers_and_homes_pages_with_them() {
     let mut frames = Vec::new();
     for t in 0..4u32 {
         let base = if t < 2 { 0x10_0000 } else { 0x20_0000 };
@@ -115,16 +117,25 @@ fn the_oracle_groups_sharers_and_homes_pages_with_them() {
     }
     let p = write("pairs.trace", 4, &frames);
     let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
-    let o = Oracle::from_trace(&p, &topo).unwrap();
-    let pkg = |t: usize| topo.pus[o.mapping[t]].package;
-    assert_eq!(pkg(0), pkg(1), "{:?}", o.mapping);
-    assert_eq!(pkg(2), pkg(3), "{:?}", o.mapping);
-    let node = |t: usize| topo.pus[o.mapping[t]].node;
-    for &(page, n) in &o.pages {
+    let k = Knowledge::from_trace(&p).unwrap();
+    assert_eq!(k.profile.total(), 8000);
+    let opts = tdmap_map::Options::default();
+    let greedy =
+        tdmap_map::map_threads(tdmap_map::Algorithm::Greedy, &topo, &k.matrix, 4, &opts).unwrap();
+    let pkg = |t: usize| topo.pus[greedy[t]].package;
+    assert_eq!(pkg(0), pkg(1), "{greedy:?}");
+    assert_eq!(pkg(2), pkg(3), "{greedy:?}");
+    let node = |t: usize| topo.pus[greedy[t]].node;
+    for (page, n) in k.homes(&topo, &greedy, 4096) {
         let owner = if page < 0x20_0000 >> 12 { 0 } else { 2 };
         assert_eq!(n, node(owner), "page {page:#x}");
     }
-    assert_eq!(o.profile.total(), 8000);
+    let cfg = SimConfig::default();
+    let b = BestStatic::from_trace(&p, &topo, &cfg).unwrap();
+    let best = b.report().cycles_max;
+    for (c, r) in &b.tried {
+        assert!(best <= r.cycles_max, "{} beats best-static", c.label());
+    }
 }
 
 /// kMAF: threads 0 and 1 share pages but start on different packages; the extra faults

@@ -25,6 +25,9 @@ pub enum PagePlacement {
     FirstTouch,
     /// Round-robin over the nodes by page number (`numactl --interleave=all`).
     Interleave,
+    /// A seeded random node per page (kMAF §4.2's random mapping: "random mappings of
+    /// threads to cores and memory pages to NUMA nodes").
+    Random(u64),
 }
 
 impl PagePlacement {
@@ -32,6 +35,11 @@ impl PagePlacement {
         match self {
             PagePlacement::FirstTouch => node,
             PagePlacement::Interleave => (page % nodes.max(1) as u64) as usize,
+            PagePlacement::Random(seed) => {
+                // One draw per page, the same whichever thread touches it first.
+                let mut rng = SplitMix64::new(seed ^ page.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                rng.below(nodes.max(1))
+            }
         }
     }
 }
@@ -82,7 +90,8 @@ pub(crate) fn spread(order: &[usize], threads: usize) -> Vec<usize> {
     (0..threads).map(|t| order[t % order.len()]).collect()
 }
 
-/// A static thread order with a page placement: `compact`, `scatter`, `random`.
+/// A static thread order with a page placement: `compact`, `scatter` (first touch),
+/// `random` (random threads and random page homes).
 #[derive(Debug, Clone)]
 pub struct StaticPolicy {
     name: String,
@@ -115,13 +124,16 @@ impl Policy for StaticPolicy {
     }
 }
 
-/// The OS without affinity, as modelled here: threads start on a seeded random
-/// permutation of the PUs (the scheduler puts new threads on idle PUs, and nothing ties
-/// which idle PU to which thread), and the load balancer moves each thread to a random
-/// PU (swapping with the thread there, if any) `migrations_per_sec` times per simulated
-/// second on average, decided at each tick. The rate is in simulated time, so a policy
-/// period shortened for a short trace does not make the OS migrate more. Pages follow `pages` (first touch for `os`, round-robin for
-/// `interleave`).
+/// Linux without affinity, as modelled here (sources in `crates/sim/README.md`): new
+/// threads go to the idlest package and to idle cores before SMT siblings, so they are
+/// spread and balanced over the packages (the PUs `scatter` would use), but nothing ties
+/// which thread gets which of those PUs: a seeded shuffle decides. Occasional migrations,
+/// `migrations_per_sec` per thread and simulated second on average, decided at each tick:
+/// a thread moves to a random PU, swapping with the thread there if any; a move to an
+/// idle PU of another package happens only if it leaves the packages no less balanced.
+/// The rate is in simulated time, so a policy period shortened for a short trace does
+/// not make the OS migrate more. Pages follow `pages` (first touch for `os`, round-robin
+/// for `interleave`).
 #[derive(Debug, Clone)]
 pub struct OsPolicy {
     name: String,
@@ -154,10 +166,9 @@ impl Policy for OsPolicy {
     }
 
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
-        spread(
-            &pu_order(ctx.topo, ThreadOrder::Random(self.seed)),
-            ctx.threads,
-        )
+        let mut pus = spread(&pu_order(ctx.topo, ThreadOrder::Scatter), ctx.threads);
+        SplitMix64::new(self.seed).shuffle(&mut pus);
+        pus
     }
 
     fn place_page(&mut self, ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {
@@ -167,6 +178,7 @@ impl Policy for OsPolicy {
     fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
         let mut pus = ctx.thread_pu.to_vec();
         let p = (self.migrations_per_sec * ctx.period_secs()).min(1.0);
+        let pkg = |pu: usize| ctx.topo.pus[pu].package;
         for t in 0..ctx.threads {
             if self.rng.unit() >= p {
                 continue;
@@ -178,6 +190,11 @@ impl Policy for OsPolicy {
             if let Some(other) = pus.iter().position(|&p| p == dest) {
                 pus[other] = pus[t];
                 out.thread_moves.push((other as u32, pus[t]));
+            } else if pkg(dest) != pkg(pus[t]) {
+                let on = |k: usize| pus.iter().filter(|&&q| pkg(q) == k).count();
+                if on(pkg(dest)) + 1 > on(pkg(pus[t])) {
+                    continue; // the balancer would only pull it back
+                }
             }
             pus[t] = dest;
             out.thread_moves.push((t as u32, dest));
@@ -253,7 +270,11 @@ impl ByName {
             "interleave" => Box::new(OsPolicy::new("interleave", seed, PagePlacement::Interleave)),
             "compact" => Box::new(StaticPolicy::new(name, ThreadOrder::Compact, ft)),
             "scatter" => Box::new(StaticPolicy::new(name, ThreadOrder::Scatter, ft)),
-            "random" => Box::new(StaticPolicy::new(name, ThreadOrder::Random(seed), ft)),
+            "random" => Box::new(StaticPolicy::new(
+                name,
+                ThreadOrder::Random(seed),
+                PagePlacement::Random(seed),
+            )),
             "sammu" => Box::new(super::Sammu::new(super::SammuParams {
                 seed,
                 ..Default::default()

@@ -6,17 +6,17 @@
 //! online oracle of SAMMU §3.1), and a periodic tick (100 ms in both papers). Static policies only answer the initial mapping and page placement.
 
 mod basic;
+pub mod best_static;
 pub mod grouping;
 pub mod kmaf;
 mod numa_balancing;
-pub mod oracle;
 pub mod remap;
 pub mod sammu;
 
 pub use basic::{pu_order, ByName, Fixed, OsPolicy, PagePlacement, StaticPolicy, ThreadOrder};
+pub use best_static::BestStatic;
 pub use kmaf::{Kmaf, KmafParams};
 pub use numa_balancing::NumaBalancing;
-pub use oracle::Oracle;
 pub use sammu::{Sammu, SammuParams};
 
 use crate::machine::Machine;
