@@ -130,6 +130,57 @@ mod tests {
         assert_eq!(g, vec![vec![0, 2, 4], vec![1, 3, 5]]);
     }
 
+    /// A 3-D halo of `x·y·z` ranks, 6 neighbours each (fewer on the faces).
+    fn halo3d(x: usize, y: usize, z: usize) -> Sparse {
+        let mut e = Vec::new();
+        for a in 0..x {
+            for b in 0..y {
+                for c in 0..z {
+                    let i = ((a * y + b) * z + c) as u32;
+                    let mut link = |j: usize| e.push((i, j as u32, 1.0));
+                    if c + 1 < z {
+                        link(i as usize + 1);
+                    }
+                    if b + 1 < y {
+                        link(i as usize + z);
+                    }
+                    if a + 1 < x {
+                        link(i as usize + y * z);
+                    }
+                }
+            }
+        }
+        // Undirected edges, both directions as the edge-list reader gives them.
+        let both: Vec<_> = e
+            .iter()
+            .flat_map(|&(i, j, w)| [(i, j, w), (j, i, w)])
+            .collect();
+        Sparse::from_directed(x * y * z, &both)
+    }
+
+    /// 8192 ranks on 128 hosts: past DENSE_AT, so the first level is grouped sparse; the
+    /// mapping is one rank per PU and beats compact.
+    #[test]
+    fn the_sparse_path_maps_a_large_halo_below_compact() {
+        let host = tdmap_topo::from_synthetic("core:64").unwrap();
+        let topo = tdmap_topo::cluster(&host, 128, 100, "c").unwrap();
+        let s = halo3d(32, 16, 16);
+        assert!(s.n > crate::hier::DENSE_AT);
+        let opts = crate::Options::default();
+        let m = crate::map_threads_sparse(crate::Algorithm::Greedy, &topo, &s, &opts).unwrap();
+        let mut seen = m.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), s.n);
+        let d = crate::PuDistance::new(&topo, crate::Distance::Hops).unwrap();
+        let c = crate::map_threads_sparse(crate::Algorithm::Compact, &topo, &s, &opts).unwrap();
+        let (ours, compact) = (
+            crate::cost_sparse(&d, &s, &m),
+            crate::cost_sparse(&d, &s, &c),
+        );
+        assert!(ours < compact, "greedy {ours} vs compact {compact}");
+    }
+
     #[test]
     fn isolated_units_fill_groups_in_order() {
         let s = Sparse::from_directed(5, &[(3, 4, 2.0)]);
