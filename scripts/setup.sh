@@ -7,6 +7,8 @@ PKGS=(
   libhwloc-dev hwloc-nox libudev-dev libscotch-dev libnuma-dev numactl
   clang-16 libclang-16-dev llvm-16 libomp-16-dev
   zstd
+  # /usr/bin/time: peak memory in `make bench-map`.
+  time
   # libmai's Fortran interface (include/mai.f90) is compile-checked by `make c-test`.
   gfortran
   # MPI launch files are checked against both MPIs (tests/launch_mpi.rs): call them by
