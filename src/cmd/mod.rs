@@ -85,7 +85,6 @@ impl MachineArgs {
     /// Loads the named machine, or this one: on this machine, only the CPUs this process
     /// may use unless --whole-machine (said on stderr); with --hosts, named hosts.
     pub fn load(&self) -> anyhow::Result<tdmap_topo::Topology> {
-        use tdmap_sys::Sys;
         let mut spec = tdmap_topo::MachineSpec::parse(self.machine.as_deref().unwrap_or(""));
         let names = match &self.hosts {
             Some(path) => {
@@ -104,11 +103,7 @@ impl MachineArgs {
             }
             None => None,
         };
-        let allowed = if spec.is_live() && !self.whole_machine {
-            Some(tdmap_sys::LinuxSys.get_affinity(0)?)
-        } else {
-            None
-        };
+        let allowed = allowed_cpus(spec.is_live() && !self.whole_machine)?;
         let mut topo = spec
             .load_within(self.distances.as_deref(), allowed.as_deref())
             .map_err(crate::exit::input)?;
@@ -116,13 +111,7 @@ impl MachineArgs {
             topo.set_host_names(names)
                 .map_err(|e| crate::exit::input(format!("--hosts {}: {e}", path.display())))?;
         }
-        if let Some(r) = &topo.restricted {
-            eprintln!(
-                "tdmap: restricted to CPUs {} of this machine's {} (this process's CPU binding); --whole-machine uses all",
-                cpu_list(&r.allowed),
-                r.of
-            );
-        }
+        say_restricted(&topo);
         Ok(topo)
     }
 
@@ -157,6 +146,29 @@ impl MachineArgs {
             tdmap_topo::MachineSpec::Xml(p) => Some(p),
             _ => None,
         }
+    }
+}
+
+/// The CPUs this process may use (its `sched_getaffinity`), when `wanted`: what the live
+/// machine is restricted to (hwloc has already dropped the PUs outside its allowed set).
+pub(crate) fn allowed_cpus(wanted: bool) -> anyhow::Result<Option<Vec<usize>>> {
+    use tdmap_sys::Sys;
+    Ok(if wanted {
+        Some(tdmap_sys::LinuxSys.get_affinity(0)?)
+    } else {
+        None
+    })
+}
+
+/// Says in one stderr line that `topo` is this machine restricted to the CPUs tdmap may
+/// use, if it is.
+pub(crate) fn say_restricted(topo: &tdmap_topo::Topology) {
+    if let Some(r) = &topo.restricted {
+        eprintln!(
+            "tdmap: restricted to CPUs {} of this machine's {} (this process's CPU binding); --whole-machine uses all",
+            cpu_list(&r.allowed),
+            r.of
+        );
     }
 }
 
