@@ -76,7 +76,8 @@ pub struct MachineArgs {
     #[arg(long)]
     pub whole_machine: bool,
     /// Node distances replacing the machine's: "local:remote" (e.g. 10:21) or a square
-    /// matrix with rows separated by ';' (e.g. "10,21;21,10").
+    /// matrix with rows separated by ';' (e.g. "10,21;21,10"). For a cluster, each
+    /// host's (the network distance is the spec's net=D).
     #[arg(long, value_name = "D")]
     pub distances: Option<String>,
 }
