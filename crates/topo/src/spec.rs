@@ -87,11 +87,9 @@ impl MachineSpec {
                 return crate::cluster(&one, *hosts, net, &self.to_string());
             }
             MachineSpec::BadCluster(spec, why) => {
-                return Err(TopoError::Synthetic {
+                return Err(TopoError::Cluster {
                     spec: spec.clone(),
-                    why: format!(
-                        "{why}; a cluster is cluster:Nx(HOST) or cluster:Nx(HOST),net=D with HOST any other machine, e.g. cluster:4x(xeon-x7550-4s),net=100"
-                    ),
+                    why: why.clone(),
                 })
             }
         };
@@ -110,7 +108,9 @@ fn parse_cluster(rest: &str) -> Result<MachineSpec, String> {
     let hosts: usize = count
         .trim()
         .parse()
-        .map_err(|_| format!("{count:?} is not a host count"))?;
+        .ok()
+        .filter(|&h| h > 0)
+        .ok_or_else(|| format!("{count:?} is not a host count of at least 1"))?;
     let close = after.rfind(')').ok_or("no closing ')'")?;
     let (inner, tail) = (&after[..close], after[close + 1..].trim());
     if inner.trim().is_empty() || inner.trim_start().starts_with("cluster:") {
