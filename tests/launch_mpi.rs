@@ -158,3 +158,98 @@ fn mpich_accepts_the_hostfile_and_ranks_land_on_its_binding() {
     let got = ranks_cpus(&cmd, &[]);
     assert_eq!(got, ["1", "0"], "{text}");
 }
+
+/// Two "hosts" that are both this machine (`localhost` and its hostname, which Hydra
+/// starts locally), ranks alternating between them: Hydra gives each hostfile line its
+/// own proxy, so one `-bind-to user:` list cannot place them, and tdmap's hostfile falls
+/// back to each rank binding itself from `tdmap.cpus`. The printed commands (the
+/// `printf` and the `mpiexec.mpich`) are run by a shell as printed.
+#[test]
+fn mpich_ranks_alternating_between_hosts_bind_through_the_cpu_file() {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let hostname = hostname.trim();
+    if !have("mpiexec.mpich") || !two_cpus() || hostname.is_empty() || hostname == "localhost" {
+        eprintln!("skipped: needs mpiexec.mpich, CPUs 0-1 and a hostname other than localhost");
+        return;
+    }
+    let dir = scratch("mpich-alt");
+    let m = dir.join("m.csv");
+    std::fs::write(&m, "0,1,1\n1,0,1\n1,1,0\n").unwrap();
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, format!("localhost\n{hostname}\n")).unwrap();
+    let text = (0..256)
+        .map(|seed| {
+            let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+                .args([
+                    "map",
+                    "--whole-machine",
+                    "-a",
+                    "random",
+                    "--seed",
+                    &seed.to_string(),
+                ])
+                .args([
+                    "--matrix",
+                    m.to_str().unwrap(),
+                    "--hosts",
+                    hosts.to_str().unwrap(),
+                ])
+                .args(["--format", "hostfile"])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .find(|t| {
+            t.contains("tdmap.cpus") && t.lines().filter(|l| !l.starts_with('#')).count() == 3
+        })
+        .expect("a seed that alternates hosts with differing CPU lists");
+    let file = dir.join("hostfile");
+    std::fs::write(&file, &text).unwrap();
+    let script = rank_script(&dir);
+    let printf = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#  printf"))
+        .expect("the printf line");
+    let run = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# mpiexec.mpich"))
+        .expect("the mpiexec line")
+        .replace("FILE", file.to_str().unwrap())
+        .replace("COMMAND", &script);
+    let out = Command::new("timeout")
+        .current_dir(&dir)
+        .args([
+            "60",
+            "sh",
+            "-c",
+            &format!("printf{printf} && mpiexec.mpich{run}"),
+        ])
+        .output()
+        .unwrap();
+    let got = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{got}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<String> = std::fs::read_to_string(dir.join("tdmap.cpus"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut ranks: Vec<(usize, String)> = got
+        .lines()
+        .filter_map(|l| {
+            let (r, c) = l.strip_prefix("rank ")?.split_once(" cpus ")?;
+            Some((r.parse().ok()?, c.trim().to_string()))
+        })
+        .collect();
+    ranks.sort();
+    let ranks: Vec<String> = ranks.into_iter().map(|(_, c)| c).collect();
+    assert_eq!(ranks, want, "{text}");
+}

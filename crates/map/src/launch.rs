@@ -4,9 +4,11 @@
 //! command that applies it, as a `#` comment the tool ignores.
 //!
 //! Rank r of the mapping is MPI rank r (world rank). Hydra and Slurm bind by a rank's
-//! index among the ranks of its host (its local rank): one list serves every host only
-//! when the hosts' lists agree, so otherwise each rank binds itself with `taskset` to
-//! the CPU on its line of a CPU file.
+//! local index: Slurm's among the ranks of its node, Hydra's among the ranks of its
+//! hostfile line (checked with MPICH 4.0.2: lines `localhost:1`, `vm:1`, `localhost:1`
+//! start three proxies, each rank local 0 of 1; adjacent lines of one host merge). One
+//! list serves all only when those lists agree, so otherwise each rank binds itself with
+//! `taskset` to the CPU on its line of a CPU file.
 
 use tdmap_topo::Topology;
 
@@ -19,10 +21,9 @@ fn per_host(topo: &Topology, mapping: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-/// The one local-rank → CPU list that fits every host (each host's list a prefix of
+/// The one local-rank → CPU list that fits every list of `lists` (each a prefix of
 /// it), if there is one.
-fn common_list(topo: &Topology, mapping: &[usize]) -> Option<Vec<usize>> {
-    let lists = per_host(topo, mapping);
+fn common_list(lists: Vec<Vec<usize>>) -> Option<Vec<usize>> {
     let longest = lists.iter().max_by_key(|l| l.len())?.clone();
     lists
         .iter()
@@ -35,14 +36,15 @@ fn joined(cpus: &[usize]) -> String {
     v.join(",")
 }
 
-/// Runs of consecutive ranks on one host: (host name, count).
-fn runs<'t>(topo: &'t Topology, mapping: &[usize]) -> Vec<(&'t str, usize)> {
-    let mut out: Vec<(&str, usize)> = Vec::new();
+/// Runs of consecutive ranks on one host: (host name, the ranks' OS CPUs in order).
+fn runs<'t>(topo: &'t Topology, mapping: &[usize]) -> Vec<(&'t str, Vec<usize>)> {
+    let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
     for &p in mapping {
         let h = topo.host_name(p);
+        let cpu = topo.pus[p].os;
         match out.last_mut() {
-            Some((name, c)) if *name == h => *c += 1,
-            _ => out.push((h, 1)),
+            Some((name, cpus)) if *name == h => cpus.push(cpu),
+            _ => out.push((h, vec![cpu])),
         }
     }
     out
@@ -67,10 +69,12 @@ pub fn rankfile(topo: &Topology, mapping: &[usize], out: &mut String) {
 }
 
 /// An MPICH (Hydra) hostfile: `HOST:COUNT` lines give consecutive ranks to hosts in
-/// order; the command in the first line binds them (`-bind-to user:` by local rank).
+/// order; the command in the first line binds them (`-bind-to user:` by the rank's
+/// index within its line).
 pub fn hostfile(topo: &Topology, mapping: &[usize], out: &mut String) {
     let n = mapping.len();
-    match common_list(topo, mapping) {
+    let lines = runs(topo, mapping);
+    match common_list(lines.iter().map(|(_, cpus)| cpus.clone()).collect()) {
         Some(list) => out.push_str(&format!(
             "# mpiexec.mpich -f FILE -n {n} -bind-to user:{} COMMAND\n",
             joined(&list)
@@ -79,7 +83,7 @@ pub fn hostfile(topo: &Topology, mapping: &[usize], out: &mut String) {
             out.push_str(&format!(
                 "# mpiexec.mpich -f FILE -n {n} sh -c 'exec taskset -c \"$(sed -n \"$((PMI_RANK+1))p\" tdmap.cpus)\" COMMAND'\n"
             ));
-            out.push_str("# (the hosts' CPU lists differ, and Hydra's user binding takes one list for all hosts;\n");
+            out.push_str("# (the lines' CPU lists differ, and Hydra's user binding takes one list for all lines;\n");
             out.push_str("#  tdmap.cpus holds rank r's OS CPU on line r+1:)\n");
             let cpus: Vec<String> = mapping
                 .iter()
@@ -91,8 +95,8 @@ pub fn hostfile(topo: &Topology, mapping: &[usize], out: &mut String) {
             ));
         }
     }
-    for (host, count) in runs(topo, mapping) {
-        out.push_str(&format!("{host}:{count}\n"));
+    for (host, cpus) in lines {
+        out.push_str(&format!("{host}:{}\n", cpus.len()));
     }
 }
 
@@ -123,7 +127,7 @@ pub fn slurm(topo: &Topology, mapping: &[usize], out: &mut String) {
     out.push_str(&format!(
         "SLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks={n} --cpu-bind=none sh -c 'exec taskset -c \"$(sed -n \"$((SLURM_PROCID+1))p\" tdmap.cpus)\" COMMAND'\n"
     ));
-    match common_list(topo, mapping) {
+    match common_list(per_host(topo, mapping)) {
         Some(list) => {
             out.push_str("# Whole nodes only (salloc/sbatch --exclusive): map_cpu in a partial allocation fails\n");
             out.push_str("# with \"CPU binding outside of job step allocation\".\n");
@@ -173,6 +177,21 @@ mod tests {
             "{sl}"
         );
         assert!(sl.contains("--cpu-bind=map_cpu:1,0 COMMAND"), "{sl}");
+    }
+
+    /// Regression: the hostfile's binding list was checked per host, but Hydra indexes
+    /// it per hostfile line: with ranks on a, b, a (CPUs 0, 0, 1), host a's list is 0,1
+    /// yet the third line's only rank is local rank 0 of its proxy, which `user:0,1`
+    /// would bind to CPU 0, not 1.
+    #[test]
+    fn hydra_binds_by_line_not_by_host() {
+        let t = cluster();
+        let m = [0, 2, 1, 3];
+        let hf = render(Format::Hostfile, &t, &m);
+        assert!(!hf.contains("-bind-to user:"), "{hf}");
+        // By line, agreeing lists still give one command: a:2 (0,1), b:2 (0,1).
+        let hf = render(Format::Hostfile, &t, &[0, 1, 2, 3]);
+        assert!(hf.contains("-bind-to user:0,1 COMMAND\na:2\nb:2\n"), "{hf}");
     }
 
     #[test]
