@@ -152,9 +152,12 @@ impl MachineArgs {
 
 /// The CPUs this process may use (its `sched_getaffinity`), when `wanted`: what the live
 /// machine is restricted to (hwloc has already dropped the PUs outside its allowed set).
+/// A machine replayed from a capture (`TDMAP_FSROOT`) is not the one tdmap runs on, so
+/// its binding says nothing about it: no restriction then.
 pub(crate) fn allowed_cpus(wanted: bool) -> anyhow::Result<Option<Vec<usize>>> {
     use tdmap_sys::Sys;
-    Ok(if wanted {
+    let replayed = tdmap_sys::FsRoot::from_env() != tdmap_sys::FsRoot::default();
+    Ok(if wanted && !replayed {
         Some(tdmap_sys::LinuxSys.get_affinity(0)?)
     } else {
         None
