@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace bench-trace-model
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace bench-trace-model bench-map
 
 setup:
 	bash scripts/setup.sh
@@ -73,6 +73,12 @@ c-test: c-test-build
 
 ## Everything CI checks.
 test: lint unit c-test vm-test
+
+## tdmap map at scale on sparse input: 65,536 ranks on 1,024 hosts x 64 PUs (time, peak
+## memory), and 4,096 ranks beside scotch_gmap on the same graph (scripts/bench-map.sh).
+bench-map: setup
+	$(CARGO) build --release --bin tdmap
+	TDMAP=target/release/tdmap bash scripts/bench-map.sh
 
 bench: setup bench-sampler
 	$(CARGO) build --release --workspace --benches

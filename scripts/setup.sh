@@ -7,8 +7,16 @@ PKGS=(
   libhwloc-dev hwloc-nox libudev-dev libscotch-dev libnuma-dev numactl
   clang-16 libclang-16-dev llvm-16 libomp-16-dev
   zstd
+  # /usr/bin/time: peak memory in `make bench-map`.
+  time
   # libmai's Fortran interface (include/mai.f90) is compile-checked by `make c-test`.
   gfortran
+  # MPI launch files are checked against both MPIs (tests/launch_mpi.rs): call them by
+  # their explicit names (mpirun.openmpi, mpiexec.mpich), as they share mpirun/mpiexec
+  # through alternatives.
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
+  # scotch_gmap, the reference of tests/scotch_halo.rs (issue 20 must-show 2).
+  scotch
 )
 # The VM harness (tests/vm) boots a multi-node guest with these.
 VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio procps)

@@ -325,3 +325,168 @@ fn drb_with_a_seed_gives_identical_output_at_384_threads() {
     assert!(!a.stdout.is_empty());
     assert_eq!(a.stdout, b.stdout, "two runs with --seed 1 differ");
 }
+
+/// The CPUs this test process may use, from /proc/self/status.
+fn allowed_cpus() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+fn taskset_tdmap(cpu: &str, args: &[&str]) -> Output {
+    Command::new("taskset")
+        .args(["-c", cpu, env!("CARGO_BIN_EXE_tdmap")])
+        .args(args)
+        .output()
+        .expect("run taskset")
+}
+
+/// Issue 20 must-show 4: under `taskset -c 1`, tdmap maps onto CPU 1 only (hwloc alone
+/// still reports both CPUs allowed), says so on stderr and in JSON, and --whole-machine
+/// maps onto every CPU again.
+#[test]
+fn under_taskset_c_1_omp_places_use_only_cpu_1() {
+    let cpus = allowed_cpus();
+    let has_taskset = Command::new("taskset").arg("-V").output().is_ok();
+    if !has_taskset || !(cpus == "0-1" || cpus.starts_with("0-") || cpus.starts_with("0,1")) {
+        eprintln!("skipped: needs taskset and CPUs 0 and 1 allowed (allowed: {cpus:?})");
+        return;
+    }
+    let dir = scratch("taskset");
+    let one = write_matrix(&dir, "one.csv", "0\n");
+    let two = write_matrix(&dir, "two.csv", "0,5\n5,0\n");
+    let out = taskset_tdmap("1", &["map", "--matrix", &one, "--format", "omp-places"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains("export OMP_PLACES=\"{1}\"\n"), "{text}");
+    assert!(err.contains("restricted to CPUs 1 of"), "{err}");
+    // Two threads on one allowed CPU: refused, or both on CPU 1 when oversubscribing.
+    let out = taskset_tdmap("1", &["map", "--matrix", &two]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = taskset_tdmap("1", &["map", "--matrix", &two, "--oversubscribe"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("OMP_PLACES=\"{1},{1}\""), "{text}");
+    let out = taskset_tdmap("1", &["map", "--matrix", &one, "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["restricted"], serde_json::json!([1]), "{json}");
+    assert_eq!(json["mapping"][0]["os"], 1);
+    let out = taskset_tdmap("1", &["map", "--matrix", &two, "--whole-machine"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("OMP_PLACES=\"{0},{1}\""), "{text}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("restricted"));
+    let out = taskset_tdmap("1", &["topo", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["summary"]["pus"], 1);
+    assert_eq!(json["restricted"]["allowed"], serde_json::json!([1]));
+}
+
+/// A 2-D halo as an edge list and as Matrix Market give the same mapping and cost as
+/// its dense CSV, and neighbouring ranks share hosts on a cluster.
+#[test]
+fn sparse_inputs_map_like_the_dense_matrix() {
+    let dir = scratch("sparse");
+    let side = 8;
+    let n = side * side;
+    let mut dense = vec![vec![0u32; n]; n];
+    let mut edges = String::from("# 8x8 halo\n");
+    let mut mtx = format!("%%MatrixMarket matrix coordinate integer symmetric\n{n} {n} ");
+    let mut entries = Vec::new();
+    for r in 0..side {
+        for c in 0..side {
+            let i = r * side + c;
+            for j in [
+                (c + 1 < side).then_some(i + 1),
+                (r + 1 < side).then_some(i + side),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                dense[i][j] = 2;
+                dense[j][i] = 2;
+                edges.push_str(&format!("{i} {j} 2\n"));
+                entries.push(format!("{} {} 2\n", j + 1, i + 1));
+            }
+        }
+    }
+    mtx.push_str(&format!("{}\n{}", entries.len(), entries.concat()));
+    let csv: String = dense
+        .iter()
+        .map(|r| r.iter().map(u32::to_string).collect::<Vec<_>>().join(",") + "\n")
+        .collect();
+    let machine = "cluster:4x(package:2 core:8)";
+    let mut results = Vec::new();
+    for (name, text) in [("h.csv", csv), ("h.edges", edges), ("h.mtx", mtx)] {
+        let path = write_matrix(&dir, name, &text);
+        let out = tdmap(&["map", "--matrix", &path, "-m", machine, "--json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let hosts: Vec<String> = (0..n)
+            .map(|t| json["mapping"][t]["host"].as_str().unwrap().to_string())
+            .collect();
+        results.push((json["cost"].as_f64().unwrap(), hosts));
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0], results[2]);
+    // Neighbours share hosts: at least 3 of 4 neighbour pairs (a random mapping: 1 in 4).
+    let hosts = &results[0].1;
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|i| [(i, i + 1), (i, i + side)])
+        .filter(|&(i, j)| j < n && (j != i + 1 || j % side != 0))
+        .collect();
+    let same = pairs.iter().filter(|&&(i, j)| hosts[i] == hosts[j]).count();
+    assert!(
+        same * 4 >= pairs.len() * 3,
+        "{same} of {} pairs: {hosts:?}",
+        pairs.len()
+    );
+}
+
+#[test]
+fn cluster_and_hosts_errors_name_the_line_and_the_fix() {
+    let dir = scratch("hosts");
+    let m = write_matrix(&dir, "m.csv", "0,1\n1,0\n");
+    let dup = write_matrix(&dir, "dup.txt", "node[01-03]\nnode02\n");
+    let blank = write_matrix(&dir, "blank.txt", "a\n\nb\n");
+    let three = write_matrix(&dir, "three.txt", "a,b,c\n");
+    for (extra, needle) in [
+        (
+            vec!["--hosts", &dup],
+            "\"node02\" on line 2 is already on line 1",
+        ),
+        (vec!["--hosts", &blank], "line 2 is blank"),
+        (
+            vec!["-m", "cluster:2x(core:1)", "--hosts", &three],
+            "3 host names for a cluster of 2",
+        ),
+        (vec!["-m", "cluster:2(core:1)"], "cluster:Nx(HOST)"),
+        (vec!["-m", "cluster:5000x(core:1)"], "5000 hosts"),
+        (vec!["-m", "cluster:1x(core:1)"], "--oversubscribe"),
+    ] {
+        let mut args = vec!["map", "--matrix", &m];
+        args.extend(extra);
+        let out = tdmap(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let ok = write_matrix(&dir, "ok.txt", "# two hosts\nnode[7-8]\n");
+    let out = tdmap(&[
+        "map", "--matrix", &m, "-m", "core:1", "--hosts", &ok, "-f", "rankfile",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("=node7 slot=0\n") && text.contains("=node8 slot=0\n"),
+        "{text}"
+    );
+}

@@ -1,22 +1,53 @@
-//! `tdmap map`: decide where each thread should run from a sharing matrix (a CSV file, or
-//! built from a trace by the sharing model as `tdmap analyze` does), and print the mapping
-//! ready to paste into the tool that applies it, with its cost next to compact's and
-//! random's.
+//! `tdmap map`: decide where each thread or rank should run from a sharing matrix (a
+//! dense CSV file, a sparse edge list or Matrix Market file, or built from a trace by the
+//! sharing model as `tdmap analyze` does), and print the mapping ready to paste into the
+//! tool that applies it (OpenMP, Open MPI, MPICH, Slurm), with its cost next to
+//! compact's and random's.
 
 use crate::exit::{input, OK};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use tdmap_map::format::{render, Format};
-use tdmap_map::{Algorithm, Distance, MapError, MappingFile, Options, Provenance};
+use tdmap_map::{Algorithm, Distance, MapError, MappingFile, Options, Provenance, Sparse};
+
+/// Up to this many threads, the compact and random reference costs are computed without
+/// --baselines (dense input costs n² per evaluation).
+const CHEAP_BASELINES: usize = 4096;
+
+/// A sharing matrix as read: dense (CSV, trace, model) or sparse (edge list, .mtx).
+enum Matrix {
+    Dense(Vec<f64>, usize),
+    Sparse(Sparse),
+}
+
+impl Matrix {
+    fn n(&self) -> usize {
+        match self {
+            Matrix::Dense(_, n) => *n,
+            Matrix::Sparse(s) => s.n,
+        }
+    }
+}
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace", "model"])))]
 pub struct Args {
-    /// The sharing matrix: CSV, one row per thread, cells separated by commas or blanks.
+    /// The sharing or communication matrix: dense CSV (one row per thread, cells separated
+    /// by commas or blanks), a sparse edge list (`i j w` per line, 0-based, undirected;
+    /// name ending in .edges or .el), or Matrix Market coordinate (.mtx). See
+    /// --matrix-format.
     #[arg(long, value_name = "M.csv")]
     matrix: Option<PathBuf>,
+    /// How to read --matrix: csv, edges or mtx. Default: mtx for a .mtx name or a
+    /// %%MatrixMarket first line, edges for .edges or .el, else csv.
+    #[arg(long, value_name = "KIND")]
+    matrix_format: Option<String>,
+    /// Compute the compact and random reference costs even above 4096 threads (they
+    /// are always computed below, and always written in --format json).
+    #[arg(long)]
+    baselines: bool,
     /// A trace (`tdmap trace` format): its sharing matrix (accesses to shared blocks) is
     /// built first. Without --machine, the machine recorded in the trace is used.
     #[arg(long, value_name = "T")]
@@ -31,7 +62,8 @@ pub struct Args {
     /// exhaustive (at most 10 threads).
     #[arg(long, short = 'a', default_value = "greedy")]
     algorithm: String,
-    /// How to print the mapping: json, omp-places, rankfile, slurm, hwloc-bind, taskset.
+    /// How to print the mapping: json, omp-places, rankfile (Open MPI), hostfile (MPICH),
+    /// slurm, hwloc-bind, taskset. The launch formats start with the command to run.
     #[arg(long, short = 'f', default_value = "omp-places")]
     format: String,
     /// Same as --format json.
@@ -70,32 +102,47 @@ pub fn run(args: Args) -> Result<i32> {
     };
     // Whether the trace was Complete; None for a matrix or a model.
     let mut complete = None;
-    let (m, n, topo) = match (&args.matrix, &args.trace, &args.model) {
+    let (m, topo) = match (&args.matrix, &args.trace, &args.model) {
         (Some(path), _, _) => {
-            let (m, n) = read_matrix(path)?;
-            (m, n, args.machine.load().map_err(input)?)
+            let m = read_matrix(path, args.matrix_format.as_deref())?;
+            (m, args.machine.load()?)
         }
         (None, Some(path), _) => {
             let (m, n, topo, whole) = from_trace(path, &args.machine)?;
             complete = Some(whole);
-            (m, n, topo)
+            (Matrix::Dense(m, n), topo)
         }
-        (None, None, Some(path)) => from_model(path, &args.machine)?,
+        (None, None, Some(path)) => {
+            let (m, n, topo) = from_model(path, &args.machine)?;
+            (Matrix::Dense(m, n), topo)
+        }
         (None, None, None) => {
             return Err(input("give --matrix M.csv, --trace T or --model M.json"))
         }
     };
+    let n = m.n();
     let opts = Options {
         seed: args.seed,
         oversubscribe: args.oversubscribe,
     };
-    let mapping = mapped(algo, &topo, &m, n, &opts)?;
-    let cost = |map: &[usize]| tdmap_map::cost(&topo, &m, n, map, distance).map_err(input);
-    let own = cost(&mapping)?;
-    let compact = cost(&mapped(Algorithm::Compact, &topo, &m, n, &opts)?)?;
-    let random = cost(&mapped(Algorithm::Random, &topo, &m, n, &opts)?)?;
+    let mapping = mapped(algo, &topo, &m, &opts)?;
+    let dist = tdmap_map::PuDistance::new(&topo, distance).map_err(input)?;
+    let cost = |map: &[usize]| match &m {
+        Matrix::Dense(d, n) => tdmap_map::cost::cost_with(&dist, d, *n, map),
+        Matrix::Sparse(s) => tdmap_map::cost_sparse(&dist, s, map),
+    };
+    let own = cost(&mapping);
+    let baselines = args.baselines || n <= CHEAP_BASELINES || format == Format::Json;
+    let refs = if baselines {
+        let compact = cost(&mapped(Algorithm::Compact, &topo, &m, &opts)?);
+        let random = cost(&mapped(Algorithm::Random, &topo, &m, &opts)?);
+        Some((compact, random))
+    } else {
+        None
+    };
     let mut out = std::io::stdout().lock();
     if format == Format::Json {
+        let (compact, random) = refs.expect("computed for json");
         let how = Provenance {
             algorithm: algo.name().to_string(),
             distance: args.distance.clone(),
@@ -106,21 +153,59 @@ pub fn run(args: Args) -> Result<i32> {
         file.complete = complete;
         writeln!(out, "{}", file.to_json())?;
     } else {
+        let vs = match refs {
+            Some((compact, random)) => format!("vs compact {compact}, random {random}"),
+            None => format!(
+                "(compact and random not computed above {CHEAP_BASELINES} threads: --baselines)"
+            ),
+        };
         writeln!(
             out,
-            "# tdmap map: {} threads on {}, algorithm {}; cost ({}) {own} vs compact {compact}, random {random}",
-            n, topo.name, algo.name(), args.distance
+            "# tdmap map: {} threads on {}, algorithm {}; cost ({}) {own} {vs}",
+            n,
+            topo.name,
+            algo.name(),
+            args.distance
         )?;
+        if let Some(r) = &topo.restricted {
+            writeln!(
+                out,
+                "# restricted to OS CPUs {} of {} (this process's CPU binding; --whole-machine uses all)",
+                super::cpu_list(&r.allowed),
+                r.of
+            )?;
+        }
         write!(out, "{}", render(format, &topo, &mapping))?;
     }
     Ok(OK)
 }
 
-/// Reads and checks a CSV sharing matrix.
-fn read_matrix(path: &Path) -> Result<(Vec<f64>, usize)> {
+/// Reads and checks a sharing matrix: CSV, edge list or Matrix Market.
+fn read_matrix(path: &Path, kind: Option<&str>) -> Result<Matrix> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| input(format!("cannot read matrix {}: {e}", path.display())))?;
-    tdmap_map::parse_csv(&text).map_err(|e| input(format!("{}: {e}", path.display())))
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let kind = kind.unwrap_or(if ext == "mtx" || text.starts_with("%%MatrixMarket") {
+        "mtx"
+    } else if ext == "edges" || ext == "el" {
+        "edges"
+    } else {
+        "csv"
+    });
+    let bad = |e: MapError| input(format!("{}: {e}", path.display()));
+    Ok(match kind {
+        "csv" => {
+            let (m, n) = tdmap_map::parse_csv(&text).map_err(bad)?;
+            Matrix::Dense(m, n)
+        }
+        "edges" => Matrix::Sparse(tdmap_map::parse_edges(&text).map_err(bad)?),
+        "mtx" => Matrix::Sparse(tdmap_map::parse_mtx(&text).map_err(bad)?),
+        other => {
+            return Err(input(format!(
+                "unknown --matrix-format {other:?}; choose csv, edges or mtx"
+            )))
+        }
+    })
 }
 
 /// The sharing matrix of a trace (accesses to shared blocks), the machine to map on, and
@@ -157,11 +242,14 @@ fn from_model(
 fn mapped(
     algo: Algorithm,
     topo: &tdmap_topo::Topology,
-    m: &[f64],
-    n: usize,
+    m: &Matrix,
     opts: &Options,
 ) -> Result<Vec<usize>> {
-    match tdmap_map::map_threads(algo, topo, m, n, opts) {
+    let result = match m {
+        Matrix::Dense(d, n) => tdmap_map::map_threads(algo, topo, d, *n, opts),
+        Matrix::Sparse(s) => tdmap_map::map_threads_sparse(algo, topo, s, opts),
+    };
+    match result {
         Ok(map) => Ok(map),
         Err(e @ MapError::Scotch(_)) => Err(e).context("drb"),
         Err(e) => Err(input(e)),

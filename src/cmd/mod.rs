@@ -74,21 +74,61 @@ enum Command {
 #[derive(Debug, Clone, clap::Args)]
 pub struct MachineArgs {
     /// The machine: a preset name (see `tdmap topo --list-presets`), an hwloc synthetic
-    /// string such as "package:2 numa:2 core:4 pu:2", or an hwloc XML file from `lstopo
-    /// machine.xml`. Default: this machine.
+    /// string such as "package:2 numa:2 core:4 pu:2", an hwloc XML file from `lstopo
+    /// machine.xml`, or a cluster of N hosts of one such machine, `cluster:Nx(HOST)` or
+    /// `cluster:Nx(HOST),net=D` with D the node distance between hosts (default 5 × the
+    /// host's largest), e.g. "cluster:64x(xeon-x7550-4s),net=200" or
+    /// "cluster:4x(package:1 core:64)". Default: this machine.
     #[arg(long, short = 'm', value_name = "SPEC")]
     pub machine: Option<String>,
+    /// Host names of a cluster, one per line or as Slurm nodelists (node[01-64]); `#`
+    /// starts a comment line; a blank line or a name given twice is an error. With a
+    /// machine that is not a cluster:, the cluster is one such machine per name.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<std::path::PathBuf>,
+    /// Map onto every PU of this machine, not only the CPUs this process may use (its
+    /// CPU binding from taskset, cgroups or a Slurm step, within hwloc's allowed set).
+    #[arg(long)]
+    pub whole_machine: bool,
     /// Node distances replacing the machine's: "local:remote" (e.g. 10:21) or a square
-    /// matrix with rows separated by ';' (e.g. "10,21;21,10").
+    /// matrix with rows separated by ';' (e.g. "10,21;21,10"). For a cluster, each
+    /// host's (the network distance is the spec's net=D).
     #[arg(long, value_name = "D")]
     pub distances: Option<String>,
 }
 
 impl MachineArgs {
-    /// Loads the named machine, or this one.
-    pub fn load(&self) -> Result<tdmap_topo::Topology, tdmap_topo::TopoError> {
-        let spec = tdmap_topo::MachineSpec::parse(self.machine.as_deref().unwrap_or(""));
-        spec.load(self.distances.as_deref())
+    /// Loads the named machine, or this one: on this machine, only the CPUs this process
+    /// may use unless --whole-machine (said on stderr); with --hosts, named hosts.
+    pub fn load(&self) -> anyhow::Result<tdmap_topo::Topology> {
+        let mut spec = tdmap_topo::MachineSpec::parse(self.machine.as_deref().unwrap_or(""));
+        let names = match &self.hosts {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| crate::exit::input(format!("--hosts {}: {e}", path.display())))?;
+                let names = tdmap_topo::parse_hosts(&text)
+                    .map_err(|e| crate::exit::input(format!("--hosts {}: {e}", path.display())))?;
+                if !matches!(spec, tdmap_topo::MachineSpec::Cluster { .. }) {
+                    spec = tdmap_topo::MachineSpec::Cluster {
+                        hosts: names.len(),
+                        host: Box::new(spec),
+                        net: None,
+                    };
+                }
+                Some(names)
+            }
+            None => None,
+        };
+        let allowed = allowed_cpus(spec.is_live() && !self.whole_machine)?;
+        let mut topo = spec
+            .load_within(self.distances.as_deref(), allowed.as_deref())
+            .map_err(crate::exit::input)?;
+        if let (Some(names), Some(path)) = (names, &self.hosts) {
+            topo.set_host_names(names)
+                .map_err(|e| crate::exit::input(format!("--hosts {}: {e}", path.display())))?;
+        }
+        say_restricted(&topo);
+        Ok(topo)
     }
 
     /// The machine named by `--machine`, else `recorded` (the one the trace or model
@@ -113,7 +153,7 @@ impl MachineArgs {
                 Err(_) => {}
             }
         }
-        self.load().map_err(crate::exit::input)
+        self.load()
     }
 
     /// The hwloc XML file `--machine` names, if it names one: an input of the command.
@@ -123,6 +163,51 @@ impl MachineArgs {
             _ => None,
         }
     }
+}
+
+/// The CPUs this process may use (its `sched_getaffinity`), when `wanted`: what the live
+/// machine is restricted to (hwloc has already dropped the PUs outside its allowed set).
+/// A machine replayed from a capture (`TDMAP_FSROOT`) is not the one tdmap runs on, so
+/// its binding says nothing about it: no restriction then.
+pub(crate) fn allowed_cpus(wanted: bool) -> anyhow::Result<Option<Vec<usize>>> {
+    use tdmap_sys::Sys;
+    let replayed = tdmap_sys::FsRoot::from_env() != tdmap_sys::FsRoot::default();
+    Ok(if wanted && !replayed {
+        Some(tdmap_sys::LinuxSys.get_affinity(0)?)
+    } else {
+        None
+    })
+}
+
+/// Says in one stderr line that `topo` is this machine restricted to the CPUs tdmap may
+/// use, if it is.
+pub(crate) fn say_restricted(topo: &tdmap_topo::Topology) {
+    if let Some(r) = &topo.restricted {
+        eprintln!(
+            "tdmap: restricted to CPUs {} of this machine's {} (this process's CPU binding); --whole-machine uses all",
+            cpu_list(&r.allowed),
+            r.of
+        );
+    }
+}
+
+/// OS CPU numbers as a range list: 0-3,8.
+pub(crate) fn cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// Bad input about file `path`: `err` prefixed with the file's name, unless it names the

@@ -123,6 +123,10 @@ pub struct Args {
     /// Write the detected sharing matrix as a heatmap (.png or .svg).
     #[arg(long, value_name = "FILE")]
     heatmap: Option<PathBuf>,
+    /// Pin threads on every PU of this machine, not only the CPUs tdmap may use (its CPU
+    /// binding from taskset, cgroups or a Slurm step, which the program inherits).
+    #[arg(long)]
+    whole_machine: bool,
     /// The program and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -137,9 +141,11 @@ pub fn run(args: Args) -> Result<i32> {
         .writes("--report", args.report.as_deref())
         .writes("--heatmap", args.heatmap.as_deref())
         .check()?;
+    let allowed = super::allowed_cpus(!args.whole_machine)?;
     let topo = tdmap_topo::MachineSpec::parse("")
-        .load(None)
+        .load_within(None, allowed.as_deref())
         .context("cannot read this machine's topology")?;
+    super::say_restricted(&topo);
     let settings = settings::Settings::from_args(&args, &topo)?;
     let (prog, rest) = args
         .command

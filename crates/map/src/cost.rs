@@ -104,6 +104,17 @@ pub fn cost_with(d: &PuDistance<'_>, matrix: &[f64], n: usize, mapping: &[usize]
     total
 }
 
+/// [`cost_with`] on a sparse matrix: time and memory follow its non-zeros.
+pub fn cost_sparse(d: &PuDistance<'_>, m: &crate::Sparse, mapping: &[usize]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..m.n {
+        for (j, w) in m.row(i) {
+            total += w * d.get(mapping[i], mapping[j]);
+        }
+    }
+    total
+}
+
 /// The fraction of accesses that are remote when page `p` lives on `home(p)`, with
 /// `vectors[p][node]` the accesses to page p from each node (its NUMA vector).
 pub fn remote_access_ratio(vectors: &[Vec<u32>], home: impl Fn(usize) -> usize) -> f64 {
@@ -150,6 +161,19 @@ mod tests {
         let m = [0.0, 5.0, 5.0, 0.0];
         assert_eq!(cost(&topo, &m, 2, &[0, 1], Distance::Hops).unwrap(), 10.0);
         assert_eq!(cost(&topo, &m, 2, &[0, 2], Distance::Hops).unwrap(), 20.0);
+    }
+
+    #[test]
+    fn sparse_and_dense_costs_agree() {
+        let topo = tdmap_topo::from_synthetic("package:2 core:2 pu:2").unwrap();
+        let m = [
+            0.0, 4.0, 0.0, 1.0, 2.0, 0.0, 3.0, 0.0, 0.0, 3.0, 0.0, 0.0, 1.0, 0.0, 5.0, 0.0,
+        ];
+        let s = crate::Sparse::from_dense(&m, 4);
+        let d = PuDistance::new(&topo, Distance::Hops).unwrap();
+        for map in [[0, 1, 2, 3], [7, 0, 3, 4], [1, 6, 2, 5]] {
+            assert_eq!(cost_with(&d, &m, 4, &map), cost_sparse(&d, &s, &map));
+        }
     }
 
     #[test]

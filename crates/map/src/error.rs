@@ -31,6 +31,14 @@ pub enum MapError {
         /// The cell text.
         cell: String,
     },
+    /// A sparse matrix file (edge list or Matrix Market) is malformed at a line.
+    #[error("sharing matrix line {line}: {why}")]
+    Sparse {
+        /// Line number (1-based).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// The matrix is empty.
     #[error("the sharing matrix is empty; give at least one thread")]
     Empty,
@@ -57,6 +65,16 @@ pub enum MapError {
         /// The thread limit.
         max: usize,
     },
+    /// A sparse matrix too large for an algorithm that needs it dense.
+    #[error("{algorithm} needs the dense matrix, limited to {max} threads; got {threads}: use -a greedy, whose sparse path has no such limit")]
+    TooBigForDense {
+        /// The algorithm.
+        algorithm: &'static str,
+        /// Threads.
+        threads: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The latency distance needs latencies the topology does not have.
     #[error("machine {0:?} has no latency table; use hop distances or a preset with latencies")]
     NoLatencies(String),
@@ -64,7 +82,7 @@ pub enum MapError {
     #[error("Scotch mapping failed: {0}")]
     Scotch(String),
     /// An output format that does not exist.
-    #[error("unknown format {0:?}; choose one of json, omp-places, rankfile, slurm, hwloc-bind, taskset")]
+    #[error("unknown format {0:?}; choose one of json, omp-places, rankfile, hostfile, slurm, hwloc-bind, taskset")]
     UnknownFormat(String),
     /// A data-policy name or parameter that does not exist.
     #[error("unknown data policy {0:?}")]

@@ -37,10 +37,14 @@ pub struct MappingFile {
     /// what could be read of it). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
+    /// When the machine was this one seen through the CPUs tdmap could use: their OS
+    /// numbers (`--whole-machine` maps onto all). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restricted: Option<Vec<usize>>,
 }
 
 /// Where one thread goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Placement {
     /// The thread (0..threads, creation order).
     pub thread: usize,
@@ -54,6 +58,9 @@ pub struct Placement {
     pub package: usize,
     /// Logical index of the PU's NUMA node.
     pub node: usize,
+    /// The host's name, on a cluster (`cluster:` or `--hosts`). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// How a mapping was chosen and what it costs, for [`MappingFile::new`].
@@ -132,10 +139,12 @@ impl MappingFile {
                         core: p.core,
                         package: p.package,
                         node: p.node,
+                        host: topo.is_cluster().then(|| topo.host_name(pu).to_string()),
                     }
                 })
                 .collect(),
             complete: None,
+            restricted: topo.restricted.as_ref().map(|r| r.allowed.clone()),
         }
     }
 

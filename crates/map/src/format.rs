@@ -1,6 +1,8 @@
 //! A mapping written for the tool that applies it: OpenMP places, an Open MPI rankfile,
-//! a Slurm CPU map, hwloc-bind or taskset command lines. OS CPU numbers are used where
-//! the tool expects them, hwloc logical indexes where it expects those.
+//! an MPICH/Hydra hostfile, a Slurm host file and CPU binding, hwloc-bind or taskset
+//! command lines. OS CPU numbers are used everywhere (hwloc-bind and Open MPI are told
+//! so), because logical indexes change when tdmap sees only the CPUs it may use. The
+//! launch formats live in [`crate::launch`].
 
 use crate::MapError;
 use tdmap_topo::Topology;
@@ -12,9 +14,11 @@ pub enum Format {
     Json,
     /// `OMP_PLACES` and `OMP_PROC_BIND` for an OpenMP program.
     OmpPlaces,
-    /// An Open MPI rankfile.
+    /// An Open MPI rankfile, with host names.
     Rankfile,
-    /// `srun --cpu-bind=map_cpu:…`.
+    /// An MPICH (Hydra) hostfile and its `-bind-to user:` list.
+    Hostfile,
+    /// A `SLURM_HOSTFILE` for `--distribution=arbitrary` and the `srun` lines.
     Slurm,
     /// One `hwloc-bind` command line per thread or rank.
     HwlocBind,
@@ -24,10 +28,11 @@ pub enum Format {
 
 impl Format {
     /// All formats.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Json,
         Format::OmpPlaces,
         Format::Rankfile,
+        Format::Hostfile,
         Format::Slurm,
         Format::HwlocBind,
         Format::Taskset,
@@ -39,6 +44,7 @@ impl Format {
             Format::Json => "json",
             Format::OmpPlaces => "omp-places",
             Format::Rankfile => "rankfile",
+            Format::Hostfile => "hostfile",
             Format::Slurm => "slurm",
             Format::HwlocBind => "hwloc-bind",
             Format::Taskset => "taskset",
@@ -70,22 +76,15 @@ pub fn render(format: Format, topo: &Topology, mapping: &[usize]) -> String {
             // With `close` and one place per thread, thread i gets place i (OpenMP 5.2 §10.1.3).
             out.push_str("export OMP_PROC_BIND=close\n");
         }
-        Format::Rankfile => {
-            out.push_str("# mpirun --use-hwthread-cpus --rankfile FILE; slot = hwloc logical PU\n");
-            for (r, &p) in mapping.iter().enumerate() {
-                out.push_str(&format!("rank {r}=localhost slot={p}\n"));
-            }
-        }
-        Format::Slurm => {
-            let cpus: Vec<String> = mapping.iter().map(|&p| os(p).to_string()).collect();
-            out.push_str(&format!("srun --cpu-bind=map_cpu:{} ", cpus.join(",")));
-            out.push_str(&format!("--ntasks={} COMMAND\n", mapping.len()));
-        }
+        Format::Rankfile => crate::launch::rankfile(topo, mapping, &mut out),
+        Format::Hostfile => crate::launch::hostfile(topo, mapping, &mut out),
+        Format::Slurm => crate::launch::slurm(topo, mapping, &mut out),
         Format::HwlocBind => {
             for (t, &p) in mapping.iter().enumerate() {
                 out.push_str(&format!(
-                    "hwloc-bind pu:{p} -- COMMAND  # rank {t}, OS CPU {}\n",
-                    os(p)
+                    "hwloc-bind -p pu:{} -- COMMAND  # rank {t} on {}\n",
+                    os(p),
+                    topo.host_name(p)
                 ));
             }
         }
@@ -109,10 +108,10 @@ mod tests {
         let omp = render(Format::OmpPlaces, &topo, &m);
         assert!(omp.contains("OMP_PLACES=\"{2},{0}\""), "{omp}");
         assert!(omp.contains("OMP_PROC_BIND=close"));
-        assert!(render(Format::Slurm, &topo, &m).starts_with("srun --cpu-bind=map_cpu:2,0 "));
+        assert!(render(Format::Slurm, &topo, &m).contains("--cpu-bind=map_cpu:2,0 "));
         assert!(render(Format::Rankfile, &topo, &m).contains("rank 1=localhost slot=0\n"));
         assert!(render(Format::Taskset, &topo, &m).starts_with("taskset -c 2 COMMAND"));
-        assert!(render(Format::HwlocBind, &topo, &m).contains("hwloc-bind pu:0 --"));
+        assert!(render(Format::HwlocBind, &topo, &m).contains("hwloc-bind -p pu:0 --"));
         assert_eq!("omp-places".parse::<Format>(), Ok(Format::OmpPlaces));
         assert!("xml".parse::<Format>().is_err());
     }

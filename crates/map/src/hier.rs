@@ -41,6 +41,46 @@ pub fn map(slots: &Slots, m: &[f64], n: usize, group: GroupFn, split: bool) -> V
     slot_of
 }
 
+/// Above this many units a level of the sparse path stays sparse; at or below it, the
+/// groups' matrix is made dense (4096² × 8 bytes = 128 MiB at most) and the dense rule
+/// takes over, as it is faster there.
+pub const DENSE_AT: usize = 4096;
+
+/// [`map`] with `greedy` on a sparse matrix: sparse levels while more than
+/// [`DENSE_AT`] units are left, then dense ones.
+pub fn map_sparse(slots: &Slots, m: &crate::Sparse, n: usize) -> Vec<usize> {
+    let arities = slots.subtree_for(n);
+    let total: usize = arities.iter().product();
+    let mut sparse = Some(m.padded(total));
+    let mut dense: Vec<f64> = Vec::new();
+    let mut k = total;
+    let mut rounds: Vec<Vec<Vec<usize>>> = Vec::new();
+    for &a in arities.iter().rev() {
+        if let Some(s) = sparse.take_if(|_| k <= DENSE_AT) {
+            dense = s.to_dense();
+        }
+        let groups = match sparse.take() {
+            Some(s) => {
+                let (groups, reduced) = crate::greedy_sparse::group(&s, a);
+                sparse = Some(reduced);
+                groups
+            }
+            None => {
+                let (groups, reduced) = crate::greedy::group(&dense, k, a);
+                dense = reduced;
+                groups
+            }
+        };
+        k = groups.len();
+        rounds.push(groups);
+    }
+    let mut slot_of = layout(&rounds, total);
+    slot_of.truncate(n);
+    fit_to_capacity(slots, &mut slot_of);
+    repair(slots, &mut slot_of);
+    slot_of
+}
+
 /// `m` (n × n) inside a `total` × `total` matrix of zeros: the padding threads share nothing.
 fn pad(m: &[f64], n: usize, total: usize) -> Vec<f64> {
     let mut out = vec![0.0; total * total];

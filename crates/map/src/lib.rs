@@ -20,19 +20,23 @@ pub mod exhaustive;
 mod file;
 pub mod format;
 pub mod greedy;
+pub mod greedy_sparse;
 pub mod hier;
+pub mod launch;
 pub mod matching;
 pub mod matrix;
 pub mod policy;
 pub mod rng;
 pub mod slots;
+pub mod sparse;
 pub mod worst;
 
-pub use cost::{cost, remote_access_ratio, Distance, PuDistance};
+pub use cost::{cost, cost_sparse, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;
 pub use file::{MappingFile, Placement, Provenance};
 pub use matrix::{parse_csv, validate};
 pub use slots::Slots;
+pub use sparse::{parse_edges, parse_mtx, Sparse};
 pub use tdmap_format::FormatError;
 
 use tdmap_topo::Topology;
@@ -114,6 +118,51 @@ pub struct Options {
     pub seed: u64,
     /// Allow more threads than PUs (several threads per PU).
     pub oversubscribe: bool,
+}
+
+/// The largest n for which a sparse matrix is made dense for the algorithms that have
+/// no sparse path (matching, drb, exhaustive): 8192² × 8 bytes = 512 MiB.
+pub const DENSE_LIMIT: usize = 8192;
+
+/// [`map_threads`] on a sparse matrix: `greedy` and the baselines work in time and
+/// memory that follow the non-zeros; matching, drb and exhaustive get the dense matrix,
+/// up to [`DENSE_LIMIT`] threads.
+pub fn map_threads_sparse(
+    algo: Algorithm,
+    topo: &Topology,
+    matrix: &Sparse,
+    opts: &Options,
+) -> Result<Mapping, MapError> {
+    let n = matrix.n;
+    if n == 0 {
+        return Err(MapError::Empty);
+    }
+    let pus = topo.num_pus();
+    if n > pus && !opts.oversubscribe {
+        return Err(MapError::TooManyThreads { threads: n, pus });
+    }
+    let slots = Slots::new(topo, n.div_ceil(pus));
+    let on_slots = |slot_of: Vec<usize>| -> Mapping {
+        slot_of
+            .into_iter()
+            .map(|s| slots.pu[s].expect("slot repaired onto a PU"))
+            .collect()
+    };
+    Ok(match algo {
+        Algorithm::Greedy => on_slots(hier::map_sparse(&slots, matrix, n)),
+        Algorithm::Compact => baseline::compact(&slots, n),
+        Algorithm::Scatter => baseline::scatter(&slots, n),
+        Algorithm::Random => baseline::random(&slots, n, opts.seed),
+        Algorithm::Identity => baseline::identity(topo, n),
+        _ if n > DENSE_LIMIT => {
+            return Err(MapError::TooBigForDense {
+                algorithm: algo.name(),
+                threads: n,
+                max: DENSE_LIMIT,
+            })
+        }
+        _ => map_threads(algo, topo, &matrix.to_dense(), n, opts)?,
+    })
 }
 
 /// Maps `n` threads sharing `matrix` (row-major n × n, finite, ≥ 0) onto `topo` with

@@ -26,6 +26,14 @@ pub enum TopoError {
         /// Which limit it passes.
         what: String,
     },
+    /// A `cluster:` spec that does not parse.
+    #[error("invalid cluster {spec:?}: {why}; a cluster is cluster:Nx(HOST) or cluster:Nx(HOST),net=D with HOST a preset, synthetic string, XML file or live, e.g. \"cluster:4x(xeon-x7550-4s),net=100\"")]
+    Cluster {
+        /// The spec given.
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
     /// An XML file could not be read or parsed by hwloc.
     #[error("cannot load hwloc XML {path}: {why}; export one with `lstopo machine.xml`")]
     Xml {

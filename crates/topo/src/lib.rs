@@ -7,18 +7,25 @@
 
 #![forbid(unsafe_code)]
 
+mod cluster;
 mod discover;
 mod distances;
 mod error;
+mod hosts;
 mod model;
 mod render;
+mod restrict;
 mod spec;
 
+pub use cluster::{
+    cluster, default_network_distance, MAX_CLUSTER_NODES, MAX_CLUSTER_PUS, MAX_HOSTS,
+};
 pub use discover::preset::{preset, preset_names, NEHALEM_EX, PRESETS};
 pub use discover::synthetic::{MAX_ARITY, MAX_PUS};
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
 pub use distances::{Distances, DistancesSource};
 pub use error::TopoError;
-pub use model::{CacheInfo, Latencies, Level, Obj, ObjId, ObjKind, Pu, Topology};
+pub use hosts::{expand_nodelist, parse_hosts, HostsError};
+pub use model::{CacheInfo, Latencies, Level, Obj, ObjId, ObjKind, Pu, Restriction, Topology};
 pub use render::{render_json, render_text};
 pub use spec::MachineSpec;

@@ -10,8 +10,10 @@ pub type ObjId = usize;
 /// The kind of a topology object, from the machine down to a hardware thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum ObjKind {
-    /// The whole machine.
+    /// The whole machine (for a cluster: all its hosts).
     Machine,
+    /// One host of a cluster, below the cluster's machine and above its own hierarchy.
+    Host,
     /// A processor socket.
     Package,
     /// An hwloc group (e.g. a die, or a set of cores sharing a NUMA node).
@@ -35,6 +37,7 @@ impl ObjKind {
     pub fn name(self) -> &'static str {
         match self {
             ObjKind::Machine => "Machine",
+            ObjKind::Host => "Host",
             ObjKind::Package => "Package",
             ObjKind::Group => "Group",
             ObjKind::NumaNode => "NUMANode",
@@ -95,6 +98,8 @@ pub struct Pu {
     pub core: usize,
     /// Logical index of its package (0 when the machine has none).
     pub package: usize,
+    /// Its host in a cluster (0 on a single machine).
+    pub host: usize,
 }
 
 /// One level of the flattened hierarchy: a partition of the PUs into groups.
@@ -153,12 +158,45 @@ pub struct Topology {
     pub distances: Distances,
     /// Latencies, where known.
     pub latencies: Option<Latencies>,
+    /// The host names, one per host: `localhost` on a single machine; a cluster's from
+    /// `--hosts`, else `host0`, `host1`, ...
+    pub hosts: Vec<String>,
+    /// Set when this is the live machine restricted to the CPUs tdmap may use.
+    pub restricted: Option<Restriction>,
+}
+
+/// The live machine seen through the CPUs tdmap may use: its own CPU binding
+/// (`sched_getaffinity`: taskset, cgroups, a Slurm step) intersected with hwloc's allowed
+/// set (hwloc drops disallowed PUs itself; it does not see taskset).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Restriction {
+    /// OS indexes of the PUs kept.
+    pub allowed: Vec<usize>,
+    /// How many PUs the machine has.
+    pub of: usize,
 }
 
 impl Topology {
     /// Number of PUs.
     pub fn num_pus(&self) -> usize {
         self.pus.len()
+    }
+
+    /// Number of hosts (1 on a single machine).
+    pub fn num_hosts(&self) -> usize {
+        self.hosts.len().max(1)
+    }
+
+    /// True for a cluster of hosts (a `cluster:` machine, even of one host).
+    pub fn is_cluster(&self) -> bool {
+        self.objects.iter().any(|o| o.kind == ObjKind::Host)
+    }
+
+    /// The host name of a PU (logical index).
+    pub fn host_name(&self, pu: usize) -> &str {
+        self.hosts
+            .get(self.pus[pu].host)
+            .map_or("localhost", String::as_str)
     }
 
     /// Number of NUMA nodes.

@@ -73,6 +73,29 @@ pub fn render_text(t: &Topology) -> String {
         t.count(ObjKind::L2),
         t.count(ObjKind::L1),
     );
+    if t.is_cluster() {
+        let shown: Vec<&str> = t.hosts.iter().take(8).map(String::as_str).collect();
+        let more = if t.hosts.len() > 8 { ", ..." } else { "" };
+        let _ = writeln!(
+            out,
+            "Hosts: {} ({}{more}); network distance {}",
+            t.num_hosts(),
+            shown.join(", "),
+            if t.num_hosts() > 1 {
+                t.distances.values.iter().max().unwrap_or(&0).to_string()
+            } else {
+                "none (one host)".to_string()
+            }
+        );
+    }
+    if let Some(r) = &t.restricted {
+        let _ = writeln!(
+            out,
+            "Restricted: {} of {} PUs, the CPUs this process may use (--whole-machine shows all)",
+            r.allowed.len(),
+            r.of
+        );
+    }
     let names: Vec<String> = t.levels.iter().map(|l| l.name()).collect();
     let arities: Vec<String> = t.arities().iter().map(|a| a.to_string()).collect();
     let _ = writeln!(
@@ -141,7 +164,7 @@ pub fn render_json(t: &Topology) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "name": t.name,
         "summary": {
             "packages": t.count(ObjKind::Package),
@@ -164,5 +187,15 @@ pub fn render_json(t: &Topology) -> Value {
         "numa_factor": t.numa_factor(),
         "numa_factor_min": t.distances.numa_factor_min(),
         "latencies": t.latencies,
-    })
+    });
+    if t.is_cluster() {
+        v["hosts"] = json!(t.hosts);
+        for (p, pu) in t.pus.iter().enumerate() {
+            v["pus"][p]["host"] = json!(pu.host);
+        }
+    }
+    if let Some(r) = &t.restricted {
+        v["restricted"] = json!(r);
+    }
+    v
 }

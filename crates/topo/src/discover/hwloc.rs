@@ -142,6 +142,7 @@ impl Builder {
                 node: node[l],
                 core: core[l],
                 package: package[l],
+                host: 0,
             })
             .collect();
         let mut nodes: Vec<ObjId> = (0..objects.len())
@@ -157,6 +158,8 @@ impl Builder {
             distances: Distances::uniform(1, 10, 10, DistancesSource::Assumed)
                 .expect("a 1x1 matrix is valid"),
             latencies: None,
+            hosts: vec!["localhost".to_string()],
+            restricted: None,
         }
     }
 }
@@ -192,10 +195,11 @@ fn node_distances(topo: &hwlocality::Topology, t: &Topology) -> Result<Distances
 
 /// The flattened levels: every kind that partitions the PUs, ordered from the machine
 /// down, with levels that split the PUs identically merged into one.
-fn levels(t: &Topology) -> Vec<Level> {
+pub(crate) fn levels(t: &Topology) -> Vec<Level> {
     let n = t.num_pus();
     let order = [
         ObjKind::Machine,
+        ObjKind::Host,
         ObjKind::Package,
         ObjKind::Group,
         ObjKind::NumaNode,

@@ -9,6 +9,7 @@ mod xml;
 use crate::{Distances, TopoError, Topology};
 use std::sync::{Mutex, MutexGuard};
 
+pub(crate) use hwloc::levels;
 pub use synthetic::from_synthetic;
 pub use xml::from_xml_file;
 
