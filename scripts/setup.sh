@@ -9,6 +9,10 @@ PKGS=(
   zstd
   # libmai's Fortran interface (include/mai.f90) is compile-checked by `make c-test`.
   gfortran
+  # libtdmap_mpi is built once per MPI (crates/mpi/build.rs), and tests/mpi_comm.rs runs
+  # its test programs under both; they are called by their explicit names
+  # (mpicc.openmpi, mpirun.openmpi, mpicc.mpich, mpiexec.mpich).
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
 )
 # The VM harness (tests/vm) boots a multi-node guest with these.
 VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio procps)
