@@ -323,6 +323,17 @@ fn rows_missing_or_from_two_runs_are_exit_2_naming_the_ranks() {
     );
     let f = CommFile::read(&out_file).unwrap();
     assert_eq!((f.ranks, f.pairs.len(), f.total_bytes()), (8, 8, (64, 0)));
-    assert!(!out_file.with_extension("").exists());
+    // `tdmap map --comm` reads it: 8 ranks, each pair of ring neighbours weighted alike.
+    let m = common::tdmap(&[
+        "map",
+        "--comm",
+        out_file.to_str().unwrap(),
+        "-m",
+        "package:2 core:4",
+        "--json",
+    ]);
+    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
+    assert_eq!(v["threads"], 8);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,7 +12,7 @@ use tdmap_map::{Algorithm, Distance, MapError, MappingFile, Options, Provenance}
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace", "model"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace", "model", "comm"])))]
 pub struct Args {
     /// The sharing matrix: CSV, one row per thread, cells separated by commas or blanks.
     #[arg(long, value_name = "M.csv")]
@@ -25,6 +25,10 @@ pub struct Args {
     /// Without --machine, the machine it was recorded on is used.
     #[arg(long, value_name = "M.json")]
     model: Option<PathBuf>,
+    /// The communication matrix of an MPI job (`tdmap comm`): ranks are mapped as
+    /// threads, by the bytes each pair exchanged in both directions.
+    #[arg(long, value_name = "C.json")]
+    comm: Option<PathBuf>,
     #[command(flatten)]
     machine: super::MachineArgs,
     /// The algorithm: greedy, matching, drb, compact, scatter, random, identity or
@@ -80,9 +84,18 @@ pub fn run(args: Args) -> Result<i32> {
             (m, n, topo)
         }
         (None, None, Some(path)) => from_model(path, &args.machine)?,
-        (None, None, None) => {
-            return Err(input("give --matrix M.csv, --trace T or --model M.json"))
-        }
+        (None, None, None) => match &args.comm {
+            Some(path) => {
+                let file = tdmap_mpi::CommFile::read(path).map_err(input)?;
+                let topo = args.machine.load().map_err(input)?;
+                (file.symmetric_bytes(), file.ranks, topo)
+            }
+            None => {
+                return Err(input(
+                    "give --matrix M.csv, --trace T, --model M.json or --comm C.json",
+                ))
+            }
+        },
     };
     let opts = Options {
         seed: args.seed,
