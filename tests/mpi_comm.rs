@@ -1,5 +1,6 @@
 //! `tdmap comm` end to end (issue 20, must-show 1): the test MPI programs of tests/mpi
-//! (a ring, a 2-D halo, an all-to-all in C, and a ring with collectives in Fortran),
+//! (a ring, a 2-D halo, an all-to-all and collectives on a 6-rank communicator in C,
+//! and a ring with collectives in Fortran),
 //! built with each installed MPI's wrappers, run on 8 ranks (oversubscribed on this
 //! machine) under `tdmap comm`. The assembled matrix must equal the bytes and messages
 //! each program sends by construction, exactly for point-to-point, and exactly the
@@ -171,6 +172,62 @@ fn alltoall(c: &mut Cells, n: impl Fn(usize, usize) -> u64, times: u64) {
     }
 }
 
+/// What colls.c charges, worked out by hand for p = 6 in comm ranks (world = 6 - c).
+fn six_rank_collectives(times: u64) -> Cells {
+    let mut c = Cells::new();
+    let mut edge = |s: usize, d: usize, bytes: u64, msgs: u64| {
+        let e = c.entry((6 - s, 6 - d)).or_default();
+        e.0 += bytes * times;
+        e.1 += msgs * times;
+    };
+    // Bcast of 16 bytes from 3: the tree 0->1, 0->2, 0->4, 2->3, 4->5 in vr = c - 3.
+    for (s, d) in [(0, 1), (0, 2), (0, 4), (2, 3), (4, 5)] {
+        edge((s + 3) % 6, (d + 3) % 6, 16, 1);
+    }
+    // Reduce of 12 bytes to 2: vr 1->0, 2->0, 3->2, 4->0, 5->4 in vr = c - 2.
+    for (s, d) in [(1, 0), (2, 0), (3, 2), (4, 0), (5, 4)] {
+        edge((s + 2) % 6, (d + 2) % 6, 12, 1);
+    }
+    // Allreduce of 8 bytes, q = 4, e = 2: 0->1, 2->3; among 1, 3, 4, 5 (new ranks 0-3)
+    // distance 1: 1<->3, 4<->5, distance 2: 1<->4, 3<->5; then 1->0, 3->2.
+    for (s, d) in [
+        (0, 1),
+        (2, 3),
+        (1, 3),
+        (3, 1),
+        (4, 5),
+        (5, 4),
+        (1, 4),
+        (4, 1),
+        (3, 5),
+        (5, 3),
+        (1, 0),
+        (3, 2),
+    ] {
+        edge(s, d, 8, 1);
+    }
+    for r in 0..6 {
+        // Allgather of 4 bytes: 5 messages to r + 1.
+        edge(r, (r + 1) % 6, 5 * 4, 5);
+        // Allgatherv: every block but r + 1's, block j being j + 1 ints.
+        let blocks: u64 = (0..6)
+            .filter(|&j| j != (r + 1) % 6)
+            .map(|j| (j as u64 + 1) * 4)
+            .sum();
+        edge(r, (r + 1) % 6, blocks, 5);
+        if r != 1 {
+            edge(r, 1, 4, 1); // Gather to 1
+        }
+        if r != 4 {
+            edge(4, r, 5, 1); // Scatter from 4
+        }
+        if r != 0 {
+            edge(0, r, (r as u64 + 1) * 4, 1); // Scatterv from 0
+        }
+    }
+    c
+}
+
 fn check_mpi(mpi: &Mpi) {
     if let Some(why) = missing(mpi) {
         println!("skipped: {} tests: {why}", mpi.name);
@@ -237,6 +294,16 @@ fn check_mpi(mpi: &Mpi) {
         "{:?}",
         f.costs
     );
+
+    // colls.c: collectives on comm ranks c = 6 - w of world ranks 1..6 (p = 6), 10 times.
+    let f = run_job(mpi, &build(mpi.cc, "colls.c", &dir), &dir);
+    assert_eq!(
+        p2p(&f),
+        Cells::new(),
+        "{}: colls has no point-to-point",
+        mpi.name
+    );
+    assert_eq!(coll(&f), six_rank_collectives(10), "{}: colls", mpi.name);
 
     // Real rows, one of them deleted: the missing rank is named.
     let rows = dir.join("rows");
