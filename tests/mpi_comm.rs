@@ -275,12 +275,14 @@ fn check_mpi(mpi: &Mpi) {
     alltoall(&mut want, |r, j| (r + j + 1) as u64 * 4, 10);
     assert_eq!(coll(&f), want, "{}: alltoall's collectives", mpi.name);
 
-    // fring.f90: 50 + r doubles to r + 1 and 30 integers to r - 1, 20 times; allreduce of
+    // fring.f90: 50 + r doubles and (persistent) 10 integers to r + 1 and 30 integers to
+    // r - 1, 20 times; allreduce of
     // one double, bcast of 4 integers from 0, alltoall of 2 integers, 20 times.
     let f = run_job(mpi, &build(mpi.fc, "fring.f90", &dir), &dir);
     let mut want = Cells::new();
     for r in 0..P {
         add(&mut want, r, (r + 1) % P, (50 + r as u64) * 8, iter);
+        add(&mut want, r, (r + 1) % P, 10 * 4, iter);
         add(&mut want, r, (r + P - 1) % P, 30 * 4, iter);
     }
     assert_eq!(p2p(&f), want, "{}: Fortran ring", mpi.name);

@@ -31,10 +31,15 @@
  *   Barrier, scans, reduce-scatter, neighbourhood collectives and collectives on
  *   inter-communicators are not charged. A rank's messages to itself count only for
  *   point-to-point sends it makes to itself.
- * - Fortran (mpif.h and `use mpi`, symbols `mpi_send_` and kin): the same calls are
+ * - Fortran (mpif.h and `use mpi`, symbols `mpi_send_` and kin; not `use mpi_f08`, not
+ *   the large-count `_c` forms in either language): the same calls are
  *   wrapped, since an MPI's Fortran layer may call PMPI_ directly; a Fortran wrapper
  *   counts and then calls the MPI's own `pmpi_*_`, and a C wrapper entered from inside it
- *   does not count again (a per-thread depth).
+ *   does not count again (a per-thread depth). Open MPI's Fortran layer calls PMPI_
+ *   directly; MPICH's calls the C MPI_ functions.
+ *
+ * Threads: counters and times are atomic; the persistent-request table and the
+ * communicator cache assume one thread at a time calls MPI (up to MPI_THREAD_SERIALIZED).
  *
  * Time: every wrapper times its own work (translation, type size, counting) with
  * CLOCK_MONOTONIC, not the MPI call it wraps; the row file reports it (`lib_ns`) with the
@@ -685,6 +690,39 @@ FISEND(isend)
 FISEND(issend)
 FISEND(ibsend)
 FISEND(irsend)
+
+#define FSEND_INIT(lower)                                                              \
+    void mpi_##lower##_(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, \
+                        F *ierr)                                                       \
+    {                                                                                  \
+        FCALL("pmpi_" #lower "_", buf, count, type, dest, tag, comm, req, ierr);       \
+        if (*ierr == MPI_SUCCESS)                                                      \
+            COUNT(persist_add(PMPI_Request_f2c(*req), COMM(comm), *dest, *count,       \
+                              TYPE(type)));                                            \
+    }
+
+FSEND_INIT(send_init)
+FSEND_INIT(ssend_init)
+FSEND_INIT(bsend_init)
+FSEND_INIT(rsend_init)
+
+void mpi_start_(F *req, F *ierr)
+{
+    COUNT(persist_start(PMPI_Request_f2c(*req)));
+    FCALL("pmpi_start_", req, ierr);
+}
+
+void mpi_startall_(F *n, F *reqs, F *ierr)
+{
+    COUNT(for (int i = 0; i < *n; i++) persist_start(PMPI_Request_f2c(reqs[i])));
+    FCALL("pmpi_startall_", n, reqs, ierr);
+}
+
+void mpi_request_free_(F *req, F *ierr)
+{
+    COUNT(persist_drop(PMPI_Request_f2c(*req)));
+    FCALL("pmpi_request_free_", req, ierr);
+}
 
 void mpi_sendrecv_(void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount,
                    F *rtype, F *src, F *rtag, F *comm, F *status, F *ierr)
