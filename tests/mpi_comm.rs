@@ -333,6 +333,25 @@ fn check_mpi(mpi: &Mpi) {
         dir.join("x.json").to_str().unwrap(),
     ]);
     assert_bad_input(&out, "no row for rank 5 of 8");
+
+    // A job that never calls MPI: no rows, exit 2, and no empty folder left behind.
+    let none = dir.join("none.json");
+    let out = common::tdmap(&[
+        "comm",
+        "-o",
+        none.to_str().unwrap(),
+        "--mpi",
+        mpi.name,
+        "--",
+        "true",
+    ]);
+    assert_bad_input(&out, "no rank-*.row files");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("none.json"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

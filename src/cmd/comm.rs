@@ -138,7 +138,16 @@ pub fn run(args: Args) -> Result<i32> {
         }
         return Ok(if code == OK { FAILED } else { code });
     }
-    let mut file = assemble(&rows)?;
+    let mut file = match assemble(&rows) {
+        Ok(f) => f,
+        Err(e) => {
+            // An empty folder says nothing; rows stay for a look (the message names them).
+            if fresh {
+                let _ = std::fs::remove_dir(&rows);
+            }
+            return Err(e);
+        }
+    };
     file.program = argv;
     file.wall_seconds = Some(wall);
     let code = finish(&args, &output, file)?;
