@@ -3,6 +3,8 @@
 //! (`target/<profile>/`), where `tdmap comm` looks for them. Open MPI's and MPICH's ABIs
 //! differ (handles are pointers in one, integers in the other), so one build cannot
 //! serve both. A missing MPI is skipped: `tdmap comm` then says which package to install.
+//! A library that does not compile (another MPI version) is a cargo warning, not a failed
+//! build of tdmap: tests/mpi_comm.rs then says it is not built.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,14 +42,13 @@ fn which(cc: &str) -> Option<PathBuf> {
 /// sees half a library.
 fn build(mpi: &str, cc: &str, profile_dir: &Path, out: &Path) {
     let tmp = out.join(format!("libtdmap_mpi_{mpi}.so"));
-    let status = Command::new(cc)
+    let out = Command::new(cc)
         .args([
             "-O2",
             "-g",
             "-std=gnu11",
             "-Wall",
             "-Wextra",
-            "-Werror",
             "-fPIC",
             "-shared",
         ])
@@ -55,9 +56,20 @@ fn build(mpi: &str, cc: &str, profile_dir: &Path, out: &Path) {
         .arg(&tmp)
         .arg(SOURCE)
         .arg("-ldl")
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
-    assert!(status.success(), "{cc} failed on {SOURCE}");
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let first = err.lines().find(|l| l.contains("error")).unwrap_or("");
+            println!("cargo:warning=libtdmap_mpi_{mpi}.so not built: {cc} failed: {first}");
+            return;
+        }
+        Err(e) => {
+            println!("cargo:warning=libtdmap_mpi_{mpi}.so not built: cannot run {cc}: {e}");
+            return;
+        }
+    }
     let staged = profile_dir.join(format!(".libtdmap_mpi_{mpi}.so.{}", std::process::id()));
     std::fs::copy(&tmp, &staged).expect("copy the library into the profile folder");
     std::fs::rename(&staged, profile_dir.join(format!("libtdmap_mpi_{mpi}.so")))
