@@ -1,4 +1,4 @@
-//! Builds libtdmap_mpi (c/tdmap_mpi.c) once per MPI whose compiler wrapper is installed,
+//! Builds libtdmap_mpi (`c/`: tdmap_mpi.c, c_calls.c, fortran_calls.c) once per MPI whose compiler wrapper is installed,
 //! as `libtdmap_mpi_openmpi.so` and `libtdmap_mpi_mpich.so` beside the tdmap binary
 //! (`target/<profile>/`), where `tdmap comm` looks for them. Open MPI's and MPICH's ABIs
 //! differ (handles are pointers in one, integers in the other), so one build cannot
@@ -9,13 +9,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SOURCE: &str = "c/tdmap_mpi.c";
+const SOURCES: [&str; 3] = ["c/tdmap_mpi.c", "c/c_calls.c", "c/fortran_calls.c"];
 
 /// (the library's suffix, the MPI's C compiler wrapper).
 const MPIS: [(&str, &str); 2] = [("openmpi", "mpicc.openmpi"), ("mpich", "mpicc.mpich")];
 
 fn main() {
-    println!("cargo:rerun-if-changed={SOURCE}");
+    println!("cargo:rerun-if-changed=c");
     println!("cargo:rerun-if-changed=build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
@@ -54,7 +54,7 @@ fn build(mpi: &str, cc: &str, profile_dir: &Path, out: &Path) {
         ])
         .arg("-o")
         .arg(&tmp)
-        .arg(SOURCE)
+        .args(SOURCES)
         .arg("-ldl")
         .output();
     match out {

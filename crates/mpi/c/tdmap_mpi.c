@@ -49,12 +49,14 @@
  * directory tdmap-mpi-rows), text, as docs/formats.md describes: the run's id
  * ($TDMAP_MPI_RUN, else rank 0's host, pid and time, broadcast), the world size, and one
  * line per destination with bytes and messages. `tdmap comm` assembles the rows.
+ *
+ * Files: this one counts (state, communicator cache, the collective model, persistent
+ * requests, the row); c_calls.c and fortran_calls.c hold the wrappers; tdmap_mpi.h is
+ * what they share.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
+#include "tdmap_mpi.h"
+
 #include <errno.h>
-#include <mpi.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,25 +64,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(OPEN_MPI)
-#define TDM_MPI "openmpi"
-#elif defined(MPICH_VERSION)
-#define TDM_MPI "mpich"
-#else
-#define TDM_MPI "unknown"
-#endif
-
 enum { P2P = 0, COLL = 1 };
 
 static int world_size = -1, world_rank = -1;
 /* [kind][dest][bytes, messages] */
 static uint64_t *counts;
-static uint64_t lib_ns, calls;
+uint64_t tdm_lib_ns, tdm_calls;
 static int keyval = MPI_KEYVAL_INVALID;
 static int finished;
-static __thread int depth;
+__thread int tdm_depth;
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -165,7 +159,7 @@ static struct ctx *ctx_of(MPI_Comm comm)
     return c;
 }
 
-static uint64_t type_size(MPI_Datatype t)
+uint64_t type_size(MPI_Datatype t)
 {
     int s = 0;
     if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &s) != MPI_SUCCESS)
@@ -181,7 +175,7 @@ static int to_world(MPI_Comm comm, struct ctx *c, int r)
     return c && r >= 0 && r < c->size ? c->world[r] : -1;
 }
 
-static void p2p(MPI_Comm comm, int dest, int count, MPI_Datatype type)
+void p2p(MPI_Comm comm, int dest, int count, MPI_Datatype type)
 {
     if (dest == MPI_PROC_NULL || dest < 0 || !ready())
         return;
@@ -220,7 +214,7 @@ static void coll_send(struct coll *k, int to, uint64_t bytes)
 
 static int lowbit(int v) { return v & -v; }
 
-static void m_bcast(MPI_Comm comm, int root, uint64_t n)
+void m_bcast(MPI_Comm comm, int root, uint64_t n)
 {
     struct coll k;
     if (!coll_of(comm, &k) || root < 0 || root >= k.p)
@@ -231,7 +225,7 @@ static void m_bcast(MPI_Comm comm, int root, uint64_t n)
             coll_send(&k, (vr + m + root) % k.p, n);
 }
 
-static void m_reduce(MPI_Comm comm, int root, uint64_t n)
+void m_reduce(MPI_Comm comm, int root, uint64_t n)
 {
     struct coll k;
     if (!coll_of(comm, &k) || root < 0 || root >= k.p)
@@ -241,7 +235,7 @@ static void m_reduce(MPI_Comm comm, int root, uint64_t n)
         coll_send(&k, (vr - lowbit(vr) + root) % k.p, n);
 }
 
-static void m_allreduce(MPI_Comm comm, uint64_t n)
+void m_allreduce(MPI_Comm comm, uint64_t n)
 {
     struct coll k;
     if (!coll_of(comm, &k))
@@ -267,7 +261,7 @@ static void m_allreduce(MPI_Comm comm, uint64_t n)
         coll_send(&k, r - 1, n);
 }
 
-static void m_alltoall(MPI_Comm comm, uint64_t n)
+void m_alltoall(MPI_Comm comm, uint64_t n)
 {
     struct coll k;
     if (!coll_of(comm, &k))
@@ -276,7 +270,7 @@ static void m_alltoall(MPI_Comm comm, uint64_t n)
         coll_send(&k, j, n);
 }
 
-static void m_alltoallv(MPI_Comm comm, const int *counts_, MPI_Datatype type)
+void m_alltoallv(MPI_Comm comm, const int *counts_, MPI_Datatype type)
 {
     struct coll k;
     if (!coll_of(comm, &k) || !counts_)
@@ -286,7 +280,7 @@ static void m_alltoallv(MPI_Comm comm, const int *counts_, MPI_Datatype type)
         coll_send(&k, j, (uint64_t)counts_[j] * s);
 }
 
-static void m_allgather(MPI_Comm comm, uint64_t n)
+void m_allgather(MPI_Comm comm, uint64_t n)
 {
     struct coll k;
     if (!coll_of(comm, &k))
@@ -295,7 +289,7 @@ static void m_allgather(MPI_Comm comm, uint64_t n)
         coll_send(&k, (k.r + 1) % k.p, n);
 }
 
-static void m_allgatherv(MPI_Comm comm, const int *rcounts, MPI_Datatype type)
+void m_allgatherv(MPI_Comm comm, const int *rcounts, MPI_Datatype type)
 {
     struct coll k;
     if (!coll_of(comm, &k) || !rcounts)
@@ -305,7 +299,7 @@ static void m_allgatherv(MPI_Comm comm, const int *rcounts, MPI_Datatype type)
         coll_send(&k, (k.r + 1) % k.p, (uint64_t)rcounts[(k.r - step + k.p) % k.p] * s);
 }
 
-static void m_gather(MPI_Comm comm, int root, uint64_t n)
+void m_gather(MPI_Comm comm, int root, uint64_t n)
 {
     struct coll k;
     if (coll_of(comm, &k) && root >= 0 && root < k.p && k.r != root)
@@ -313,7 +307,7 @@ static void m_gather(MPI_Comm comm, int root, uint64_t n)
 }
 
 /* counts_ NULL: n bytes to each; else counts_[j] x size of type. */
-static void m_scatter(MPI_Comm comm, int root, uint64_t n, const int *counts_, MPI_Datatype type)
+void m_scatter(MPI_Comm comm, int root, uint64_t n, const int *counts_, MPI_Datatype type)
 {
     struct coll k;
     if (!coll_of(comm, &k) || k.r != root)
@@ -332,7 +326,7 @@ static struct {
 } persist[PERSIST];
 static int npersist;
 
-static void persist_add(MPI_Request req, MPI_Comm comm, int dest, int count, MPI_Datatype type)
+void persist_add(MPI_Request req, MPI_Comm comm, int dest, int count, MPI_Datatype type)
 {
     if (dest == MPI_PROC_NULL || !ready() || npersist == PERSIST)
         return;
@@ -343,7 +337,7 @@ static void persist_add(MPI_Request req, MPI_Comm comm, int dest, int count, MPI
     npersist++;
 }
 
-static void persist_start(MPI_Request req)
+void persist_start(MPI_Request req)
 {
     for (int i = 0; i < npersist; i++)
         if (persist[i].req == req) {
@@ -352,7 +346,7 @@ static void persist_start(MPI_Request req)
         }
 }
 
-static void persist_drop(MPI_Request req)
+void persist_drop(MPI_Request req)
 {
     for (int i = 0; i < npersist; i++)
         if (persist[i].req == req) {
@@ -361,28 +355,9 @@ static void persist_drop(MPI_Request req)
         }
 }
 
-/* COUNT: charge a call (not when entered from inside another wrapper), timed. CALL: the
- * wrapped MPI call, with nested wrappers silenced. */
-#define COUNT(stmt)                                                  \
-    do {                                                             \
-        if (!depth) {                                                \
-            uint64_t t0_ = now_ns();                                 \
-            stmt;                                                    \
-            __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);         \
-            __atomic_fetch_add(&lib_ns, now_ns() - t0_, __ATOMIC_RELAXED); \
-        }                                                            \
-    } while (0)
-#define CALL(expr)                \
-    ({                            \
-        depth++;                  \
-        int rc_ = (expr);         \
-        depth--;                  \
-        rc_;                      \
-    })
-
 /* ---- Writing the row at MPI_Finalize ---- */
 
-static void write_row(void)
+void write_row(void)
 {
     if (finished)
         return;
@@ -421,8 +396,8 @@ static void write_row(void)
         return;
     }
     fprintf(f, "tdmap-mpi-row 1\nrun %s\nmpi %s\nrank %d\nsize %d\ncalls %llu\nlib_ns %llu\n",
-            run, TDM_MPI, world_rank, world_size, (unsigned long long)calls,
-            (unsigned long long)lib_ns);
+            run, TDM_MPI, world_rank, world_size, (unsigned long long)tdm_calls,
+            (unsigned long long)tdm_lib_ns);
     static const char *kinds[] = {"p2p", "coll"};
     for (int k = 0; k < 2; k++)
         for (int d = 0; d < world_size; d++) {
@@ -434,363 +409,4 @@ static void write_row(void)
     fprintf(f, "finalize_ns %llu\nend\n", (unsigned long long)(now_ns() - t0));
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         fprintf(stderr, "libtdmap_mpi: cannot write %s: %s\n", path, strerror(errno));
-}
-
-int MPI_Finalize(void)
-{
-    if (!depth)
-        write_row();
-    return CALL(PMPI_Finalize());
-}
-
-/* ---- C point-to-point ---- */
-
-#define SEND(NAME)                                                                      \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dest, int tag,   \
-                   MPI_Comm comm)                                                       \
-    {                                                                                   \
-        COUNT(p2p(comm, dest, count, type));                                            \
-        return CALL(PMPI_##NAME(buf, count, type, dest, tag, comm));                    \
-    }
-#define ISEND(NAME)                                                                     \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dest, int tag,   \
-                   MPI_Comm comm, MPI_Request *req)                                     \
-    {                                                                                   \
-        COUNT(p2p(comm, dest, count, type));                                            \
-        return CALL(PMPI_##NAME(buf, count, type, dest, tag, comm, req));               \
-    }
-#define SEND_INIT(NAME)                                                                 \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dest, int tag,   \
-                   MPI_Comm comm, MPI_Request *req)                                     \
-    {                                                                                   \
-        int rc = CALL(PMPI_##NAME(buf, count, type, dest, tag, comm, req));             \
-        if (rc == MPI_SUCCESS)                                                          \
-            COUNT(persist_add(*req, comm, dest, count, type));                          \
-        return rc;                                                                      \
-    }
-
-SEND(Send)
-SEND(Ssend)
-SEND(Bsend)
-SEND(Rsend)
-ISEND(Isend)
-ISEND(Issend)
-ISEND(Ibsend)
-ISEND(Irsend)
-SEND_INIT(Send_init)
-SEND_INIT(Ssend_init)
-SEND_INIT(Bsend_init)
-SEND_INIT(Rsend_init)
-
-int MPI_Start(MPI_Request *req)
-{
-    COUNT(persist_start(*req));
-    return CALL(PMPI_Start(req));
-}
-
-int MPI_Startall(int n, MPI_Request reqs[])
-{
-    COUNT(for (int i = 0; i < n; i++) persist_start(reqs[i]));
-    return CALL(PMPI_Startall(n, reqs));
-}
-
-int MPI_Request_free(MPI_Request *req)
-{
-    COUNT(persist_drop(*req));
-    return CALL(PMPI_Request_free(req));
-}
-
-int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
-                 void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag,
-                 MPI_Comm comm, MPI_Status *status)
-{
-    COUNT(p2p(comm, dest, scount, stype));
-    return CALL(PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src,
-                              rtag, comm, status));
-}
-
-int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag,
-                         int src, int rtag, MPI_Comm comm, MPI_Status *status)
-{
-    COUNT(p2p(comm, dest, count, type));
-    return CALL(PMPI_Sendrecv_replace(buf, count, type, dest, stag, src, rtag, comm, status));
-}
-
-/* ---- C collectives ---- */
-
-int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
-{
-    COUNT(m_bcast(comm, root, (uint64_t)count * type_size(type)));
-    return CALL(PMPI_Bcast(buf, count, type, root, comm));
-}
-
-int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
-               MPI_Request *req)
-{
-    COUNT(m_bcast(comm, root, (uint64_t)count * type_size(type)));
-    return CALL(PMPI_Ibcast(buf, count, type, root, comm, req));
-}
-
-int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-               int root, MPI_Comm comm)
-{
-    COUNT(m_reduce(comm, root, (uint64_t)count * type_size(type)));
-    return CALL(PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
-}
-
-int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                int root, MPI_Comm comm, MPI_Request *req)
-{
-    COUNT(m_reduce(comm, root, (uint64_t)count * type_size(type)));
-    return CALL(PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, req));
-}
-
-int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                  MPI_Comm comm)
-{
-    COUNT(m_allreduce(comm, (uint64_t)count * type_size(type)));
-    return CALL(PMPI_Allreduce(sbuf, rbuf, count, type, op, comm));
-}
-
-int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                   MPI_Comm comm, MPI_Request *req)
-{
-    COUNT(m_allreduce(comm, (uint64_t)count * type_size(type)));
-    return CALL(PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, req));
-}
-
-/* Alltoall and Allgather charge the receive side: it is valid with MPI_IN_PLACE too. */
-int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                 MPI_Datatype rtype, MPI_Comm comm)
-{
-    COUNT(m_alltoall(comm, (uint64_t)rcount * type_size(rtype)));
-    return CALL(PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
-}
-
-int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
-{
-    COUNT(m_alltoall(comm, (uint64_t)rcount * type_size(rtype)));
-    return CALL(PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req));
-}
-
-int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-                  MPI_Datatype stype, void *rbuf, const int rcounts[], const int rdispls[],
-                  MPI_Datatype rtype, MPI_Comm comm)
-{
-    if (sbuf == MPI_IN_PLACE)
-        COUNT(m_alltoallv(comm, rcounts, rtype));
-    else
-        COUNT(m_alltoallv(comm, scounts, stype));
-    return CALL(PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,
-                               comm));
-}
-
-int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                  MPI_Datatype rtype, MPI_Comm comm)
-{
-    COUNT(m_allgather(comm, (uint64_t)rcount * type_size(rtype)));
-    return CALL(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
-}
-
-int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                   const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
-{
-    COUNT(m_allgatherv(comm, rcounts, rtype));
-    return CALL(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
-}
-
-int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-               MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    COUNT(m_gather(comm, root, (uint64_t)scount * type_size(stype)));
-    return CALL(PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
-}
-
-int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
-                MPI_Comm comm)
-{
-    COUNT(m_gather(comm, root, (uint64_t)scount * type_size(stype)));
-    return CALL(PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
-}
-
-int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    COUNT(m_scatter(comm, root, (uint64_t)scount * type_size(stype), NULL, stype));
-    return CALL(PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
-}
-
-int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[],
-                 MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
-                 MPI_Comm comm)
-{
-    COUNT(m_scatter(comm, root, 0, scounts, stype));
-    return CALL(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
-}
-
-/* ---- Fortran (mpif.h and `use mpi`: gfortran's lower case with one underscore) ----
- * Each counts, then calls the MPI's own profiling entry `pmpi_*_`, found once with
- * dlsym(RTLD_NEXT): the program's Fortran MPI library, whichever MPI it is. */
-
-typedef void (*ffn)();
-
-static ffn next_fn(ffn *slot, const char *name)
-{
-    if (!*slot) {
-        *slot = (ffn)dlsym(RTLD_NEXT, name);
-        if (!*slot) {
-            fprintf(stderr, "libtdmap_mpi: %s not found: %s\n", name, dlerror());
-            abort();
-        }
-    }
-    return *slot;
-}
-
-#define FNEXT(name) ({ static ffn s_; next_fn(&s_, name); })
-#define FCALL(name, ...)             \
-    do {                             \
-        ffn f_ = FNEXT(name);        \
-        depth++;                     \
-        f_(__VA_ARGS__);             \
-        depth--;                     \
-    } while (0)
-
-#define COMM(f) PMPI_Comm_f2c(*(f))
-#define TYPE(f) PMPI_Type_f2c(*(f))
-typedef MPI_Fint F;
-
-void mpi_finalize_(F *ierr)
-{
-    if (!depth)
-        write_row();
-    FCALL("pmpi_finalize_", ierr);
-}
-
-#define FSEND(lower)                                                                   \
-    void mpi_##lower##_(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr) \
-    {                                                                                  \
-        COUNT(p2p(COMM(comm), *dest, *count, TYPE(type)));                             \
-        FCALL("pmpi_" #lower "_", buf, count, type, dest, tag, comm, ierr);            \
-    }
-#define FISEND(lower)                                                                  \
-    void mpi_##lower##_(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, \
-                        F *ierr)                                                       \
-    {                                                                                  \
-        COUNT(p2p(COMM(comm), *dest, *count, TYPE(type)));                             \
-        FCALL("pmpi_" #lower "_", buf, count, type, dest, tag, comm, req, ierr);       \
-    }
-
-FSEND(send)
-FSEND(ssend)
-FSEND(bsend)
-FSEND(rsend)
-FISEND(isend)
-FISEND(issend)
-FISEND(ibsend)
-FISEND(irsend)
-
-#define FSEND_INIT(lower)                                                              \
-    void mpi_##lower##_(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, \
-                        F *ierr)                                                       \
-    {                                                                                  \
-        FCALL("pmpi_" #lower "_", buf, count, type, dest, tag, comm, req, ierr);       \
-        if (*ierr == MPI_SUCCESS)                                                      \
-            COUNT(persist_add(PMPI_Request_f2c(*req), COMM(comm), *dest, *count,       \
-                              TYPE(type)));                                            \
-    }
-
-FSEND_INIT(send_init)
-FSEND_INIT(ssend_init)
-FSEND_INIT(bsend_init)
-FSEND_INIT(rsend_init)
-
-void mpi_start_(F *req, F *ierr)
-{
-    COUNT(persist_start(PMPI_Request_f2c(*req)));
-    FCALL("pmpi_start_", req, ierr);
-}
-
-void mpi_startall_(F *n, F *reqs, F *ierr)
-{
-    COUNT(for (int i = 0; i < *n; i++) persist_start(PMPI_Request_f2c(reqs[i])));
-    FCALL("pmpi_startall_", n, reqs, ierr);
-}
-
-void mpi_request_free_(F *req, F *ierr)
-{
-    COUNT(persist_drop(PMPI_Request_f2c(*req)));
-    FCALL("pmpi_request_free_", req, ierr);
-}
-
-void mpi_sendrecv_(void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount,
-                   F *rtype, F *src, F *rtag, F *comm, F *status, F *ierr)
-{
-    COUNT(p2p(COMM(comm), *dest, *scount, TYPE(stype)));
-    FCALL("pmpi_sendrecv_", sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag,
-          comm, status, ierr);
-}
-
-void mpi_sendrecv_replace_(void *buf, F *count, F *type, F *dest, F *stag, F *src, F *rtag,
-                           F *comm, F *status, F *ierr)
-{
-    COUNT(p2p(COMM(comm), *dest, *count, TYPE(type)));
-    FCALL("pmpi_sendrecv_replace_", buf, count, type, dest, stag, src, rtag, comm, status,
-          ierr);
-}
-
-void mpi_bcast_(void *buf, F *count, F *type, F *root, F *comm, F *ierr)
-{
-    COUNT(m_bcast(COMM(comm), *root, (uint64_t)*count * type_size(TYPE(type))));
-    FCALL("pmpi_bcast_", buf, count, type, root, comm, ierr);
-}
-
-void mpi_reduce_(void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr)
-{
-    COUNT(m_reduce(COMM(comm), *root, (uint64_t)*count * type_size(TYPE(type))));
-    FCALL("pmpi_reduce_", sbuf, rbuf, count, type, op, root, comm, ierr);
-}
-
-void mpi_allreduce_(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr)
-{
-    COUNT(m_allreduce(COMM(comm), (uint64_t)*count * type_size(TYPE(type))));
-    FCALL("pmpi_allreduce_", sbuf, rbuf, count, type, op, comm, ierr);
-}
-
-void mpi_alltoall_(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm,
-                   F *ierr)
-{
-    COUNT(m_alltoall(COMM(comm), (uint64_t)*rcount * type_size(TYPE(rtype))));
-    FCALL("pmpi_alltoall_", sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr);
-}
-
-void mpi_alltoallv_(void *sbuf, F *scounts, F *sdispls, F *stype, void *rbuf, F *rcounts,
-                    F *rdispls, F *rtype, F *comm, F *ierr)
-{
-    COUNT(m_alltoallv(COMM(comm), scounts, TYPE(stype)));
-    FCALL("pmpi_alltoallv_", sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,
-          comm, ierr);
-}
-
-void mpi_allgather_(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm,
-                    F *ierr)
-{
-    COUNT(m_allgather(COMM(comm), (uint64_t)*rcount * type_size(TYPE(rtype))));
-    FCALL("pmpi_allgather_", sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr);
-}
-
-void mpi_gather_(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *root,
-                 F *comm, F *ierr)
-{
-    COUNT(m_gather(COMM(comm), *root, (uint64_t)*scount * type_size(TYPE(stype))));
-    FCALL("pmpi_gather_", sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
-}
-
-void mpi_scatter_(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *root,
-                  F *comm, F *ierr)
-{
-    COUNT(m_scatter(COMM(comm), *root, (uint64_t)*scount * type_size(TYPE(stype)), NULL,
-                    MPI_DATATYPE_NULL));
-    FCALL("pmpi_scatter_", sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
 }
