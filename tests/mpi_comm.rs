@@ -50,7 +50,11 @@ fn on_path(name: &str) -> bool {
         .any(|d| d.join(name).is_file())
 }
 
+/// The library tdmap would preload: `TDMAP_MPI_SO` (as tdmap reads it), else beside it.
 fn library(mpi: &Mpi) -> PathBuf {
+    if let Some(so) = std::env::var_os("TDMAP_MPI_SO") {
+        return so.into();
+    }
     Path::new(env!("CARGO_BIN_EXE_tdmap")).with_file_name(format!("libtdmap_mpi_{}.so", mpi.name))
 }
 
@@ -333,6 +337,50 @@ fn check_mpi(mpi: &Mpi) {
         dir.join("x.json").to_str().unwrap(),
     ]);
     assert_bad_input(&out, "no row for rank 5 of 8");
+
+    // Preloaded by hand, without TDMAP_MPI_RUN: the ranks agree on rank 0's run id.
+    let hand = dir.join("hand");
+    let out = {
+        let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(mpi.launch[0])
+            .args(&mpi.launch[1..])
+            .arg(&ring)
+            .env("LD_PRELOAD", library(mpi))
+            .env("TDMAP_MPI_DIR", &hand)
+            .env_remove("TDMAP_MPI_RUN")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap()
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hand_json = dir.join("hand.json");
+    let out = common::tdmap(&[
+        "comm",
+        "--assemble",
+        hand.to_str().unwrap(),
+        "-o",
+        hand_json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut want = Cells::new();
+    for r in 0..P {
+        add(&mut want, r, (r + 1) % P, (100 + r as u64) * 8, iter);
+    }
+    assert_eq!(
+        p2p(&CommFile::read(&hand_json).unwrap()),
+        want,
+        "{}: ring by hand",
+        mpi.name
+    );
 
     // A job that never calls MPI: no rows, exit 2, and no empty folder left behind.
     let none = dir.join("none.json");

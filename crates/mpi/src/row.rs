@@ -66,7 +66,7 @@ pub enum RowError {
         dir: PathBuf,
     },
     /// Rows of more than one run, or with different world sizes.
-    #[error("{}: rows of different runs: {}; assemble one run's rows only (a fresh folder per run)", dir.display(), groups.iter().map(|(run, ranks)| format!("ranks {} of {run}", ranges(ranks))).collect::<Vec<_>>().join(", "))]
+    #[error("{}: rows of different runs: {}; assemble one run's rows only (a fresh folder per run)", dir.display(), groups.iter().map(|(run, ranks)| format!("rank{} {} of {run}", if ranks.len() == 1 { "" } else { "s" }, ranges(ranks))).collect::<Vec<_>>().join(", "))]
     Mixed {
         /// The folder.
         dir: PathBuf,
@@ -385,13 +385,13 @@ mod tests {
         let e = assemble(dir(), rows).unwrap_err().to_string();
         assert_eq!(
             e,
-            "rows: rows of different runs: ranks 0-2 of run new, ranks 3 of run old; assemble one run's rows only (a fresh folder per run)"
+            "rows: rows of different runs: ranks 0-2 of run new, rank 3 of run old; assemble one run's rows only (a fresh folder per run)"
         );
         assert!(!e.contains('\n'));
         let sizes = vec![row("x", 0, 2), row("x", 1, 3)];
         let e = assemble(dir(), sizes).unwrap_err().to_string();
         assert!(
-            e.contains("ranks 0 of run x (size 2), ranks 1 of run x (size 3)"),
+            e.contains("rank 0 of run x (size 2), rank 1 of run x (size 3)"),
             "{e}"
         );
     }
