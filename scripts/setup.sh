@@ -11,9 +11,11 @@ PKGS=(
   time
   # libmai's Fortran interface (include/mai.f90) is compile-checked by `make c-test`.
   gfortran
-  # MPI launch files are checked against both MPIs (tests/launch_mpi.rs): call them by
-  # their explicit names (mpirun.openmpi, mpiexec.mpich), as they share mpirun/mpiexec
-  # through alternatives.
+  # Both MPIs: libtdmap_mpi is built once per MPI (crates/mpi/build.rs) and
+  # tests/mpi_comm.rs runs its programs under both; the launch files are checked against
+  # both (tests/launch_mpi.rs). They share mpicc/mpirun/mpiexec through alternatives, so
+  # they are called by their explicit names (mpicc.openmpi, mpirun.openmpi, mpicc.mpich,
+  # mpiexec.mpich).
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   # scotch_gmap, the reference of tests/scotch_halo.rs (issue 20 must-show 2).
   scotch

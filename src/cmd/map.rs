@@ -32,7 +32,7 @@ impl Matrix {
 
 /// Arguments of `tdmap map`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace", "model"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["matrix", "trace", "model", "comm"])))]
 pub struct Args {
     /// The sharing or communication matrix: dense CSV (one row per thread, cells separated
     /// by commas or blanks), a sparse edge list (`i j w` per line, 0-based, undirected;
@@ -56,6 +56,10 @@ pub struct Args {
     /// Without --machine, the machine it was recorded on is used.
     #[arg(long, value_name = "M.json")]
     model: Option<PathBuf>,
+    /// The communication matrix of an MPI job (`tdmap comm`): ranks are mapped as
+    /// threads, by the bytes each pair exchanged in both directions.
+    #[arg(long, value_name = "C.json")]
+    comm: Option<PathBuf>,
     #[command(flatten)]
     machine: super::MachineArgs,
     /// The algorithm: greedy, matching, drb, compact, scatter, random, identity or
@@ -116,9 +120,18 @@ pub fn run(args: Args) -> Result<i32> {
             let (m, n, topo) = from_model(path, &args.machine)?;
             (Matrix::Dense(m, n), topo)
         }
-        (None, None, None) => {
-            return Err(input("give --matrix M.csv, --trace T or --model M.json"))
-        }
+        (None, None, None) => match &args.comm {
+            Some(path) => {
+                let file = tdmap_mpi::CommFile::read(path).map_err(input)?;
+                let m = Matrix::Dense(file.symmetric_bytes(), file.ranks);
+                (m, args.machine.load()?)
+            }
+            None => {
+                return Err(input(
+                    "give --matrix M.csv, --trace T, --model M.json or --comm C.json",
+                ))
+            }
+        },
     };
     let n = m.n();
     let opts = Options {

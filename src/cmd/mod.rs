@@ -3,6 +3,7 @@
 mod analyze;
 mod canvas;
 mod cc;
+mod comm;
 mod from_trace;
 mod heatmap;
 mod map;
@@ -68,6 +69,13 @@ enum Command {
     /// The program's output is untouched; the report goes to stderr (or --report FILE);
     /// tdmap exits with the program's exit code.
     Run(run::Args),
+    /// Run an MPI job with libtdmap_mpi preloaded and write its communication matrix.
+    ///
+    /// Each rank counts the bytes and messages it sends per destination (point-to-point
+    /// exactly, collectives by a documented model, any communicator in world ranks) and
+    /// writes its row at MPI_Finalize; tdmap assembles them into a `tdmap-comm` file that
+    /// `tdmap map --comm` reads, and reports the time spent in the library.
+    Comm(comm::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -251,5 +259,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Analyze(args) => analyze::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Run(args) => run::run(args),
+        Command::Comm(args) => comm::run(args),
     }
 }
