@@ -166,7 +166,14 @@ fn the_models_memory_does_not_grow_with_the_accesses() {
         );
         let json = read_json(&path);
         let events = json["analysis"]["events"].as_u64().unwrap();
-        let pages = json["pages"].as_array().unwrap().len();
+        // Stack pages left out: where ASLR puts the stack, main's frame straddles a page
+        // boundary or not (34 or 35 pages in all, at random, for the same program).
+        let pages = json["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["addr"].as_u64().unwrap() < 0x7ff0_0000_0000)
+            .count();
         seen.push((events, json["model_bytes"].as_u64().unwrap(), pages));
     }
     let ((e1, b1, p1), (e40, b40, p40)) = (seen[0], seen[1]);
