@@ -169,6 +169,12 @@ fn private_only_ep_ties_every_mapping_policy() {
         let c = cycles(&rs, p) as f64;
         if p == "interleave" || p == "random" {
             assert!(c > os * 1.05, "{p} {c} vs os {os}");
+        } else if p == "numa-balancing" {
+            // Not a mapping policy but Linux's balancing, which since issue 18 acts: its
+            // hinting faults, and the task it moves on its first faults with the pages
+            // that follow it, cost it 1.00-1.07 of os on fresh ep traces (a 6.6 % run:
+            // 2 task moves, 132 page moves). It must not cost more than that.
+            assert!(c <= os * 1.10, "{p}: {c} cycles vs os {os}");
         } else {
             assert!((c / os - 1.0).abs() <= 0.03, "{p}: {c} cycles vs os {os}");
         }
