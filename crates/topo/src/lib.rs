@@ -15,7 +15,7 @@ mod render;
 mod spec;
 
 pub use discover::preset::{preset, preset_names, NEHALEM_EX, PRESETS};
-pub use discover::synthetic::{MAX_ARITY, MAX_PUS};
+pub use discover::synthetic::{check_size as check_synthetic, MAX_ARITY, MAX_PUS};
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
 pub use distances::{Distances, DistancesSource};
 pub use error::TopoError;
