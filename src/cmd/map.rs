@@ -83,7 +83,14 @@ pub fn run(args: Args) -> Result<i32> {
         oversubscribe: args.oversubscribe,
     };
     let mapping = mapped(algo, &topo, &m, n, &opts)?;
-    let cost = |map: &[usize]| tdmap_map::cost(&topo, &m, n, map, distance).map_err(input);
+    // The matrix, trace or model the costs come from: a cost that overflows names it.
+    let source = [&args.matrix, &args.trace, &args.model]
+        .into_iter()
+        .find_map(Option::as_ref)
+        .map_or_else(String::new, |p| format!("{}: ", p.display()));
+    let cost = |map: &[usize]| {
+        tdmap_map::cost(&topo, &m, n, map, distance).map_err(|e| input(format!("{source}{e}")))
+    };
     let own = cost(&mapping)?;
     let compact = cost(&mapped(Algorithm::Compact, &topo, &m, n, &opts)?)?;
     let random = cost(&mapped(Algorithm::Random, &topo, &m, n, &opts)?)?;
