@@ -46,49 +46,58 @@ pub fn from_synthetic(spec: &str) -> Result<Topology, TopoError> {
 }
 
 /// Refuses a string whose machine is too big for hwloc to build quickly. Levels are
-/// `type:arity` words or bare arities, optionally followed by `(attributes)`; memory
-/// children in brackets (`[numa(memory=4GiB)]`) add no PUs. Arities are read as hwloc
-/// reads them (C's `strtoul` with base 0: `0x400` is hex, `0400` octal, a sign allowed),
-/// so that no spelling of a big number gets past. Words this does not understand are
-/// left to hwloc to judge.
-pub fn check_size(spec: &str) -> Result<(), TopoError> {
+/// `type:arity` or bare arities, optionally followed by `(attributes)`, and hwloc needs
+/// no blank between two levels (`core:2pu:2`); memory children in brackets
+/// (`[numa(memory=4GiB)]`) add no PUs. So every number after a `:` and every number that
+/// starts a word counts (attributes have theirs after `=`), read as hwloc reads it (C's
+/// `strtoul` with base 0: `0x400` is hex, `0400` octal, a sign allowed) so that no
+/// spelling of a big number gets past. Returns the PUs counted (hwloc builds no more).
+pub fn check_size(spec: &str) -> Result<u64, TopoError> {
     let too_big = |what: String| TopoError::TooBig {
         spec: spec.to_string(),
         what,
     };
+    let text = spec;
     let mut pus: u64 = 1;
-    let words = spec.split(|c: char| c.is_whitespace() || c == '[' || c == ']');
-    for word in words.filter(|w| !w.is_empty()) {
-        let bare = word.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-');
-        let (kind, rest) = match word.split_once(':') {
-            _ if bare => ("", word),
-            Some(kr) => kr,
-            None => continue,
+    let mut prev = ' ';
+    for (i, c) in text.char_indices() {
+        let word_start = prev.is_whitespace() || matches!(prev, '[' | ']' | ')');
+        let at = match c {
+            ':' => i + 1,
+            '0'..='9' | '+' | '-' if word_start => i,
+            _ => {
+                prev = c;
+                continue;
+            }
         };
-        let Some((written, arity)) = strtoul(rest) else {
+        prev = c;
+        let Some((written, arity)) = strtoul(&text[at..]) else {
             continue;
         };
-        let level = if bare {
-            written.to_string()
-        } else {
-            format!("{kind}:{written}")
-        };
         if arity > MAX_ARITY {
+            let kind: String = text[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == ':')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let count = match arity {
+                u64::MAX => "too many".to_string(),
+                n => n.to_string(),
+            };
             return Err(too_big(format!(
-                "{level} gives each parent {} children",
-                if arity == u64::MAX {
-                    "too many".to_string()
-                } else {
-                    arity.to_string()
-                }
+                "{kind}{written} gives each parent {count} children"
             )));
         }
-        pus = pus.saturating_mul(arity);
+        // A 0 that hwloc may never read (it can skip to a later colon) must not hide the rest.
+        pus = pus.saturating_mul(arity.max(1));
     }
     if pus > MAX_PUS {
         return Err(too_big(format!("it has {pus} PUs")));
     }
-    Ok(())
+    Ok(pus)
 }
 
 /// The number at the start of `s` as C's `strtoul(s, _, 0)` reads it, with the text it
@@ -142,8 +151,10 @@ mod tests {
         }
     }
 
-    /// `pu:0x10000`, `pu:00100000`, `pu:+99999` and `1000 1000 pu:2` got past the check
-    /// (it read decimal digits after a colon only) and hwloc ran for minutes on them.
+    /// `pu:0x10000`, `pu:00100000`, `pu:+99999`, `1000 1000 pu:2` and `core:2pu:99999`
+    /// got past the check (it read decimal digits after the first colon of each blank-
+    /// separated word only) and hwloc ran for minutes on them; the last was found by
+    /// `make fuzz`.
     #[test]
     fn arities_in_hex_octal_with_a_sign_or_without_a_type_are_counted() {
         for spec in [
