@@ -211,7 +211,9 @@ fn key_before(text: &str, line: usize, column: usize) -> Option<&str> {
     let head = text.get(..end)?;
     let colon = head.rfind("\":")?;
     let open = head[..colon].rfind('"')?;
-    Some(&head[open + 1..colon])
+    // A key holds no raw control character: this is a value that starts with ':'.
+    let key = &head[open + 1..colon];
+    (!key.contains(char::is_control)).then_some(key)
 }
 
 /// The `"format"` and `"version"` values of `T`, for building one: `let (format, version)
@@ -306,6 +308,19 @@ mod tests {
         let err = parse(text).unwrap_err().to_string();
         assert!(!err.contains('\n'), "{err}");
         assert!(err.contains("unknown variant `Amount\\n`"), "{err}");
+    }
+
+    /// Found by `make fuzz`: a string value that starts with ':' on the line after its
+    /// key looked like the end of a key, and the "field" named spanned two lines.
+    #[test]
+    fn a_value_that_starts_with_a_colon_is_not_taken_for_a_key() {
+        let text = "{\"format\": \"tdmap-demo\", \"version\": 3, \"threads\":\n\": two\"}";
+        let err = parse(text).unwrap_err().to_string();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(
+            err.starts_with("d.json: field \"?\": invalid type"),
+            "{err}"
+        );
     }
 
     #[test]
