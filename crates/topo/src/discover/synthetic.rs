@@ -57,10 +57,9 @@ pub fn check_size(spec: &str) -> Result<u64, TopoError> {
         spec: spec.to_string(),
         what,
     };
-    let text = spec;
     let mut pus: u64 = 1;
     let mut prev = ' ';
-    for (i, c) in text.char_indices() {
+    for (i, c) in spec.char_indices() {
         let word_start = prev.is_whitespace() || matches!(prev, '[' | ']' | ')');
         let at = match c {
             ':' => i + 1,
@@ -71,11 +70,11 @@ pub fn check_size(spec: &str) -> Result<u64, TopoError> {
             }
         };
         prev = c;
-        let Some((written, arity)) = strtoul(&text[at..]) else {
+        let Some((written, arity)) = strtoul(&spec[at..]) else {
             continue;
         };
         if arity > MAX_ARITY {
-            let kind: String = text[..at]
+            let kind: String = spec[..at]
                 .chars()
                 .rev()
                 .take_while(|c| c.is_alphanumeric() || *c == ':')
