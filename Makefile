@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz-trace clean workloads bench-trace bench-trace-model bench-map
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz fuzz-trace clean workloads bench-trace bench-trace-model bench-map
 
 setup:
 	bash scripts/setup.sh
@@ -85,8 +85,21 @@ bench: setup bench-sampler
 	$(CARGO) bench -p tdmap-sharing --bench model
 	$(CARGO) bench -p tdmap-map --bench mapping
 
-## Long fuzzing of the trace reader (TDMAP_FUZZ_CASES cases per property).
+## Fuzzing on stable Rust (crates/fuzz): one target per parser a user can feed, each for
+## FUZZ_SECONDS seconds (default 10) or FUZZ_CASES cases; FUZZ_TARGET=NAME runs the
+## targets whose test name contains NAME (e.g. trace, json, synthetic). Prints executions
+## per target; a failing input is saved under target/fuzz-failures/. `make test` runs a
+## short pass of the same targets (300 cases each, in `cargo test --workspace`).
+FUZZ_SECONDS ?=
+FUZZ_CASES ?=
+FUZZ_TARGET ?=
+fuzz: setup
+	TDMAP_FUZZ_SECONDS=$(if $(FUZZ_SECONDS)$(FUZZ_CASES),$(FUZZ_SECONDS),10) TDMAP_FUZZ_CASES=$(FUZZ_CASES) \
+	  $(CARGO) test --release -p tdmap-fuzz --test targets -- --nocapture --test-threads=1 $(FUZZ_TARGET)
+
+## The trace reader only (the trace target of `make fuzz`, and its property tests).
 fuzz-trace: setup
+	$(MAKE) fuzz FUZZ_TARGET=trace
 	TDMAP_FUZZ_CASES=$${TDMAP_FUZZ_CASES:-100000} $(CARGO) test --release -p tdmap-trace --test fuzz
 
 ## Workloads with known sharing: gcc, clang, `tdmap cc` and `tdmap gcc` builds under workloads/build.

@@ -71,6 +71,33 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(ok.status.code(), Some(0));
 }
 
+/// Cells of 1e308 are finite, but the cost summed to infinity and `--json` printed
+/// `"cost": null` with exit 0.
+#[test]
+fn a_cost_that_overflows_is_exit_2_naming_the_matrix() {
+    let dir = scratch("huge");
+    let m = write_matrix(
+        &dir,
+        "huge.csv",
+        "0,1e308,1e308\n1e308,0,1e308\n1e308,1e308,0\n",
+    );
+    for extra in [&["--json"][..], &[]] {
+        let mut args = vec!["map", "--matrix", &m, "-m", "package:2 core:2"];
+        args.extend(extra);
+        let out = tdmap(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("tdmap: {m}: ")), "{err}");
+        assert!(err.contains("finite cells small enough to sum"), "{err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 #[test]
 fn json_reports_the_mapping_and_the_reference_costs() {
     let dir = scratch("json");

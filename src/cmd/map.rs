@@ -140,15 +140,23 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let mapping = mapped(algo, &topo, &m, &opts)?;
     let dist = tdmap_map::PuDistance::new(&topo, distance).map_err(input)?;
-    let cost = |map: &[usize]| match &m {
-        Matrix::Dense(d, n) => tdmap_map::cost::cost_with(&dist, d, *n, map),
-        Matrix::Sparse(s) => tdmap_map::cost_sparse(&dist, s, map),
+    // The matrix, trace or model the costs come from: a cost that overflows names it.
+    let source = [&args.matrix, &args.trace, &args.model, &args.comm]
+        .into_iter()
+        .find_map(Option::as_ref)
+        .map_or_else(String::new, |p| format!("{}: ", p.display()));
+    let cost = |map: &[usize]| {
+        let c = match &m {
+            Matrix::Dense(d, n) => tdmap_map::cost::cost_with(&dist, d, *n, map),
+            Matrix::Sparse(s) => tdmap_map::cost_sparse(&dist, s, map),
+        };
+        tdmap_map::cost::finite(c).map_err(|e| input(format!("{source}{e}")))
     };
-    let own = cost(&mapping);
+    let own = cost(&mapping)?;
     let baselines = args.baselines || n <= CHEAP_BASELINES || format == Format::Json;
     let refs = if baselines {
-        let compact = cost(&mapped(Algorithm::Compact, &topo, &m, &opts)?);
-        let random = cost(&mapped(Algorithm::Random, &topo, &m, &opts)?);
+        let compact = cost(&mapped(Algorithm::Compact, &topo, &m, &opts)?)?;
+        let random = cost(&mapped(Algorithm::Random, &topo, &m, &opts)?)?;
         Some((compact, random))
     } else {
         None

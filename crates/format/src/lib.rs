@@ -127,7 +127,7 @@ pub fn from_str<T: Versioned>(text: &str, path: &Path) -> Result<T, FormatError>
     let writer = T::WRITER;
     let probe: Probe = serde_json::from_str(text).map_err(|e| FormatError::Json {
         path: path.clone(),
-        why: e.to_string(),
+        why: escaped(&e.to_string()),
         writer,
     })?;
     let found = match (&probe.format, &probe.version) {
@@ -165,7 +165,7 @@ pub fn to_string<T: Versioned>(value: &T) -> String {
 /// serde_json says "missing field `x` at line 1 column 9", or "invalid type: ... at line
 /// 3 column 12" without the field: then the field is the last key before that point.
 fn field_error(path: &Path, text: &str, e: serde_json::Error, writer: &'static str) -> FormatError {
-    let msg = e.to_string();
+    let msg = escaped(&e.to_string());
     let why = msg.split(" at line ").next().unwrap_or(&msg).to_string();
     let (field, why) = match why.strip_prefix("missing field `") {
         Some(rest) => (
@@ -187,6 +187,19 @@ fn field_error(path: &Path, text: &str, e: serde_json::Error, writer: &'static s
     }
 }
 
+/// `msg` with control characters escaped: serde quotes a bad value as it was decoded,
+/// and a `"\n"` in it would break the one-line message.
+fn escaped(msg: &str) -> String {
+    msg.chars()
+        .flat_map(|c| {
+            let esc = c.is_control().then(|| c.escape_default());
+            esc.into_iter()
+                .flatten()
+                .chain((!c.is_control()).then_some(c))
+        })
+        .collect()
+}
+
 /// The last object key that starts before line `line`, column `column` (1-based).
 fn key_before(text: &str, line: usize, column: usize) -> Option<&str> {
     let start: usize = text
@@ -198,7 +211,9 @@ fn key_before(text: &str, line: usize, column: usize) -> Option<&str> {
     let head = text.get(..end)?;
     let colon = head.rfind("\":")?;
     let open = head[..colon].rfind('"')?;
-    Some(&head[open + 1..colon])
+    // A key holds no raw control character: this is a value that starts with ':'.
+    let key = &head[open + 1..colon];
+    (!key.contains(char::is_control)).then_some(key)
 }
 
 /// The `"format"` and `"version"` values of `T`, for building one: `let (format, version)
@@ -218,6 +233,13 @@ mod tests {
         threads: usize,
         #[serde(default)]
         note: Option<String>,
+        #[serde(default)]
+        kind: Option<Kind>,
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    enum Kind {
+        Amount,
     }
 
     impl Versioned for Demo {
@@ -236,6 +258,7 @@ mod tests {
             version,
             threads,
             note: None,
+            kind: None,
         }
     }
 
@@ -275,6 +298,29 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("\"tdmap-model-v1\" no version"));
+    }
+
+    /// Found by `make fuzz`: serde quotes an unknown variant as decoded, so
+    /// `"kind": "Amount\n"` gave a message on two lines.
+    #[test]
+    fn a_bad_value_with_a_newline_is_named_on_one_line() {
+        let text = r#"{"format": "tdmap-demo", "version": 3, "threads": 1, "kind": "Amount\n"}"#;
+        let err = parse(text).unwrap_err().to_string();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(err.contains("unknown variant `Amount\\n`"), "{err}");
+    }
+
+    /// Found by `make fuzz`: a string value that starts with ':' on the line after its
+    /// key looked like the end of a key, and the "field" named spanned two lines.
+    #[test]
+    fn a_value_that_starts_with_a_colon_is_not_taken_for_a_key() {
+        let text = "{\"format\": \"tdmap-demo\", \"version\": 3, \"threads\":\n\": two\"}";
+        let err = parse(text).unwrap_err().to_string();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(
+            err.starts_with("d.json: field \"?\": invalid type"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -79,6 +79,8 @@ impl<'t> PuDistance<'t> {
 }
 
 /// Σ over ordered pairs i ≠ j of `matrix[i][j]` × distance(mapping[i], mapping[j]).
+/// A sum that overflows (finite cells near f64::MAX) is [`MapError::CostOverflow`]: this
+/// is the cost that `tdmap map` prints and writes, where JSON would turn it into `null`.
 pub fn cost(
     topo: &Topology,
     matrix: &[f64],
@@ -87,7 +89,17 @@ pub fn cost(
     kind: Distance,
 ) -> Result<f64, MapError> {
     let d = PuDistance::new(topo, kind)?;
-    Ok(cost_with(&d, matrix, n, mapping))
+    finite(cost_with(&d, matrix, n, mapping))
+}
+
+/// `cost` itself when finite, else [`MapError::CostOverflow`]: the one check every cost
+/// tdmap prints goes through (dense, sparse).
+pub fn finite(cost: f64) -> Result<f64, MapError> {
+    if cost.is_finite() {
+        Ok(cost)
+    } else {
+        Err(MapError::CostOverflow { cost })
+    }
 }
 
 /// [`cost`] with a prepared distance, for evaluating many mappings.
@@ -161,6 +173,17 @@ mod tests {
         let m = [0.0, 5.0, 5.0, 0.0];
         assert_eq!(cost(&topo, &m, 2, &[0, 1], Distance::Hops).unwrap(), 10.0);
         assert_eq!(cost(&topo, &m, 2, &[0, 2], Distance::Hops).unwrap(), 20.0);
+    }
+
+    /// Cells of 1e308 are finite, but their sum was infinite and `tdmap map --json`
+    /// printed `"cost": null`.
+    #[test]
+    fn a_cost_that_overflows_is_an_error_not_infinity() {
+        let topo = tdmap_topo::from_synthetic("package:2 core:2").unwrap();
+        let m = [0.0, 1e308, 1e308, 0.0];
+        let err = cost(&topo, &m, 2, &[0, 2], Distance::Hops).unwrap_err();
+        assert!(matches!(err, MapError::CostOverflow { cost } if cost.is_infinite()));
+        assert!(err.to_string().contains("finite cells small enough to sum"));
     }
 
     #[test]

@@ -39,6 +39,13 @@ pub enum MapError {
         /// What is wrong.
         why: String,
     },
+    /// A mapping's cost overflowed: the matrix's cells are finite but their weighted sum
+    /// is not (e.g. cells of 1e308).
+    #[error("the mapping's cost is {cost}: the sharing matrix's cells are too large to sum; give a matrix with finite cells small enough to sum (scale it down)")]
+    CostOverflow {
+        /// The cost that came out (infinite or NaN).
+        cost: f64,
+    },
     /// The matrix is empty.
     #[error("the sharing matrix is empty; give at least one thread")]
     Empty,

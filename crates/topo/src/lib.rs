@@ -21,7 +21,7 @@ pub use cluster::{
     cluster, default_network_distance, MAX_CLUSTER_NODES, MAX_CLUSTER_PUS, MAX_HOSTS,
 };
 pub use discover::preset::{preset, preset_names, NEHALEM_EX, PRESETS};
-pub use discover::synthetic::{MAX_ARITY, MAX_PUS};
+pub use discover::synthetic::{check_size as check_synthetic, MAX_ARITY, MAX_PUS};
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
 pub use distances::{Distances, DistancesSource};
 pub use error::TopoError;

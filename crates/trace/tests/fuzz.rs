@@ -1,6 +1,7 @@
 //! Property-based fuzzing of the reader and checker on damaged bytes: whatever the bytes,
 //! reading returns events or an error naming an offset inside the file, and never panics.
 //! `TDMAP_FUZZ_CASES=N` runs N cases per property (default 1000, kept small for `make test`).
+//! `make fuzz` runs the same reader and checker under the mutation harness of `crates/fuzz`.
 
 use proptest::prelude::*;
 use std::sync::OnceLock;

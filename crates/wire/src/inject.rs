@@ -110,7 +110,7 @@ fn malformed(why: String) -> WireError {
 fn parse<T: std::str::FromStr>(field: &str, name: &str) -> Result<T, WireError> {
     field
         .parse()
-        .map_err(|_| malformed(format!("{name} '{field}' is not a number")))
+        .map_err(|_| malformed(format!("{name} {field:?} is not a number")))
 }
 
 #[cfg(test)]
@@ -151,6 +151,14 @@ mod tests {
         ] {
             assert!(Settings::decode(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Found by `make fuzz`: the field was quoted as it came, so a newline in it split
+    /// the message over two lines.
+    #[test]
+    fn a_field_with_a_newline_is_named_on_one_line() {
+        let err = Settings::decode("1\n0,0.5,64,1").unwrap_err().to_string();
+        assert!(!err.contains('\n') && err.contains(r#""1\n0""#), "{err}");
     }
 
     fn valid() -> impl Strategy<Value = Settings> {

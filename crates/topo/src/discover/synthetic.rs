@@ -46,35 +46,88 @@ pub fn from_synthetic(spec: &str) -> Result<Topology, TopoError> {
 }
 
 /// Refuses a string whose machine is too big for hwloc to build quickly. Levels are
-/// `type:arity` words, optionally followed by `(attributes)`; memory children in
-/// brackets (`[numa(memory=4GiB)]`) add no PUs. Words this does not understand are left
-/// to hwloc to judge.
-fn check_size(spec: &str) -> Result<(), TopoError> {
+/// `type:arity` or bare arities, optionally followed by `(attributes)`, and hwloc needs
+/// no blank between two levels (`core:2pu:2`); memory children in brackets
+/// (`[numa(memory=4GiB)]`) add no PUs. So every number after a `:` and every number that
+/// starts a word counts (attributes have theirs after `=`), read as hwloc reads it (C's
+/// `strtoul` with base 0: `0x400` is hex, `0400` octal, a sign allowed) so that no
+/// spelling of a big number gets past. Returns the PUs counted (hwloc builds no more).
+pub fn check_size(spec: &str) -> Result<u64, TopoError> {
     let too_big = |what: String| TopoError::TooBig {
         spec: spec.to_string(),
         what,
     };
     let mut pus: u64 = 1;
-    for word in spec.split_whitespace().filter(|w| !w.contains('[')) {
-        let Some((kind, rest)) = word.split_once(':') else {
+    let mut prev = ' ';
+    for (i, c) in spec.char_indices() {
+        let word_start = prev.is_whitespace() || matches!(prev, '[' | ']' | ')');
+        let at = match c {
+            ':' => i + 1,
+            '0'..='9' | '+' | '-' if word_start => i,
+            _ => {
+                prev = c;
+                continue;
+            }
+        };
+        prev = c;
+        let Some((written, arity)) = strtoul(&spec[at..]) else {
             continue;
         };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if digits.is_empty() {
-            continue;
-        }
-        let arity = digits.parse::<u64>().unwrap_or(u64::MAX);
         if arity > MAX_ARITY {
+            let kind: String = spec[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == ':')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let count = match arity {
+                u64::MAX => "too many".to_string(),
+                n => n.to_string(),
+            };
             return Err(too_big(format!(
-                "{kind}:{digits} gives each parent {digits} children"
+                "{kind}{written} gives each parent {count} children"
             )));
         }
-        pus = pus.saturating_mul(arity);
+        // A 0 that hwloc may never read (it can skip to a later colon) must not hide the rest.
+        pus = pus.saturating_mul(arity.max(1));
     }
     if pus > MAX_PUS {
         return Err(too_big(format!("it has {pus} PUs")));
     }
-    Ok(())
+    Ok(pus)
+}
+
+/// The number at the start of `s` as C's `strtoul(s, _, 0)` reads it, with the text it
+/// spans: `0x` or `0X` then hex digits, `0` then octal digits, else decimal; a leading
+/// `-` negates modulo 2^64 (so `-1` is huge) and overflow saturates. None: no digits.
+fn strtoul(s: &str) -> Option<(&str, u64)> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let hex_digits = lower
+        .strip_prefix("0x")
+        .map(|h| h.bytes().take_while(u8::is_ascii_hexdigit).count());
+    let (radix, skip) = match hex_digits {
+        Some(n) if n > 0 => (16, 2),
+        _ if body.starts_with('0') => (8, 0),
+        _ => (10, 0),
+    };
+    let len = body[skip..]
+        .chars()
+        .take_while(|c| c.is_digit(radix))
+        .count();
+    if len == 0 {
+        return None;
+    }
+    let digits = &body[skip..skip + len];
+    let v = u64::from_str_radix(digits, radix).unwrap_or(u64::MAX);
+    let v = if neg && v != 0 { u64::MAX } else { v };
+    Some((&s[..s.len() - body.len() + skip + len], v))
 }
 
 #[cfg(test)]
@@ -89,11 +142,32 @@ mod tests {
             ("pu:4294967295", "pu:4294967295"),
             ("pu:99999999999999999999999", "1024 children per object"),
             ("package:16 core:32 pu:64", "32768 PUs"),
+            ("pu:0x10000", "pu:0x10000 gives each parent 65536 children"),
         ] {
             let err = from_synthetic(spec).unwrap_err().to_string();
             assert!(err.contains(needle), "{spec}: {err}");
             assert!(err.contains("limits are 16384 PUs"), "{spec}: {err}");
         }
+    }
+
+    /// `pu:0x10000`, `pu:00100000`, `pu:+99999`, `1000 1000 pu:2` and `core:2pu:99999`
+    /// got past the check (it read decimal digits after the first colon of each blank-
+    /// separated word only) and hwloc ran for minutes on them; the last was found by
+    /// `make fuzz`.
+    #[test]
+    fn arities_in_hex_octal_with_a_sign_or_without_a_type_are_counted() {
+        for spec in [
+            "pu:0x10000",
+            "pu:00100000",
+            "pu:+99999",
+            "1000 1000 pu:2",
+            "core:2[numa]pu:0X800",
+            "pu:-1",
+        ] {
+            let err = check_size(spec).unwrap_err().to_string();
+            assert!(err.contains("limits are 16384 PUs"), "{spec}: {err}");
+        }
+        assert!(check_size("pu:0x10 core:010").is_ok());
     }
 
     #[test]
