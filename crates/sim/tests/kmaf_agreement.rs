@@ -35,7 +35,7 @@ type F = (usize, u64, usize);
 /// 0-3 (CPUs 0, 16, 32, 48); the mapping then puts them on CPUs 0-3 (node 0). Thread 3's
 /// faults on CPU 16 (node 1) after that are those of a thread the OS ran there (a pin
 /// that failed, say): both sides take the CPU from the sample.
-fn periods() -> Vec<Vec<F>> {
+fn periods(s: Scenario) -> Vec<Vec<F>> {
     let before = [0, 16, 32, 48];
     let mut p1 = Vec::new();
     for _ in 0..2 {
@@ -49,7 +49,20 @@ fn periods() -> Vec<Vec<F>> {
     p2.extend([(0, R, 0), (1, R + 64, 1), (2, R + 128, 2), (3, R + 192, 16)]);
     p2.extend([(0, S, 0), (1, S + 64, 1), (2, S + 128, 2), (0, S + 1024, 0)]);
     p2.push((3, S + 192, 16));
-    vec![p1, p2, sharing_0_2(10), sharing_0_2(2)]
+    match s {
+        Scenario::Soon => vec![p1, p2, sharing_0_2(10), sharing_0_2(2)],
+        Scenario::AfterQuiet => vec![p1, p2, vec![], vec![], sharing_0_2(8)],
+    }
+}
+
+/// Two sequences after the same first two periods: threads 0 and 2 start sharing at
+/// once (`Soon`), or after two quiet periods in which the old pairs' sharing ages
+/// (`AfterQuiet`). The first is at the margin's edge right after the old sharing, the
+/// second at the aging's edge.
+#[derive(Debug, Clone, Copy)]
+enum Scenario {
+    Soon,
+    AfterQuiet,
 }
 
 /// `k` sharing events between threads 0 and 2 on a page of their own.
@@ -73,8 +86,8 @@ struct Done {
     moves: Vec<(u64, usize)>,
 }
 
-fn expected() -> Vec<Done> {
-    vec![
+fn expected(s: Scenario) -> Vec<Done> {
+    let mut v = vec![
         // Period 1: the first mapping (sharing seen): pairs on SMT siblings of one core
         // each, on node 0 (greedy, kMAF §3.4.1). No page moves before it (§3.3), and the
         // NUMA vectors restart at it (tdmap run's rule).
@@ -89,17 +102,24 @@ fn expected() -> Vec<Done> {
             pins: vec![],
             moves: vec![(P, 0), (Q, 0), (S, 0)],
         },
+    ];
+    let regroup = Done {
+        pins: vec![(0, 1), (1, 2), (2, 0)],
+        moves: vec![],
+    };
+    match s {
         // Period 3: threads 0 and 2 share page T 10 times. Regrouping (0,2) and (1,3)
-        // would cost less, but by less than the 10% margin (with no margin it would
-        // move them now); the other pairs' sharing, aged ×0.75 per period, still holds.
-        Done::default(),
+        // would cost less, but by less than the 10% margin (with no margin, or with aging
+        // ×0.5, it would move them now); the old pairs' sharing still holds.
         // Period 4: 2 more events between 0 and 2 while the old pairs age again: the
         // regrouping now wins by more than 10% (not by 20%): 0 and 2 on SMT siblings.
-        Done {
-            pins: vec![(0, 1), (1, 2), (2, 0)],
-            moves: vec![],
-        },
-    ]
+        Scenario::Soon => v.extend([Done::default(), regroup]),
+        // Periods 3-4 quiet: the old pairs' cells age ×0.75 twice (M - M>>2: at ×0.875
+        // cells under 8 would not age at all). Period 5: 8 events between 0 and 2 then
+        // win by more than 10% (not by 20%).
+        Scenario::AfterQuiet => v.extend([Done::default(), Done::default(), regroup]),
+    }
+    v
 }
 
 /// The clock the fake source advances: a wait lasts its whole timeout.
@@ -173,14 +193,14 @@ fn topo() -> tdmap_topo::Topology {
 }
 
 /// `tdmap run`'s loop on the fake kernel.
-fn live(cfg: Config) -> Vec<Done> {
+fn live(cfg: Config, s: Scenario) -> Vec<Done> {
     let topo = topo();
     let sys = RecordingSys::new();
     for (page, node) in initial_pages() {
         sys.place(page as usize, node as i32);
     }
     let mut time = 0;
-    let batches = periods().into_iter().map(|batch| {
+    let batches = periods(s).into_iter().map(|batch| {
         let samples = batch
             .into_iter()
             .map(|(t, addr, cpu)| {
@@ -204,7 +224,7 @@ fn live(cfg: Config) -> Vec<Done> {
         due: PERIOD,
     };
     let mut prog = FakeProgram {
-        periods: periods().len(),
+        periods: periods(s).len(),
         sys: &sys,
         log: RefCell::new(Vec::new()),
     };
@@ -254,7 +274,7 @@ fn tid_base() -> u32 {
 }
 
 /// `tdmap sim`'s kmaf policy, fed the same faults through the simulator's interface.
-fn simulated(cfg: Config) -> Vec<Done> {
+fn simulated(cfg: Config, s: Scenario) -> Vec<Done> {
     let topo = topo();
     let machine = Machine::new(&topo, &SimConfig::default()).unwrap();
     let mut pages = tdmap_sim::policy::TestPages::default();
@@ -271,7 +291,7 @@ fn simulated(cfg: Config) -> Vec<Done> {
         k.initial_mapping(&ctx)
     };
     let mut done = Vec::new();
-    for batch in periods() {
+    for batch in periods(s) {
         let mut d = Done::default();
         let mut out = Actions::default();
         for (t, addr, cpu) in batch {
@@ -318,7 +338,13 @@ fn apply(
 
 #[test]
 fn tdmap_run_and_tdmap_sim_take_the_actions_written_by_hand() {
-    let want = expected();
-    assert_eq!(live(Config::default()), want, "tdmap run's loop");
-    assert_eq!(simulated(Config::default()), want, "tdmap sim's kmaf");
+    for s in [Scenario::Soon, Scenario::AfterQuiet] {
+        let want = expected(s);
+        assert_eq!(live(Config::default(), s), want, "tdmap run's loop, {s:?}");
+        assert_eq!(
+            simulated(Config::default(), s),
+            want,
+            "tdmap sim's kmaf, {s:?}"
+        );
+    }
 }
