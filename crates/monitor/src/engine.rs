@@ -137,7 +137,6 @@ impl Engine {
     /// One period: a thread mapping (kMAF §3.4.1), then page moves by Eq. 6 (§3.3) when
     /// it is tested per period, then aging (§3.4.2).
     pub fn period(&mut self, act: &mut impl Actuator) -> Result<(), MonitorError> {
-        self.pin_fixed(act);
         let t = Instant::now();
         let plan = self.mon.plan_threads()?;
         self.times.mapping += t.elapsed();

@@ -255,7 +255,7 @@ impl Monitor {
         let old = self.mapping.clone().unwrap_or_default();
         // The mapping in force, with any new thread placed where the new mapping says.
         let cur: Vec<usize> = old.iter().chain(&new[old.len()..]).copied().collect();
-        let (old_cost, new_cost) = (self.cost(&m, &cur)?, self.cost(&m, &new)?);
+        let [old_cost, new_cost] = self.costs(&m, [&cur, &new])?;
         let better = new_cost < old_cost * (1.0 - self.cfg.margin) && self.gates_pass(&m, events);
         let chosen = if old.is_empty() || better {
             new
@@ -291,29 +291,40 @@ impl Monitor {
             && 2.0 * events >= self.cfg.min_sharing_share * all
     }
 
-    /// The cost of `map` for the sharing `m` (hops between the threads' PUs), plus the
-    /// data it leaves behind when [`Config::data_cost`] is on.
-    fn cost(&self, m: &[f64], map: &[usize]) -> Result<f64, MonitorError> {
+    /// The cost of each of `maps` for the sharing `m` (hops between the threads' PUs),
+    /// plus the data it leaves behind when [`Config::data_cost`] is on; the distances are
+    /// prepared once for all.
+    fn costs<const N: usize>(
+        &self,
+        m: &[f64],
+        maps: [&[usize]; N],
+    ) -> Result<[f64; N], MonitorError> {
         let topo = &*self.topo;
         let dist = PuDistance::new(topo, Distance::Hops)?;
-        let sharing = tdmap_map::cost::cost_with(&dist, m, map.len(), map);
-        if !self.cfg.data_cost {
-            return Ok(sharing);
-        }
         // A node's accesses to another node's memory cost the hops between their PUs.
-        let first_pu: Vec<usize> = (0..topo.num_nodes())
-            .map(|n| {
-                (0..topo.num_pus())
-                    .find(|&p| topo.node_of_pu(p) == n)
-                    .unwrap_or(0)
-            })
-            .collect();
-        let data = self.home.cost(
-            map,
-            |pu| topo.node_of_pu(pu),
-            |a, n| dist.get(first_pu[a], first_pu[n]),
-        );
-        Ok(sharing + data)
+        let first_pu: Vec<usize> = if self.cfg.data_cost {
+            (0..topo.num_nodes())
+                .map(|n| {
+                    (0..topo.num_pus())
+                        .find(|&p| topo.node_of_pu(p) == n)
+                        .unwrap_or(0)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(maps.map(|map| {
+            let sharing = tdmap_map::cost::cost_with(&dist, m, map.len(), map);
+            if !self.cfg.data_cost {
+                return sharing;
+            }
+            let data = self.home.cost(
+                map,
+                |pu| topo.node_of_pu(pu),
+                |a, n| dist.get(first_pu[a], first_pu[n]),
+            );
+            sharing + data
+        }))
     }
 
     /// Pages touched this period whose NUMA vector passes kMAF Eq. 6, as (page address,
