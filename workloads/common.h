@@ -90,6 +90,7 @@ static void *repeat_fn(void *arg)
 
 /* Runs fn(0) on the main thread and fn(1..T-1) on new threads created in order, each
  * `repeats` times; returns the wrapping sum of the values the threads return. */
+__attribute__((unused)) /* forkshare starts processes instead */
 static uint64_t run_threads(int T, void *(*fn)(void *))
 {
     pthread_t *tids = calloc((size_t)T, sizeof *tids);
