@@ -7,6 +7,8 @@
 //! - [`inject`]: the `TDMAP_INJECT` settings `tdmap run` hands the preloaded runtime.
 //! - [`announce`]: the one message the runtime sends back over the pipe named in those
 //!   settings, saying which thread is its handler (or that there is none).
+//! - [`maps`]: one line of `/proc/PID/maps`, parsed without allocating.
+//! - [`pagekey`]: the key of a page across processes (by backing object when shared).
 //!
 //! No dependencies and no `unsafe`: the runtime links this into every traced program.
 //! Every decoder takes untrusted bytes (a file or pipe the program may have damaged) and
@@ -17,6 +19,8 @@
 pub mod announce;
 mod error;
 pub mod inject;
+pub mod maps;
+pub mod pagekey;
 pub mod raw;
 
 pub use announce::{Announcement, AnnouncementReader};

@@ -4,67 +4,7 @@
 //! Eligible: private, writable, anonymous mappings, the heap, the main stack and named
 //! anonymous mappings; never files, shared memory, `[vvar]`, `[vdso]` or the like.
 
-/// The fields of one `/proc/self/maps` line that the injector needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Line<'a> {
-    /// First address.
-    pub start: u64,
-    /// One past the last address.
-    pub end: u64,
-    /// "rw-p" and the like.
-    pub perms: &'a [u8],
-    /// Inode of the mapped file, 0 for anonymous memory.
-    pub inode: u64,
-    /// The path or pseudo-name, empty for plain anonymous memory.
-    pub path: &'a [u8],
-}
-
-fn hex(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > 16 {
-        return None;
-    }
-    s.iter().try_fold(0u64, |v, &c| {
-        let d = (c as char).to_digit(16)?;
-        Some(v << 4 | u64::from(d))
-    })
-}
-
-fn dec(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > 19 {
-        return None;
-    }
-    s.iter().try_fold(0u64, |v, &c| {
-        let d = (c as char).to_digit(10)?;
-        Some(v * 10 + u64::from(d))
-    })
-}
-
-/// Splits off the next space-separated field.
-fn field(s: &[u8]) -> (&[u8], &[u8]) {
-    let s = s.trim_ascii_start();
-    match s.iter().position(|&c| c == b' ') {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, &[]),
-    }
-}
-
-/// Parses one line (without its newline).
-pub fn parse_line(l: &[u8]) -> Option<Line<'_>> {
-    let (range, rest) = field(l);
-    let dash = range.iter().position(|&c| c == b'-')?;
-    let (start, end) = (hex(&range[..dash])?, hex(&range[dash + 1..])?);
-    let (perms, rest) = field(rest);
-    let (_offset, rest) = field(rest);
-    let (_dev, rest) = field(rest);
-    let (inode, rest) = field(rest);
-    Some(Line {
-        start,
-        end,
-        perms,
-        inode: dec(inode)?,
-        path: rest.trim_ascii(),
-    })
-}
+pub use tdmap_wire::maps::{parse_line, Line};
 
 /// Whether the injector may protect this mapping: private anonymous read-write memory.
 pub fn eligible(l: &Line<'_>) -> bool {
