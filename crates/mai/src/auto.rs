@@ -1,7 +1,9 @@
 //! Automatic mode: MApp's heuristic (Minas §3.2) without the preprocessor. With
-//! `MAI_AUTO=1`, every allocation at least as large as the highest-level cache (MApp's
-//! "eligible array") made through malloc, calloc, posix_memalign or mmap gets the policy
-//! the heuristic picks for this machine, and the choice is logged.
+//! `MAI_AUTO=1`, every array at least as large as the highest-level cache (MApp's
+//! "eligible array") gets the policy the heuristic picks for this machine, if it fits in
+//! the nodes' free memory, and the choice is logged: the program's static arrays (.data
+//! and .bss, found by `statics`) from the constructor, before `main` touches them, and
+//! each allocation made through malloc, calloc, posix_memalign or mmap as it is made.
 //!
 //! libmai defines those four symbols, so they interpose glibc's when libmai is linked or
 //! LD_PRELOADed. They allocate through glibc's `__libc_*` entry points (no dlsym, which
@@ -17,7 +19,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 use tdmap_map::policy;
-use tdmap_sys::{secure_var, vm, LinuxSys, MbindFlags, MemPolicy, Sys};
+use tdmap_sys::{secure_var, vm, FsRoot, LinuxSys, MbindFlags, MemPolicy, Sys};
 
 /// MApp §3.2: at or above this NUMA factor the machine is latency-bound: bind_block.
 pub const HIGH_NUMA_FACTOR: f64 = 2.0;
@@ -43,6 +45,47 @@ pub fn choose(numa_factor: f64, connectivity: f64) -> Choice {
     } else {
         Choice::BindBlock
     }
+}
+
+/// Minas §3 (Fig. 1, arrow 2): MApp takes "the amount of free memory of each node" from
+/// numarch. The paper gives no formula; libmai keeps a policy only if every node's share
+/// of the array fits in that node's free memory (`free`: OS node and bytes; a node not
+/// listed is assumed to fit), because MPOL_BIND does not spill to other nodes (a full
+/// node means reclaim or the OOM killer) and an interleave that spills no longer follows
+/// the round-robin. Else the other policy if it fits, else None (the kernel's first touch).
+pub fn fit(
+    choice: Choice,
+    len: u64,
+    nodes: &[usize],
+    thread_nodes: &[usize],
+    free: &[(usize, u64)],
+) -> Option<Choice> {
+    let room = |n: usize| free.iter().find(|f| f.0 == n).map_or(u64::MAX, |f| f.1);
+    let fits = |c: Choice| match c {
+        // cyclic: one page per round, so len / M per node.
+        Choice::Cyclic => nodes
+            .iter()
+            .all(|&n| len.div_ceil(nodes.len() as u64) <= room(n)),
+        // bind_block: one block per thread, on the thread's node.
+        Choice::BindBlock => nodes.iter().all(|&n| {
+            let t = thread_nodes.iter().filter(|&&x| x == n).count() as u64;
+            (len as u128 * t as u128).div_ceil(thread_nodes.len().max(1) as u128) <= room(n) as u128
+        }),
+    };
+    let other = match choice {
+        Choice::Cyclic => Choice::BindBlock,
+        Choice::BindBlock => Choice::Cyclic,
+    };
+    [choice, other].into_iter().find(|&c| fits(c))
+}
+
+/// Free memory of each node, as the kernel reports it now (numarch's query).
+fn free_memory(nodes: &[usize]) -> Vec<(usize, u64)> {
+    let fs = FsRoot::from_env();
+    nodes
+        .iter()
+        .filter_map(|&n| Some((n, tdmap_sys::node_memory(&fs, n).ok()?.free)))
+        .collect()
 }
 
 struct Auto {
@@ -84,7 +127,11 @@ extern "C" fn constructor() {
                 "mai-auto: {} nodes, NUMA factor {:.2}, connectivity {:.2} -> {} for allocations >= {} bytes (MApp §3.2)",
                 m.num_nodes(), m.numa_factor, m.connectivity, name(a.choice), a.threshold
             ));
-            let _ = AUTO.set(a);
+            if AUTO.set(a).is_ok() {
+                if let Some(a) = AUTO.get() {
+                    place_statics(a);
+                }
+            }
             true
         }
         Err(e) => {
@@ -157,6 +204,19 @@ fn log(line: &str) {
     };
 }
 
+/// MApp §3.2's eligible static arrays, placed before `main` runs: the .bss pages are still
+/// untouched and get the policy at their first touch; .data pages the loader or an
+/// earlier constructor already wrote are moved by mbind's MPOL_MF_MOVE (the kernel's
+/// page migration, as move_pages does).
+fn place_statics(a: &Auto) {
+    match crate::statics::static_arrays(a.threshold) {
+        Ok(arrays) => arrays
+            .iter()
+            .for_each(|s| place(a, s.addr, s.len, &format!("static {}", s.name))),
+        Err(e) => log(&format!("mai-auto: static arrays: none placed: {e}")),
+    }
+}
+
 /// Applies the chosen policy to a fresh allocation `[addr, addr + len)`.
 fn hook(addr: usize, len: usize, call: &str) {
     if STATE.load(Ordering::Acquire) != 2 || addr == 0 {
@@ -181,7 +241,13 @@ fn place(a: &Auto, addr: usize, len: usize, call: &str) {
         move_pages: true,
         strict: false,
     };
-    let rc = match a.choice {
+    let free = free_memory(&a.nodes);
+    let Some(choice) = fit(a.choice, len as u64, &a.nodes, &a.thread_nodes, &free) else {
+        let what = format!("none (does not fit in the nodes' free memory {free:?})");
+        log(&format!("mai-auto: {call}({len}) = {addr:#x}: {what}"));
+        return;
+    };
+    let rc = match choice {
         // MApp's cyclic is one page per round: no transparent huge pages in the range.
         Choice::Cyclic => vm::no_huge_pages(start, end - start).and_then(|()| {
             let all = MemPolicy::Interleave(a.nodes.clone());
@@ -204,7 +270,12 @@ fn place(a: &Auto, addr: usize, len: usize, call: &str) {
         }
     };
     let what = match rc {
-        Ok(()) => name(a.choice).to_string(),
+        Ok(()) if choice != a.choice => format!(
+            "{} ({} does not fit in the nodes' free memory)",
+            name(choice),
+            name(a.choice)
+        ),
+        Ok(()) => name(choice).to_string(),
         Err(e) => format!("none ({e})"),
     };
     log(&format!("mai-auto: {call}({len}) = {addr:#x}: {what}"));
@@ -328,6 +399,33 @@ mod tests {
         assert_eq!(choose(2.1, 1.0), Choice::BindBlock);
         // One node: factor 1, trivially connected.
         assert_eq!(choose(1.0, 1.0), Choice::Cyclic);
+    }
+
+    #[test]
+    fn the_choice_must_fit_in_each_nodes_free_memory() {
+        const MIB: u64 = 1 << 20;
+        let nodes = [0, 1];
+        // 4 threads, 3 on node 0: bind_block puts 48 of 64 MiB on node 0, cyclic 32.
+        let threads = [0, 0, 0, 1];
+        let free = |a, b| [(0, a * MIB), (1, b * MIB)];
+        let f = |c, a, b| fit(c, 64 * MIB, &nodes, &threads, &free(a, b));
+        assert_eq!(f(Choice::BindBlock, 48, 16), Some(Choice::BindBlock));
+        assert_eq!(f(Choice::BindBlock, 47, 100), Some(Choice::Cyclic));
+        assert_eq!(f(Choice::Cyclic, 32, 32), Some(Choice::Cyclic));
+        assert_eq!(f(Choice::Cyclic, 48, 31), Some(Choice::BindBlock));
+        assert_eq!(f(Choice::Cyclic, 47, 31), None);
+        assert_eq!(f(Choice::BindBlock, 47, 31), None);
+        // A node whose free memory is unknown is assumed to have room.
+        assert_eq!(
+            fit(
+                Choice::BindBlock,
+                64 * MIB,
+                &nodes,
+                &threads,
+                &[(1, 16 * MIB)]
+            ),
+            Some(Choice::BindBlock)
+        );
     }
 
     #[test]

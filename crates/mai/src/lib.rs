@@ -18,6 +18,7 @@ pub mod migrate;
 pub mod nexttouch;
 pub mod numarch;
 pub mod place;
+pub mod statics;
 pub mod threads;
 
 pub use error::MaiError;
