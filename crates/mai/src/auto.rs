@@ -124,7 +124,7 @@ extern "C" fn constructor() {
         Ok(m) => {
             let a = configure(m);
             log(&format!(
-                "mai-auto: {} nodes, NUMA factor {:.2}, connectivity {:.2} -> {} for allocations >= {} bytes (MApp §3.2)",
+                "mai-auto: {} nodes, NUMA factor {:.2}, connectivity {:.2} -> {} for arrays >= {} bytes (MApp §3.2)",
                 m.num_nodes(), m.numa_factor, m.connectivity, name(a.choice), a.threshold
             ));
             if AUTO.set(a).is_ok() {
