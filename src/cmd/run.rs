@@ -95,8 +95,8 @@ pub struct Args {
     /// The program gets libmai.so preloaded with MAI_AUTO=1: libmai's automatic mode
     /// (MApp §3.2) gives each array at least as large as the last-level cache
     /// (MAI_AUTO_THRESHOLD overrides) the memory policy the heuristic picks for this
-    /// machine when it is allocated, and logs each choice on the program's stderr, or to
-    /// MAI_AUTO_LOG. tdmap still detects sharing, maps threads and moves pages as usual:
+    /// machine: the program's static arrays (.data, .bss) before main, the others when
+    /// they are allocated. It logs each choice on the program's stderr, or to MAI_AUTO_LOG. tdmap still detects sharing, maps threads and moves pages as usual:
     /// libmai sets the first placement, kMAF's Eq. 6 moves correct it at run time
     /// (--threads-only or --dry-run keep libmai's placement). Combines with --mapping and
     /// with --sampler inject. libmai.so is $TDMAP_MAI_SO, else beside tdmap (`cargo build
