@@ -79,6 +79,10 @@ pub trait Image {
 
 impl Image for File {
     fn bytes(&self, off: u64, len: u64) -> Option<Vec<u8>> {
+        // A damaged size must not become a huge allocation (which aborts, not panics).
+        if off.checked_add(len)? > self.metadata().ok()?.len() {
+            return None;
+        }
         let mut v = vec![0; usize::try_from(len).ok()?];
         self.read_exact_at(&mut v, off).ok()?;
         Some(v)
@@ -286,6 +290,13 @@ mod tests {
         let mut big_endian = exe[..4096].to_vec();
         big_endian[5] = 2;
         assert_eq!(writable_segments(&big_endian[..]), None);
+        // A truncated file: the section headers (at its end) are past the end.
+        let path = std::env::temp_dir().join(format!("mai-statics-{}", std::process::id()));
+        std::fs::write(&path, &exe[..exe.len() / 2]).unwrap();
+        let file = File::open(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(writable_segments(&file), Some(segs.clone()));
+        assert!(objects_in(&file, &segs, 1).is_none());
         // No section headers at all: no symbol table.
         let mut no_sections = exe.clone();
         no_sections[0x3c..0x3e].copy_from_slice(&0u16.to_le_bytes());
