@@ -247,7 +247,7 @@ fn sampler_detail(r: &RunReport) -> String {
 /// Whether libmai chose the first placement, for the text report.
 fn mai_line(r: &RunReport) -> &'static str {
     if r.mai_auto {
-        "mai-auto: on (libmai's automatic policies at allocation, MApp §3.2; its choices are on the program's stderr or in MAI_AUTO_LOG)"
+        "mai-auto: on (libmai's automatic policies on static arrays and at allocation, MApp §3.2; its choices are on the program's stderr or in MAI_AUTO_LOG)"
     } else {
         "mai-auto: off"
     }
