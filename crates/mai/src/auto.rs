@@ -123,9 +123,13 @@ extern "C" fn constructor() {
     let ok = std::panic::catch_unwind(|| match machine() {
         Ok(m) => {
             let a = configure(m);
+            let free: Vec<String> = free_memory(&m.nodes)
+                .iter()
+                .map(|(n, f)| format!("{n}:{}", f >> 20))
+                .collect();
             log(&format!(
-                "mai-auto: {} nodes, NUMA factor {:.2}, connectivity {:.2} -> {} for arrays >= {} bytes (MApp §3.2)",
-                m.num_nodes(), m.numa_factor, m.connectivity, name(a.choice), a.threshold
+                "mai-auto: {} nodes, NUMA factor {:.2}, connectivity {:.2}, free MiB per node {} -> {} for arrays >= {} bytes (MApp §3.2)",
+                m.num_nodes(), m.numa_factor, m.connectivity, free.join(","), name(a.choice), a.threshold
             ));
             if AUTO.set(a).is_ok() {
                 if let Some(a) = AUTO.get() {
@@ -231,21 +235,33 @@ fn hook(addr: usize, len: usize, call: &str) {
 }
 
 fn place(a: &Auto, addr: usize, len: usize, call: &str) {
+    if let Some(what) = apply(a, addr, len, &free_memory(&a.nodes)) {
+        log(&format!("mai-auto: {call}({len}) = {addr:#x}: {what}"));
+    }
+}
+
+/// Places the pages wholly inside `[addr, addr + len)` given the nodes' free memory;
+/// returns what was done, or None if no page lies wholly inside.
+fn apply(a: &Auto, addr: usize, len: usize, free: &[(usize, u64)]) -> Option<String> {
     let ps = vm::page_size();
     let start = addr.div_ceil(ps) * ps;
     let end = (addr + len) / ps * ps;
     if end <= start {
-        return;
+        return None;
     }
     let flags = MbindFlags {
         move_pages: true,
         strict: false,
     };
-    let free = free_memory(&a.nodes);
-    let Some(choice) = fit(a.choice, len as u64, &a.nodes, &a.thread_nodes, &free) else {
-        let what = format!("none (does not fit in the nodes' free memory {free:?})");
-        log(&format!("mai-auto: {call}({len}) = {addr:#x}: {what}"));
-        return;
+    let Some(choice) = fit(a.choice, len as u64, &a.nodes, &a.thread_nodes, free) else {
+        let mib: Vec<String> = free
+            .iter()
+            .map(|(n, f)| format!("node {n}: {} MiB", f >> 20))
+            .collect();
+        return Some(format!(
+            "none (does not fit in the nodes' free memory: {})",
+            mib.join(", ")
+        ));
     };
     let rc = match choice {
         // MApp's cyclic is one page per round: no transparent huge pages in the range.
@@ -278,7 +294,7 @@ fn place(a: &Auto, addr: usize, len: usize, call: &str) {
         Ok(()) => name(choice).to_string(),
         Err(e) => format!("none ({e})"),
     };
-    log(&format!("mai-auto: {call}({len}) = {addr:#x}: {what}"));
+    Some(what)
 }
 
 extern "C" {
@@ -426,6 +442,32 @@ mod tests {
             ),
             Some(Choice::BindBlock)
         );
+    }
+
+    #[test]
+    fn a_region_that_does_not_fit_is_left_to_first_touch() {
+        // This machine's first node; the decision is the free memory passed in.
+        let m = Machine::from_topology(&tdmap_topo::live().unwrap());
+        let node = m.nodes[0];
+        let a = Auto {
+            choice: Choice::BindBlock,
+            threshold: 1,
+            thread_nodes: vec![node],
+            nodes: vec![node],
+        };
+        let len = 8 << 20;
+        let addr = vm::mmap_anon(len).unwrap();
+        let small = apply(&a, addr, len, &[(node, 4 << 20)]).unwrap();
+        assert!(small.starts_with("none (does not fit"), "{small}");
+        assert!(small.contains(&format!("node {node}: 4 MiB")), "{small}");
+        assert_eq!(
+            apply(&a, addr, len, &[(node, 8 << 20)]).unwrap(),
+            "bind_block"
+        );
+        // Not one whole page inside: nothing to do.
+        assert_eq!(apply(&a, addr + 1, 4096, &[]), None);
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { vm::munmap(addr, len).unwrap() };
     }
 
     #[test]
