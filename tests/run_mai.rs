@@ -31,8 +31,13 @@ fn tmp(name: &str) -> PathBuf {
 
 /// libmai's log lines for the 4 MiB malloc and calloc of sum.c, with a policy applied.
 fn allocation_lines(log: &str) -> Vec<&str> {
+    placed(log, &["malloc(4194304)", "calloc(4194304)"])
+}
+
+/// libmai's log lines naming one of `what`, with a policy applied.
+fn placed<'a>(log: &'a str, what: &[&str]) -> Vec<&'a str> {
     log.lines()
-        .filter(|l| l.contains("malloc(4194304)") || l.contains("calloc(4194304)"))
+        .filter(|l| what.iter().any(|w| l.contains(w)))
         .filter(|l| l.ends_with(": cyclic") || l.ends_with(": bind_block"))
         .collect()
 }
@@ -54,6 +59,8 @@ fn mai_auto_logs_a_policy_per_large_array_and_keeps_the_output() {
     let text = std::fs::read_to_string(&log).expect("libmai wrote MAI_AUTO_LOG");
     assert!(text.contains("(MApp §3.2)"), "no choice line: {text}");
     assert_eq!(allocation_lines(&text).len(), 2, "{text}");
+    // Issue 22 item 7: the static table too, placed before main.
+    assert_eq!(placed(&text, &["static table(4194304)"]).len(), 1, "{text}");
 
     let off = tmp("off.log");
     let env = [
