@@ -33,8 +33,11 @@ pids=()
 stop() {
   local rc=$?
   scancel --full --quiet --user=root 2>/dev/null || true
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
+  # slurmd, then slurmctld, then munged, which the other two need to say goodbye.
+  local i p
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    p=${pids[i]}
+    kill "$p" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$p" 2>/dev/null || true
   done
@@ -123,46 +126,58 @@ awk -v n="$half" 'BEGIN { for (i = 0; i < n; i++) { row = ""
   for (j = 0; j < n; j++) row = row (j ? "," : "") ((j == (i + 1) % n || i == (j + 1) % n) && i != j ? 100 : 0)
   print row } }' > "$D/ring.csv"
 
-# 2.-4. Inside an allocation of half the CPUs.
+# 2.-4. Inside an allocation of half the CPUs, twice: under salloc, with tdmap run as a
+# step (salloc's own shell is not bound to the job's CPUs), and in an sbatch script,
+# whose batch step is. Each run works in its own folder, $D/step and $D/batch.
 cat > "$D/inside.sh" <<INSIDE
+#!/bin/bash
 set -euo pipefail
-cd "$D"
+mkdir -p "$D/\$1" && cd "$D/\$1"
 scontrol show hostnames "\$SLURM_JOB_NODELIST" > hosts
 # The job's CPUs on the node, from Slurm (abstract IDs, the OS's on a one-socket node).
 scontrol show job -d "\$SLURM_JOB_ID" | sed -n 's/.* CPU_IDs=\([^ ]*\).*/\1/p' > job.cpus
-srun --ntasks=1 "$TDMAP" map --matrix ring.csv --hosts hosts -f slurm > job.sh 2> map.err
+if [ "\$1" = step ]; then in_step="srun --ntasks=1"; else in_step=; fi
+\$in_step "$TDMAP" map --matrix ../ring.csv --hosts hosts -f slurm > job.sh 2> map.err
 sed -i "s#COMMAND#$D/rank.sh#" job.sh
 bash job.sh > ranks.out
 # The commented alternative (taskset, or map_cpu when taskset is the command).
 grep '^# SLURM_HOSTFILE=' job.sh | sed 's/^# //' > alt.sh || true
 if [ -s alt.sh ]; then bash alt.sh > alt.out; fi
 INSIDE
-salloc --ntasks="$half" --job-name=check bash "$D/inside.sh" >"$D/check.out" 2>&1 || {
-  cat "$D/check.out" >&2; echo "slurm-check: the run inside the allocation failed" >&2; exit 1; }
+salloc --ntasks="$half" --job-name=check bash "$D/inside.sh" step >"$D/step.out" 2>&1 || {
+  cat "$D/step.out" >&2; echo "slurm-check: the run inside the salloc allocation failed" >&2; exit 1; }
+sbatch --wait --ntasks="$half" --job-name=check --output="$D/batch.out" "$D/inside.sh" batch >/dev/null || {
+  cat "$D/batch.out" >&2; echo "slurm-check: the sbatch job failed" >&2; exit 1; }
 
-echo "== tdmap map -f slurm, run as a step of the half-node allocation:"
-cat "$D/map.err" "$D/job.sh"
-echo "== holding job $hold has CPUs $(scontrol show job -d "$hold" | sed -n 's/.* CPU_IDs=\([^ ]*\).*/\1/p'); the checked job has $(cat "$D/job.cpus")"
 # Expands a CPU list such as 0-2,5 into one number per line.
 expand() { tr ',' '\n' <<<"$1" | awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }'; }
-jobcpus=$(expand "$(cat "$D/job.cpus")")
 fail=0
-verify() { # label, output file of the ranks
-  echo "== $1:"
-  cat "$2"
-  [ "$(wc -l < "$2")" -eq "$half" ] || { echo "slurm-check: $1: $(wc -l < "$2") ranks reported, $half expected"; fail=1; }
+verify() { # folder, label, output file of the ranks
+  local dir=$1 label=$2 out=$1/$3
+  echo "== $label:"
+  cat "$out"
+  [ "$(wc -l < "$out")" -eq "$half" ] || { echo "slurm-check: $label: $(wc -l < "$out") ranks reported, $half expected"; fail=1; }
   for r in $(seq 0 $((half - 1))); do
-    want=$(sed -n "$((r + 1))p" "$D/tdmap.cpus")
-    got=$(sed -n "s/^rank $r cpus //p" "$2")
+    want=$(sed -n "$((r + 1))p" "$dir/tdmap.cpus")
+    got=$(sed -n "s/^rank $r cpus //p" "$out")
     if [ "$got" != "$want" ]; then
-      echo "slurm-check: $1: rank $r runs on CPUs '$got', tdmap.cpus says $want"; fail=1
+      echo "slurm-check: $label: rank $r runs on CPUs '$got', tdmap.cpus says $want"; fail=1
     fi
-    if ! grep -qx "$want" <<<"$jobcpus"; then
-      echo "slurm-check: $1: rank $r's CPU $want is not one of the job's ($(cat "$D/job.cpus"))"; fail=1
+    if ! grep -qx "$want" <<<"$(expand "$(cat "$dir/job.cpus")")"; then
+      echo "slurm-check: $label: rank $r's CPU $want is not one of the job's ($(cat "$dir/job.cpus"))"; fail=1
     fi
   done
 }
-verify "the srun line tdmap prints" "$D/ranks.out"
-if [ -s "$D/alt.out" ]; then verify "its commented alternative" "$D/alt.out"; fi
+holdcpus=$(scontrol show job -d "$hold" | sed -n 's/.* CPU_IDs=\([^ ]*\).*/\1/p')
+for mode in step batch; do
+  case $mode in
+    step) how="under salloc, tdmap run as a step (srun --ntasks=1)" ;;
+    batch) how="in an sbatch script" ;;
+  esac
+  echo "== $how; holding job $hold has CPUs $holdcpus, this job $(cat "$D/$mode/job.cpus"); tdmap map -f slurm printed:"
+  cat "$D/$mode/map.err" "$D/$mode/job.sh"
+  verify "$D/$mode" "$mode: the srun line tdmap prints" ranks.out
+  if [ -s "$D/$mode/alt.out" ]; then verify "$D/$mode" "$mode: its commented alternative" alt.out; fi
+done
 if [ "$fail" -ne 0 ]; then exit 1; fi
-echo "slurm-check: ok: every rank runs on the CPU tdmap gave it, inside an allocation of $half of $cpus CPUs"
+echo "slurm-check: ok: every rank runs on the CPU tdmap gave it, inside an allocation of $half of $cpus CPUs (salloc and sbatch)"
