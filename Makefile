@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz fuzz-trace clean workloads bench-trace bench-trace-model bench-map
+.PHONY: setup build demo test lint unit vm-test bench bench-sampler fuzz fuzz-trace clean workloads bench-trace bench-trace-model bench-map slurm-check
 
 setup:
 	bash scripts/setup.sh
@@ -79,6 +79,16 @@ test: lint unit c-test vm-test
 bench-map: setup
 	$(CARGO) build --release --bin tdmap
 	TDMAP=target/release/tdmap bash scripts/bench-map.sh
+
+## Slurm (issue 20 must-show 5; not in `make test`): installs slurm-wlm and munge
+## (scripts/setup-slurm.sh), starts a single-node munged + slurmctld + slurmd without
+## systemd or cgroups (scratch folder, ports 16817-16818), runs the script `tdmap map -f
+## slurm` prints inside an allocation of half the node's CPUs and checks each rank's
+## Cpus_allowed_list against the mapping, then stops the daemons (scripts/slurm-check.sh).
+slurm-check: setup
+	bash scripts/setup-slurm.sh
+	$(CARGO) build -p tdmap --bin tdmap
+	TDMAP=target/debug/tdmap bash scripts/slurm-check.sh
 
 bench: setup bench-sampler
 	$(CARGO) build --release --workspace --benches

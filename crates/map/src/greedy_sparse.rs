@@ -1,28 +1,13 @@
 //! `greedy` on a sparse matrix: the same rule as [`crate::greedy`] (seed the unit with
-//! the most sharing left, add the unit sharing most with the group), with adjacency
-//! lists and lazy max-heaps instead of scans, so that a level costs O(nnz log nnz)
-//! rather than O(k²). A group whose candidates share nothing with it is filled with the
-//! lowest-numbered units left, as the dense rule's ties do.
+//! the most sharing left, add the unit sharing most with the group, in
+//! [`Key`]'s order), with adjacency lists and lazy max-heaps instead of scans, so that a
+//! level costs O(nnz log nnz) rather than O(k²). A unit that shares nothing with the
+//! group is never a candidate; a group left with no candidates takes the lowest-numbered
+//! units left, which is where [`Key`] puts them.
 
+use crate::greedy::Key;
 use crate::Sparse;
-use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-
-/// A heap entry: larger score first, then lower unit.
-#[derive(PartialEq)]
-struct Entry(f64, Reverse<usize>);
-
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0).then(self.1.cmp(&o.1))
-    }
-}
 
 /// Groups the `s.n` units of `s` into groups of `size`; also returns the groups'
 /// sharing (sum over members, zero diagonal), sparse.
@@ -31,8 +16,14 @@ pub fn group(s: &Sparse, size: usize) -> (Vec<Vec<usize>>, Sparse) {
     let size = size.max(1);
     let mut alive = vec![true; k];
     let mut rowsum: Vec<f64> = (0..k).map(|u| s.row(u).map(|(_, x)| x).sum()).collect();
-    let mut seeds: BinaryHeap<Entry> = (0..k).map(|u| Entry(rowsum[u], Reverse(u))).collect();
+    let seed_key = |score: f64, unit: usize| Key {
+        score,
+        first: 0,
+        unit,
+    };
+    let mut seeds: BinaryHeap<Key> = (0..k).map(|u| seed_key(rowsum[u], u)).collect();
     let mut gain = vec![0.0f64; k];
+    let mut first = vec![usize::MAX; k];
     let mut touched: Vec<usize> = Vec::new();
     let mut lowest = 0usize;
     let mut group_of = vec![usize::MAX; k];
@@ -40,31 +31,38 @@ pub fn group(s: &Sparse, size: usize) -> (Vec<Vec<usize>>, Sparse) {
     let mut left = k;
     while left > 0 {
         let seed = loop {
-            let Entry(x, Reverse(u)) = seeds.pop().expect("a unit is left");
-            if alive[u] && x == rowsum[u] {
+            let Key { score, unit: u, .. } = seeds.pop().expect("a unit is left");
+            if alive[u] && score == rowsum[u] {
                 break u;
             }
         };
         let mut members = Vec::with_capacity(size);
-        let mut cands: BinaryHeap<Entry> = BinaryHeap::new();
+        let mut cands: BinaryHeap<Key> = BinaryHeap::new();
         let gi = groups.len();
         // Moves unit u into the group: its row raises its neighbours' gains and lowers
         // what they have left to share.
         macro_rules! take {
             ($u:expr) => {{
                 let u = $u;
+                let at = members.len();
                 alive[u] = false;
                 group_of[u] = gi;
                 members.push(u);
                 for (v, x) in s.row(u) {
-                    if alive[v] {
-                        if gain[v] == 0.0 {
+                    // A zero entry shares nothing: the dense rule does not count it.
+                    if alive[v] && x > 0.0 {
+                        if first[v] == usize::MAX {
+                            first[v] = at;
                             touched.push(v);
                         }
                         gain[v] += x;
-                        cands.push(Entry(gain[v], Reverse(v)));
+                        cands.push(Key {
+                            score: gain[v],
+                            first: first[v],
+                            unit: v,
+                        });
                         rowsum[v] -= x;
-                        seeds.push(Entry(rowsum[v], Reverse(v)));
+                        seeds.push(seed_key(rowsum[v], v));
                     }
                 }
             }};
@@ -73,7 +71,9 @@ pub fn group(s: &Sparse, size: usize) -> (Vec<Vec<usize>>, Sparse) {
         while members.len() < size && members.len() < left {
             let next = loop {
                 match cands.pop() {
-                    Some(Entry(g, Reverse(v))) if alive[v] && g == gain[v] => break Some(v),
+                    Some(Key { score, unit: v, .. }) if alive[v] && score == gain[v] => {
+                        break Some(v)
+                    }
                     Some(_) => continue,
                     None => break None,
                 }
@@ -88,6 +88,7 @@ pub fn group(s: &Sparse, size: usize) -> (Vec<Vec<usize>>, Sparse) {
         }
         for v in touched.drain(..) {
             gain[v] = 0.0;
+            first[v] = usize::MAX;
         }
         left -= members.len();
         groups.push(members);
@@ -179,6 +180,57 @@ mod tests {
             crate::cost_sparse(&d, &s, &c),
         );
         assert!(ours < compact, "greedy {ours} vs compact {compact}");
+    }
+
+    proptest::proptest! {
+        /// One rule in two implementations: on any sparse matrix, the heap-based level
+        /// gives the dense scan's groups, member order included (which lays them out).
+        /// Small integer weights make ties, where the order of [`Key`] decides.
+        #[test]
+        fn the_sparse_level_groups_as_the_dense_rule(
+            count in 1usize..8,
+            size in 1usize..9,
+            edges in proptest::collection::vec((0u32..56, 0u32..56, 0u8..4), 0..160),
+        ) {
+            // hier groups k units into k / size groups of size exactly.
+            let k = count * size;
+            let both: Vec<_> = edges
+                .iter()
+                .filter(|&&(i, j, _)| i != j && (i as usize) < k && (j as usize) < k)
+                .flat_map(|&(i, j, w)| [(i, j, f64::from(w)), (j, i, f64::from(w))])
+                .collect();
+            let s = Sparse::from_directed(k, &both);
+            let (sparse, reduced) = group(&s, size);
+            let (dense, dense_reduced) = crate::greedy::group(&s.to_dense(), k, size);
+            proptest::prop_assert_eq!(sparse, dense);
+            proptest::prop_assert_eq!(reduced.to_dense(), dense_reduced);
+        }
+    }
+
+    /// Regression: by index alone, ties grew a group of a 16 × 16 halo along the rows,
+    /// so 4 groups of 64 were 4 × 16 strips (48 cut edges); breadth-first ties give
+    /// 8 × 8 quadrants (32), as Scotch's and matching's mappings do.
+    #[test]
+    fn a_grid_is_cut_in_quadrants_not_strips() {
+        let e: Vec<_> = (0..256u32)
+            .flat_map(|i| {
+                let right = (i % 16 < 15).then_some((i, i + 1, 1.0));
+                let down = (i < 240).then_some((i, i + 16, 1.0));
+                right.into_iter().chain(down)
+            })
+            .flat_map(|(i, j, w)| [(i, j, w), (j, i, w)])
+            .collect();
+        let s = Sparse::from_directed(256, &e);
+        let (groups, _) = group(&s, 64);
+        let cut = e
+            .iter()
+            .filter(|&&(i, j, _)| {
+                let g = |u: u32| groups.iter().position(|m| m.contains(&(u as usize)));
+                g(i) != g(j)
+            })
+            .count()
+            / 2;
+        assert_eq!(cut, 32, "{groups:?}");
     }
 
     #[test]

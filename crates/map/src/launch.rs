@@ -101,18 +101,29 @@ pub fn hostfile(topo: &Topology, mapping: &[usize], out: &mut String) {
 }
 
 /// Slurm: a shell script that writes the `SLURM_HOSTFILE` (rank r on line r+1's host,
-/// `--distribution=arbitrary`) and each rank's CPU, then the `srun` lines: one that
-/// works inside a partial allocation (each rank binds itself with taskset to a CPU tdmap
-/// saw as allowed, so tdmap must run inside that allocation), and `map_cpu`, which
-/// Slurm honours only when the step has whole nodes.
+/// `--distribution=arbitrary`) and each rank's CPU, then the `srun` line that binds them.
+///
+/// tdmap must have run inside the job (a step or the batch script, whose CPU binding is
+/// the job's CPUs on the node), so that the mapping uses only the job's CPUs. Checked on
+/// slurmd 22.05 with task/affinity (`make slurm-check`): `map_cpu` is honoured in a
+/// partial allocation when every CPU it names is the step's, and refused otherwise
+/// ("CPU binding outside of job step allocation"), so a mapping made outside the job
+/// fails loudly rather than running on CPUs the job does not hold; hence it is the
+/// command when one list fits every host. Otherwise each rank binds itself with taskset,
+/// which Slurm does not check (without cgroups, taskset can leave the job's CPUs).
 pub fn slurm(topo: &Topology, mapping: &[usize], out: &mut String) {
     let n = mapping.len();
     out.push_str(
-        "# Slurm: run inside the allocation (salloc, sbatch) in which tdmap ran, so that the\n",
+        "# Slurm: tdmap must run inside the job, so that the CPUs below are the job's: in the\n",
     );
     out.push_str(
-        "# CPUs below are the job's. Rank r runs on line r+1's host (--distribution=arbitrary).\n",
+        "# sbatch script, or `srun --ntasks=1 tdmap map ...` under salloc (salloc's own shell is\n",
     );
+    out.push_str("# not bound to the job's CPUs). Rank r runs on line r+1's host (--distribution=arbitrary).\n");
+    out.push_str(
+        "# On several nodes, each node must give the job the CPUs of the node tdmap ran on\n",
+    );
+    out.push_str("# (whole nodes: --exclusive).\n");
     out.push_str("cat > tdmap.hosts <<'EOF'\n");
     for &p in mapping {
         out.push_str(topo.host_name(p));
@@ -123,22 +134,29 @@ pub fn slurm(topo: &Topology, mapping: &[usize], out: &mut String) {
         out.push_str(&format!("{}\n", topo.pus[p].os));
     }
     out.push_str("EOF\n");
-    out.push_str("# Any allocation, whole nodes or not: each rank binds itself to its CPU.\n");
-    out.push_str(&format!(
-        "SLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks={n} --cpu-bind=none sh -c 'exec taskset -c \"$(sed -n \"$((SLURM_PROCID+1))p\" tdmap.cpus)\" COMMAND'\n"
-    ));
+    let srun = format!("SLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks={n}");
+    let taskset = format!(
+        "{srun} --cpu-bind=none sh -c 'exec taskset -c \"$(sed -n \"$((SLURM_PROCID+1))p\" tdmap.cpus)\" COMMAND'"
+    );
     match common_list(per_host(topo, mapping)) {
         Some(list) => {
-            out.push_str("# Whole nodes only (salloc/sbatch --exclusive): map_cpu in a partial allocation fails\n");
-            out.push_str("# with \"CPU binding outside of job step allocation\".\n");
+            out.push_str("# Slurm binds each node's k-th rank to the k-th CPU, and refuses a CPU outside the step.\n");
             out.push_str(&format!(
-                "# SLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks={n} --cpu-bind=map_cpu:{} COMMAND\n",
+                "{srun} --cpu-bind=map_cpu:{} COMMAND\n",
                 joined(&list)
             ));
+            out.push_str("# Or each rank binds itself (not checked by Slurm):\n");
+            out.push_str(&format!("# {taskset}\n"));
         }
-        None => out.push_str(
-            "# (no --cpu-bind=map_cpu line: the hosts' CPU lists differ, which one map_cpu list cannot say)\n",
-        ),
+        None => {
+            out.push_str(
+                "# Each rank binds itself to its CPU: the hosts' CPU lists differ, which one\n",
+            );
+            out.push_str(
+                "# --cpu-bind=map_cpu list cannot say (Slurm does not check taskset's CPU).\n",
+            );
+            out.push_str(&format!("{taskset}\n"));
+        }
     }
 }
 
@@ -176,7 +194,13 @@ mod tests {
             sl.contains("cat > tdmap.cpus <<'EOF'\n1\n0\n1\n0\nEOF\n"),
             "{sl}"
         );
-        assert!(sl.contains("--cpu-bind=map_cpu:1,0 COMMAND"), "{sl}");
+        // One list fits both hosts: map_cpu is the command (not a comment), which Slurm
+        // checks against the step's CPUs; taskset is the commented alternative.
+        assert!(
+            sl.contains("\nSLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks=4 --cpu-bind=map_cpu:1,0 COMMAND\n"),
+            "{sl}"
+        );
+        assert!(sl.contains("\n# SLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks=4 --cpu-bind=none sh -c 'exec taskset"), "{sl}");
     }
 
     /// Regression: the hostfile's binding list was checked per host, but Hydra indexes
@@ -204,6 +228,11 @@ mod tests {
         assert!(hf.contains("PMI_RANK+1"), "{hf}");
         assert!(hf.contains("printf '%s\\n' 0 1 1 0 > tdmap.cpus"), "{hf}");
         assert!(hf.ends_with("a:1\nb:1\na:1\nb:1\n"), "{hf}");
-        assert!(!render(Format::Slurm, &t, &m).contains("map_cpu:"));
+        let sl = render(Format::Slurm, &t, &m);
+        assert!(!sl.contains("map_cpu:"), "{sl}");
+        assert!(
+            sl.contains("\nSLURM_HOSTFILE=tdmap.hosts srun --distribution=arbitrary --ntasks=4 --cpu-bind=none sh -c 'exec taskset -c \"$(sed -n \"$((SLURM_PROCID+1))p\" tdmap.cpus)\" COMMAND'\n"),
+            "{sl}"
+        );
     }
 }
