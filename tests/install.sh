@@ -29,6 +29,7 @@ check "tdmap --version, tdmap topo"
 
 [ -f "$p/share/man/man1/tdmap.1" ] || fail "no man page tdmap.1"
 man -l "$p/share/man/man1/tdmap.1" 2>/dev/null | grep -q 'Sharing-aware' || fail "man -l tdmap.1"
+MANPATH=$p/share/man man -P cat tdmap 2>/dev/null | grep -q 'tdmap-map' || fail "MANPATH=$p/share/man man tdmap"
 for sub in topo map run trace cc gcc; do
   MANPATH=$p/share/man man -P cat "tdmap-$sub" 2>/dev/null | grep -q "tdmap-$sub" ||
     fail "MANPATH=$p/share/man man tdmap-$sub"
