@@ -42,7 +42,7 @@ compare() {
   printf '%-44s %8.2f ms %8.2f ms %7.2fx\n' "$title" "$b" "$a" "$(awk -v a="$a" -v b="$b" 'BEGIN{print a/b}')"
 }
 
-echo "CPU time per run (user + system), median of $ROUNDS rounds x $REPS runs, $(nproc) CPUs, $(uname -r)"
+echo "CPU time per run (user + system), median of $ROUNDS rounds x $REPS runs, $(nproc) CPUs, $(uname -r), load average $(cut -d" " -f1 /proc/loadavg)"
 printf '%-44s %11s %11s %8s\n' "command" "before" "after" "after/before"
 compare "tdmap map, 64 threads, -m xeon-x7550-4s" map --matrix "$OUT/m64.csv" -m xeon-x7550-4s
 compare "tdmap map, 64 threads, this machine" map --matrix "$OUT/m64.csv" --oversubscribe
