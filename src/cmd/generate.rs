@@ -93,6 +93,19 @@ fn man(dir: &Path) -> Result<()> {
     write_all(dir, files)
 }
 
+/// The command line for completions: clap_complete offers hidden commands too, so they
+/// are left out here (the root has no arguments of its own but --help and --version).
+fn without_hidden() -> clap::Command {
+    let root = command();
+    let mut cmd = clap::Command::new("tdmap")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommands(visible(&root).cloned());
+    if let Some(about) = root.get_about() {
+        cmd = cmd.about(about.clone());
+    }
+    cmd
+}
+
 fn completions(dir: &Path) -> Result<()> {
     let mut files = Vec::new();
     for (shell, name) in [
@@ -101,7 +114,7 @@ fn completions(dir: &Path) -> Result<()> {
         (Shell::Fish, "tdmap.fish"),
     ] {
         let mut buf = Vec::new();
-        clap_complete::generate(shell, &mut command(), "tdmap", &mut buf);
+        clap_complete::generate(shell, &mut without_hidden(), "tdmap", &mut buf);
         files.push((name.to_string(), buf));
     }
     write_all(dir, files)
