@@ -72,7 +72,7 @@ c-test: c-test-build
 	cd target/c-tests && ctest --output-on-failure
 
 ## Everything CI checks.
-test: lint unit c-test vm-test
+test: lint unit c-test install-test vm-test
 
 ## tdmap map at scale on sparse input: 65,536 ranks on 1,024 hosts x 64 PUs (time, peak
 ## memory), and 4,096 ranks beside scotch_gmap on the same graph (scripts/bench-map.sh).
@@ -141,6 +141,37 @@ bench-run-inject: setup
 
 clean:
 	$(CARGO) clean
+
+## Regenerates the generated docs: docs/cli.md from the clap definition (tests/docs_cli.rs
+## fails when it is stale) and docs/design.md's table of where each paper's rule lives.
+.PHONY: docs
+docs:
+	$(CARGO) build --bin tdmap
+	./target/debug/tdmap generate markdown > docs/cli.md
+	python3 scripts/paper_rules.py --write docs/design.md
+
+## Install under PREFIX (default /usr/local): bin/tdmap, lib/ (the runtime, libmai,
+## libtdmap_mpi), include/ (mai.h, mai.f90), man pages and bash/zsh/fish completions
+## (scripts/install.sh). PROFILE=debug installs the debug build.
+PREFIX ?= /usr/local
+PROFILE ?= release
+.PHONY: install install-test
+install: setup
+	$(CARGO) build $(if $(filter release,$(PROFILE)),--release,) -p tdmap -p tdmap-rt -p tdmap-mai -p tdmap-mpi
+	bash scripts/install.sh target/$(PROFILE) "$(PREFIX)"
+
+## Installs the debug build into a scratch prefix and runs the installed tdmap, its man
+## pages, completions and libraries (tests/install.sh; seconds once built).
+install-test: setup
+	$(CARGO) build -p tdmap -p tdmap-rt -p tdmap-mai -p tdmap-mpi
+	bash tests/install.sh target/debug
+
+## Start-up cost of `tdmap map` on a 64-thread matrix: CPU time with every hwloc plugin
+## loaded (before) and with only those the source needs (after), side by side (issue 22
+## item 9; bench/startup.sh, about a minute).
+.PHONY: bench-startup
+bench-startup: setup
+	bash bench/startup.sh
 
 ## Simulator throughput (simulated accesses per second, one core, release build).
 .PHONY: bench-sim

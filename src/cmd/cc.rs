@@ -2,7 +2,7 @@
 //! and `tdmap gfortran` (gcc 12), wrappers like scan-build's that build a program for
 //! exact tracing. clang gets SanitizerCoverage's load/store callbacks; gcc gets its
 //! ThreadSanitizer instrumentation at compile time only. Both link the tdmap runtime
-//! (crates/rt, found next to the `tdmap` binary), which defines those entry points,
+//! (crates/rt, found next to the `tdmap` binary or in an installed prefix's `lib/`), which defines those entry points,
 //! instead of a sanitizer runtime, so a gcc build keeps libgomp.
 
 use crate::exit::input;
@@ -23,7 +23,8 @@ pointer conversions, `register` in C++17 and tentative definitions in several fi
 (`-Werror=implicit-int`, `-fno-common`); with `-Werror`, tdmap adds no -Wno-error flag.
 
 Environment: TDMAP_CC, TDMAP_CXX, TDMAP_GCC, TDMAP_GXX, TDMAP_FC name the compilers; \
-TDMAP_RT_LIB the runtime archive (default: libtdmap_rt.a beside tdmap).";
+TDMAP_RT_LIB the runtime archive (default: libtdmap_rt.a beside tdmap, or in PREFIX/lib \
+when installed in PREFIX/bin).";
 
 /// Arguments of a compiler front: everything is passed on to the compiler.
 #[derive(Debug, clap::Args)]
@@ -55,8 +56,20 @@ const RT_LIBS: &[&str] = &[
     "-ldl",
     "-lc",
 ];
-/// Arguments that stop the compiler before linking.
-const NO_LINK: &[&str] = &["-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"];
+/// Arguments that stop the compiler before linking, or make it only print something
+/// (`tdmap cc -- --version`), so that no runtime is needed.
+const NO_LINK: &[&str] = &[
+    "-c",
+    "-S",
+    "-E",
+    "-M",
+    "-MM",
+    "-fsyntax-only",
+    "--version",
+    "-dumpversion",
+    "-dumpmachine",
+    "--help",
+];
 
 /// Flags that turn clang-16's legacy-code errors back into gcc's warnings. They go
 /// before the user's flags, so a later `-Werror=implicit-int` still wins; none is added
@@ -287,14 +300,30 @@ pub(crate) fn runtime_file(var: &str, name: &str, package: &str) -> Result<PathB
     }
     let exe = std::env::current_exe().context("cannot locate the tdmap binary")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let lib = dir.join(name);
-    if lib.is_file() {
+    let places = library_places(dir);
+    if let Some(lib) = places.iter().map(|d| d.join(name)).find(|l| l.is_file()) {
         return Ok(lib);
     }
+    let missing: Vec<String> = places
+        .iter()
+        .map(|d| d.join(name).display().to_string())
+        .collect();
     Err(input(format!(
-        "{} is missing; build it with `cargo build -p {package}` (same profile as tdmap) or set {var}",
-        lib.display()
+        "{} is missing; build it with `cargo build -p {package}` (same profile as tdmap), reinstall with `make install`, or set {var}",
+        missing.join(" and ")
     )))
+}
+
+/// Where tdmap's libraries are, given the folder of the tdmap binary: beside it in a
+/// cargo build (`target/release/`), in `PREFIX/lib` when installed by `make install` in
+/// `PREFIX/bin`. Relative to the binary, so that an installed tree works wherever it is
+/// put.
+fn library_places(bin: &Path) -> Vec<PathBuf> {
+    let mut places = vec![bin.to_path_buf()];
+    if let Some(prefix) = bin.parent().filter(|_| bin.ends_with("bin")) {
+        places.push(prefix.join("lib"));
+    }
+    places
 }
 
 #[cfg(test)]
@@ -326,6 +355,18 @@ mod tests {
         assert!(asks_for_tsan(OsStr::new("-fsanitize=undefined,thread")));
         assert!(!asks_for_tsan(OsStr::new("-fsanitize=address")));
         assert!(!asks_for_tsan(OsStr::new("-fno-sanitize=thread")));
+    }
+
+    #[test]
+    fn an_installed_tdmap_looks_in_its_prefix_lib() {
+        assert_eq!(
+            library_places(Path::new("/opt/t/bin")),
+            [PathBuf::from("/opt/t/bin"), PathBuf::from("/opt/t/lib")]
+        );
+        assert_eq!(
+            library_places(Path::new("/w/target/release")),
+            [PathBuf::from("/w/target/release")]
+        );
     }
 
     #[test]

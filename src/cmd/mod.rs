@@ -5,6 +5,7 @@ mod canvas;
 mod cc;
 mod comm;
 mod from_trace;
+mod generate;
 mod heatmap;
 mod map;
 mod run;
@@ -76,6 +77,9 @@ enum Command {
     /// writes its row at MPI_Finalize; tdmap assembles them into a `tdmap-comm` file that
     /// `tdmap map --comm` reads, and reports the time spent in the library.
     Comm(comm::Args),
+    /// Write the man pages, shell completions or CLI reference made from this command line.
+    #[command(hide = true)]
+    Generate(generate::Args),
 }
 
 /// `--machine SPEC` and `--distances`, shared by every command that needs a machine.
@@ -260,5 +264,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sim(args) => sim::run(args),
         Command::Run(args) => run::run(args),
         Command::Comm(args) => comm::run(args),
+        Command::Generate(args) => generate::run(args),
     }
 }

@@ -1,6 +1,7 @@
 //! Sources of a topology. Each backend produces an hwloc topology; [`hwloc::convert`]
 //! turns it into the tdmap model, so all sources share one conversion.
 
+mod components;
 mod hwloc;
 pub mod preset;
 pub mod synthetic;
@@ -9,6 +10,7 @@ mod xml;
 use crate::{Distances, TopoError, Topology};
 use std::sync::{Mutex, MutexGuard};
 
+pub(crate) use components::Source;
 pub(crate) use hwloc::levels;
 pub use synthetic::from_synthetic;
 pub use xml::from_xml_file;
@@ -32,6 +34,7 @@ pub fn live() -> Result<Topology, TopoError> {
     if root != tdmap_sys::FsRoot::default() {
         std::env::set_var("HWLOC_FSROOT", root.path("/"));
     }
+    components::select(Source::Live);
     let topo = hwlocality::Topology::new().map_err(|e| TopoError::Discovery(e.to_string()))?;
     hwloc::convert(&topo, "this machine")
 }

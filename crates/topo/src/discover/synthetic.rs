@@ -29,6 +29,7 @@ pub fn from_synthetic(spec: &str) -> Result<Topology, TopoError> {
     };
     check_size(spec)?;
     let _hwloc = super::hwloc_lock();
+    super::components::select(super::Source::Synthetic);
     let last = spec.split_whitespace().last().unwrap_or("");
     let full = if last.to_ascii_lowercase().starts_with("pu:") {
         spec.to_string()

@@ -39,6 +39,7 @@ pub fn from_xml_file(path: &Path) -> Result<Topology, TopoError> {
         )));
     }
     let _hwloc = super::hwloc_lock();
+    super::components::select(super::Source::Xml);
     probe(path, &text)?;
     let topo = load(&text).map_err(|_| bad("hwloc rejected its content".into()))?;
     hwloc::convert(&topo, &path.display().to_string())
