@@ -12,6 +12,7 @@ mod svg;
 
 pub use places::{Edge, Places};
 
+use crate::cmd::canvas::TEXT;
 use crate::exit::input;
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -123,8 +124,6 @@ struct Layout {
     scale_x: usize,
 }
 
-/// Font scale of every label of the PNG figures: 16-pixel glyphs.
-pub(crate) const TEXT: usize = 2;
 /// The axes' title, the same on both.
 const AXIS: &str = "thread id";
 
