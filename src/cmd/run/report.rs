@@ -282,6 +282,7 @@ mod tests {
             actions: Default::default(),
             handler: Default::default(),
             times: Default::default(),
+            timeline: Vec::new(),
         };
         let setup = RunSetup {
             program: "p".into(),
