@@ -19,6 +19,8 @@ PKGS=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   # scotch_gmap, the reference of tests/scotch_halo.rs (issue 20 must-show 2).
   scotch
+  # tests/report_html.rs loads `tdmap report`'s page in headless Chromium (issue 22).
+  chromium
 )
 # The VM harness (tests/vm) boots a multi-node guest with these.
 VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio procps)

@@ -248,6 +248,9 @@ mod tests {
 
     #[test]
     fn markup_in_a_program_name_is_escaped() {
-        assert_eq!(xml("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            xml("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 }

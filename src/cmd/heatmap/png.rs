@@ -50,7 +50,12 @@ impl Heatmap<'_> {
         }
         let below = l.top + l.grid + 6 + 8 * TEXT + 10;
         let w = AXIS.len() * 8 * TEXT;
-        c.text((l.left + l.grid / 2).saturating_sub(w / 2), below, AXIS, TEXT);
+        c.text(
+            (l.left + l.grid / 2).saturating_sub(w / 2),
+            below,
+            AXIS,
+            TEXT,
+        );
         c.text(8, l.top - 8 * TEXT - 4, AXIS, TEXT);
     }
 

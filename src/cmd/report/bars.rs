@@ -41,7 +41,11 @@ impl Bars<'_> {
             esc(self.y_title),
             n * bw
         );
-        let ticks: &[f64] = if max > 0.0 { &[0.0, max / 2.0, max] } else { &[0.0] };
+        let ticks: &[f64] = if max > 0.0 {
+            &[0.0, max / 2.0, max]
+        } else {
+            &[0.0]
+        };
         for &v in ticks {
             let _ = writeln!(
                 s,

@@ -100,7 +100,9 @@ impl Sources {
         if let Some(r) = &self.run {
             return r.program.clone();
         }
-        self.sim.as_ref().map_or_else(String::new, |s| s.trace.clone())
+        self.sim
+            .as_ref()
+            .map_or_else(String::new, |s| s.trace.clone())
     }
 }
 
@@ -157,7 +159,10 @@ mod tests {
 
     #[test]
     fn the_format_header_names_the_kind() {
-        assert_eq!(probe(r#"{"format": "tdmap-sim", "x": 1}"#).as_deref(), Some("tdmap-sim"));
+        assert_eq!(
+            probe(r#"{"format": "tdmap-sim", "x": 1}"#).as_deref(),
+            Some("tdmap-sim")
+        );
         assert_eq!(probe(r#"{"x": 1}"#), None);
         assert_eq!(probe("not json"), None);
     }

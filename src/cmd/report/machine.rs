@@ -22,7 +22,11 @@ pub fn boxes(topo: &Topology, threads: &[(usize, usize)]) -> String {
     let mut tree: BTreeMap<(usize, usize, usize), BTreeMap<usize, Vec<usize>>> = BTreeMap::new();
     for (i, p) in topo.pus.iter().enumerate() {
         let key = (p.host, p.package, p.node);
-        tree.entry(key).or_default().entry(p.core).or_default().push(i);
+        tree.entry(key)
+            .or_default()
+            .entry(p.core)
+            .or_default()
+            .push(i);
     }
     let compact = topo.num_pus() > MAX_PUS_DRAWN;
     let many_hosts = topo.num_hosts() > 1;

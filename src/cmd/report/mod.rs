@@ -22,7 +22,9 @@ use tdmap_topo::Topology;
 
 /// Arguments of `tdmap report`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  tdmap analyze --json t.trace > a.json\n  tdmap sim --json t.trace > s.json\n  tdmap run --json --report r.json -- ./prog\n  tdmap map --trace t.trace --format json > m.json\n  tdmap report a.json s.json r.json m.json -o report.html")]
+#[command(
+    after_help = "Example:\n  tdmap analyze --json t.trace > a.json\n  tdmap sim --json t.trace > s.json\n  tdmap run --json --report r.json -- ./prog\n  tdmap map --trace t.trace --format json > m.json\n  tdmap report a.json s.json r.json m.json -o report.html"
+)]
 pub struct Args {
     /// The inputs, at most one of each kind: a trace (analysed here) or `tdmap analyze
     /// --json` output, `tdmap sim --json` output, a run report (`tdmap run --json

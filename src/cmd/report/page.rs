@@ -59,7 +59,11 @@ pub fn png_data_url(png: &[u8]) -> String {
     let mut out = String::with_capacity(22 + png.len() * 4 / 3 + 4);
     out += "data:image/png;base64,";
     for chunk in png.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
         for k in 0..4 {
             if k <= chunk.len() {

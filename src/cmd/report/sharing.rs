@@ -32,14 +32,21 @@ pub fn heatmaps(src: &Sources, topo: &Topology) -> Option<Section> {
             &a.program.join(" "),
             &places,
         );
-        body += &format!("<p class=\"note\">From the trace ({how}); the diagonal is private data.</p>");
+        body +=
+            &format!("<p class=\"note\">From the trace ({how}); the diagonal is private data.</p>");
     }
     if let Some(r) = &src.run {
         let places = Places {
             node: r.threads.iter().map(|t| t.node).collect(),
             package: vec![None; r.threads.len()],
         };
-        body += &figure("heatmap-run", &r.matrix, Counted::FaultSamples, &r.program, &places);
+        body += &figure(
+            "heatmap-run",
+            &r.matrix,
+            Counted::FaultSamples,
+            &r.program,
+            &places,
+        );
         body += "<p class=\"note\">From the run: page-fault samples (kMAF §3.1), a sample of the accesses; threads ordered by the node tdmap run planned for them.</p>";
     }
     (!body.is_empty()).then(|| Section {
@@ -103,7 +110,11 @@ pub fn exclusivity(src: &Sources) -> Option<Section> {
 fn histogram(id: &str, from: &str, d: &DataMetrics) -> String {
     let labels: Vec<String> = (0..=10).map(|k| format!("{}%", k * 10)).collect();
     let pages = d.pages.max(1) as f64;
-    let values: Vec<f64> = d.histogram.iter().map(|&c| 100.0 * c as f64 / pages).collect();
+    let values: Vec<f64> = d
+        .histogram
+        .iter()
+        .map(|&c| 100.0 * c as f64 / pages)
+        .collect();
     let chart = Bars {
         id,
         labels: &labels,

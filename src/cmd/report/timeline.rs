@@ -26,7 +26,12 @@ fn charts(r: &RunReport) -> String {
     let labels: Vec<String> = t.iter().map(|p| format!("{}", p.end_ms)).collect();
     let planned = if r.dry_run { " planned (dry run)" } else { "" };
     let series: [(&str, String, fn(&Period, bool) -> u64, &str); 3] = [
-        ("timeline-samples", "page-fault samples".into(), |p, _| p.samples, "#555"),
+        (
+            "timeline-samples",
+            "page-fault samples".into(),
+            |p, _| p.samples,
+            "#555",
+        ),
         (
             "timeline-migrations",
             format!("thread migrations{planned}"),

@@ -64,7 +64,13 @@ pub fn chart(
     for (g, (label, get)) in groups.iter().enumerate() {
         let x0 = LEFT + GAP + g * group_w;
         for (k, (_, n, _)) in rows.iter().enumerate() {
-            bar(&mut c, x0 + k * BAR, get(n), PALETTE[k % PALETTE.len()], &y_of);
+            bar(
+                &mut c,
+                x0 + k * BAR,
+                get(n),
+                PALETTE[k % PALETTE.len()],
+                &y_of,
+            );
         }
         let lx = x0 + (rows.len() * BAR).saturating_sub(label.len() * 8 * TEXT) / 2;
         c.text(lx, TOP + PLOT_H + 12, label, TEXT);
@@ -167,7 +173,9 @@ mod tests {
         };
         let rows = vec![("os".to_string(), zero.clone(), 0.0)];
         let png = chart(&rows, "t").unwrap();
-        let mut dec = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+        let mut dec = png::Decoder::new(std::io::Cursor::new(png))
+            .read_info()
+            .unwrap();
         let mut px = vec![0; dec.output_buffer_size().unwrap()];
         let w = dec.next_frame(&mut px).unwrap().width as usize;
         let at = |x: usize, y: usize| px[(y * w + x) * 3..(y * w + x) * 3 + 3].to_vec();
