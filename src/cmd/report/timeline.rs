@@ -21,11 +21,14 @@ pub fn section(r: &RunReport) -> Section {
     }
 }
 
+/// Reads one count of a period; the flag says the run was a dry run (planned counts).
+type Count = fn(&Period, bool) -> u64;
+
 fn charts(r: &RunReport) -> String {
     let t = &r.timeline;
     let labels: Vec<String> = t.iter().map(|p| format!("{}", p.end_ms)).collect();
     let planned = if r.dry_run { " planned (dry run)" } else { "" };
-    let series: [(&str, String, fn(&Period, bool) -> u64, &str); 3] = [
+    let series: [(&str, String, Count, &str); 3] = [
         (
             "timeline-samples",
             "page-fault samples".into(),
