@@ -70,22 +70,36 @@ pub(crate) fn write_matrix_heatmap(
     places: Option<&Places>,
 ) -> Result<()> {
     check_heatmap_path(path)?;
+    let png = heatmap_ext(path) == "png";
+    let bytes = of_matrix(m, counted, program, places, |h| {
+        if png {
+            h.png()
+        } else {
+            Ok(h.svg().into_bytes())
+        }
+    })?;
+    crate::paths::replace(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Calls `draw` with the heatmap of sharing matrix `m`, titled by what it counts, with
+/// `program`'s name and the threads' places when known.
+pub(crate) fn of_matrix<R>(
+    m: &SharingMatrix,
+    counted: Counted,
+    program: &str,
+    places: Option<&Places>,
+    draw: impl FnOnce(&Heatmap<'_>) -> R,
+) -> R {
     let cells = m.to_f64_rows();
     let (title, unit) = counted.title_unit();
-    let h = Heatmap {
+    draw(&Heatmap {
         n: m.n(),
         cells: &cells,
         title,
         program,
         unit,
         places,
-    };
-    let bytes = if heatmap_ext(path) == "png" {
-        h.png()?
-    } else {
-        h.svg().into_bytes()
-    };
-    crate::paths::replace(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
+    })
 }
 
 /// What to draw: an n×n row-major matrix, a title, the program and the unit of the scale.

@@ -56,24 +56,11 @@ impl Sources {
                 path.display()
             ))
         })?;
-        let bad = |e: tdmap_format::FormatError| input(e);
         match format.as_str() {
-            AnalyzeReport::FORMAT => {
-                let r = tdmap_format::from_str(&text, path).map_err(bad)?;
-                put(&mut self.analyze, r, path, AnalyzeReport::FORMAT)
-            }
-            Comparison::FORMAT => {
-                let r = tdmap_format::from_str(&text, path).map_err(bad)?;
-                put(&mut self.sim, r, path, Comparison::FORMAT)
-            }
-            RunReport::FORMAT => {
-                let r = tdmap_format::from_str(&text, path).map_err(bad)?;
-                put(&mut self.run, r, path, RunReport::FORMAT)
-            }
-            MappingFile::FORMAT => {
-                let r = tdmap_format::from_str(&text, path).map_err(bad)?;
-                put(&mut self.mapping, r, path, MappingFile::FORMAT)
-            }
+            AnalyzeReport::FORMAT => typed(&text, path, &mut self.analyze),
+            Comparison::FORMAT => typed(&text, path, &mut self.sim),
+            RunReport::FORMAT => typed(&text, path, &mut self.run),
+            MappingFile::FORMAT => typed(&text, path, &mut self.mapping),
             other => Err(input(format!(
                 "{}: format {other:?} is not one tdmap report shows: give {KINDS}",
                 path.display()
@@ -104,6 +91,12 @@ impl Sources {
             .as_ref()
             .map_or_else(String::new, |s| s.trace.clone())
     }
+}
+
+/// Reads `text` as a `T` with its owner's typed reader into `slot`.
+fn typed<T: Versioned>(text: &str, path: &Path, slot: &mut Option<T>) -> Result<&'static str> {
+    let value = tdmap_format::from_str(text, path).map_err(input)?;
+    put(slot, value, path, T::FORMAT)
 }
 
 /// Stores `value` in `slot`, refusing a second input of one kind.

@@ -6,7 +6,7 @@ use super::bars::Bars;
 use super::inputs::Sources;
 use super::machine::chip;
 use super::page::{esc, table, Section};
-use crate::cmd::heatmap::{Counted, Heatmap, Places};
+use crate::cmd::heatmap::{self, Counted, Places};
 use tdmap_map::MappingFile;
 use tdmap_sharing::{DataMetrics, SharingMatrix};
 use tdmap_topo::Topology;
@@ -71,17 +71,8 @@ fn mapping_places(m: Option<&MappingFile>, threads: usize) -> Option<Places> {
 }
 
 fn figure(id: &str, m: &SharingMatrix, counted: Counted, program: &str, places: &Places) -> String {
-    let cells = m.to_f64_rows();
-    let (title, unit) = counted.title_unit();
-    let h = Heatmap {
-        n: m.n(),
-        cells: &cells,
-        title,
-        program,
-        unit,
-        places: Some(places),
-    };
-    format!("<div id=\"{id}\">{}</div>", h.svg())
+    let svg = heatmap::of_matrix(m, counted, program, Some(places), |h| h.svg());
+    format!("<div id=\"{id}\">{svg}</div>")
 }
 
 /// The exclusivity histograms and the top pairs, or None without data.
