@@ -218,6 +218,8 @@ fn short(v: f64) -> String {
         v if v >= 1e9 => format!("{:.3}G", v / 1e9),
         v if v >= 1e6 => format!("{:.3}M", v / 1e6),
         v if v >= 1e4 => format!("{:.1}k", v / 1e3),
+        // A small scale's middle (3 / 2) would round to a wrong whole number.
+        v if v < 10.0 && v.fract() != 0.0 => format!("{v:.1}"),
         v => format!("{v:.0}"),
     }
 }
@@ -250,6 +252,13 @@ mod tests {
             places: None,
         };
         assert_eq!(h.max_off_diagonal(), 5.0);
+    }
+
+    #[test]
+    fn a_small_scale_keeps_its_half() {
+        assert_eq!(short(1.5), "1.5");
+        assert_eq!(short(21.0), "21");
+        assert_eq!(short(12_345.0), "12.3k");
     }
 
     #[test]
