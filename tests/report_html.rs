@@ -60,6 +60,8 @@ fn inputs(dir: &Path) -> Vec<PathBuf> {
 /// lines (messages and uncaught errors) Chromium logged. Writes a screenshot at `shot`.
 fn chromium(page: &Path, shot: &Path) -> (String, Vec<String>) {
     let url = format!("file://{}", page.canonicalize().unwrap().display());
+    // A profile of its own, so that no other Chromium (or test run) holds it.
+    let profile = page.with_extension("profile");
     let o = Command::new("chromium")
         .args([
             "--headless",
@@ -68,6 +70,7 @@ fn chromium(page: &Path, shot: &Path) -> (String, Vec<String>) {
             "--enable-logging=stderr",
         ])
         .args(["--v=0", "--window-size=1280,6000"])
+        .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--screenshot={}", shot.display()))
         .args(["--dump-dom", &url])
         .output()
