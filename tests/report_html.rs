@@ -189,5 +189,10 @@ fn bad_inputs_exit_2_with_one_line() {
         &tdmap(&["report", "/nonexistent.json", "-o", out]),
         "/nonexistent.json",
     );
+    let nowhere = "/nonexistent/r.html";
+    one_line_exit_2(
+        &tdmap(&["report", RUN, "-o", nowhere]),
+        "give a writable path",
+    );
     assert!(!Path::new(out).exists());
 }

@@ -14,7 +14,7 @@ mod simulated;
 mod timeline;
 
 use crate::exit::{input, OK};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use inputs::Sources;
 use page::{esc, Section};
 use std::path::PathBuf;
@@ -71,8 +71,12 @@ pub fn run(args: Args) -> Result<i32> {
         .map(|(p, k)| (p.display().to_string(), *k))
         .collect();
     let html = page::page(&title, &read, &sections);
-    crate::paths::replace(&args.output, html.as_bytes())
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    crate::paths::replace(&args.output, html.as_bytes()).map_err(|e| {
+        input(format!(
+            "--output {}: {e}: give a writable path",
+            args.output.display()
+        ))
+    })?;
     if args.json {
         let out = serde_json::json!({
             "written": args.output.display().to_string(),
