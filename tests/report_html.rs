@@ -190,9 +190,6 @@ fn bad_inputs_exit_2_with_one_line() {
         "/nonexistent.json",
     );
     let nowhere = "/nonexistent/r.html";
-    one_line_exit_2(
-        &tdmap(&["report", RUN, "-o", nowhere]),
-        "give a writable path",
-    );
+    one_line_exit_2(&tdmap(&["report", RUN, "-o", nowhere]), "no such folder");
     assert!(!Path::new(out).exists());
 }
