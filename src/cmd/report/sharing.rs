@@ -72,7 +72,12 @@ fn mapping_places(m: Option<&MappingFile>, threads: usize) -> Option<Places> {
 
 fn figure(id: &str, m: &SharingMatrix, counted: Counted, program: &str, places: &Places) -> String {
     let svg = heatmap::of_matrix(m, counted, program, Some(places), |h| h.svg());
-    format!("<div id=\"{id}\">{svg}</div>")
+    let one = if places.splits() {
+        ""
+    } else {
+        "<p class=\"note\">Every thread is on one NUMA node: no node boundary to draw.</p>"
+    };
+    format!("<div id=\"{id}\">{svg}</div>{one}")
 }
 
 /// The exclusivity histograms and the top pairs, or None without data.
