@@ -40,6 +40,14 @@ demo: build workloads
 	@echo "== tdmap sim: SIMULATED comparison of every policy on xeon-x7550-4s (this machine has one node);"
 	@echo "   the kmaf row is tdmap run's mechanism on that machine, simulated"
 	./target/release/tdmap sim $(DEMO)/pairs.trace --machine xeon-x7550-4s --plot $(DEMO)/sim.png
+	@echo
+	@echo "== tdmap report: the above in one HTML page (no network needed to open it)"
+	./target/release/tdmap sim $(DEMO)/pairs.trace --machine xeon-x7550-4s --json > $(DEMO)/sim.json
+	./target/release/tdmap map --trace $(DEMO)/pairs.trace --machine xeon-x7550-4s --algorithm matching --format json > $(DEMO)/mapping.json
+	./target/release/tdmap run --json --report $(DEMO)/run.json -- workloads/build/gcc/pairs 8 4096 1200
+	./target/release/tdmap report $(DEMO)/pairs.trace $(DEMO)/sim.json $(DEMO)/run.json $(DEMO)/mapping.json --machine xeon-x7550-4s -o $(DEMO)/report.html
+	@echo
+	@echo "Open $(DEMO)/report.html in a browser: machine, sharing, SIMULATED policies and the run's timeline."
 
 lint: setup
 	$(CARGO) fmt --all -- --check

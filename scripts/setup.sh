@@ -21,6 +21,8 @@ PKGS=(
   scotch
   # `man tdmap` on the pages `make install` writes (checked by tests/install.sh).
   man-db
+  # tests/report_html.rs loads `tdmap report`'s page in headless Chromium (issue 22).
+  chromium
 )
 # The VM harness (tests/vm) boots a multi-node guest with these.
 VM_PKGS=(qemu-system-x86 linux-image-amd64 busybox-static cpio procps)

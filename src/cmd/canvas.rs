@@ -4,6 +4,10 @@
 
 use font8x8::legacy::BASIC_LEGACY;
 
+/// Font scale of every title and axis label of the PNG figures: 16-pixel glyphs, one
+/// style for all of them.
+pub const TEXT: usize = 2;
+
 /// An RGB raster, white at the start.
 pub struct Canvas {
     w: usize,

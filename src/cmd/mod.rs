@@ -8,6 +8,7 @@ mod from_trace;
 mod generate;
 mod heatmap;
 mod map;
+mod report;
 mod run;
 mod sim;
 mod topo;
@@ -77,6 +78,14 @@ enum Command {
     /// writes its row at MPI_Finalize; tdmap assembles them into a `tdmap-comm` file that
     /// `tdmap map --comm` reads, and reports the time spent in the library.
     Comm(comm::Args),
+    /// Write one self-contained HTML page from a trace or its analysis, a sim result, a
+    /// run report and a mapping.
+    ///
+    /// The page holds the machine with each thread in its PU, the sharing heatmaps with
+    /// NUMA-node and package boundaries, the exclusivity histogram and top pairs, the
+    /// SIMULATED policy chart and a run's timeline; its CSS, script and pictures are
+    /// inline, so it opens with no network.
+    Report(report::Args),
     /// Write the man pages, shell completions or CLI reference made from this command line.
     #[command(hide = true)]
     Generate(generate::Args),
@@ -264,6 +273,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sim(args) => sim::run(args),
         Command::Run(args) => run::run(args),
         Command::Comm(args) => comm::run(args),
+        Command::Report(args) => report::run(args),
         Command::Generate(args) => generate::run(args),
     }
 }

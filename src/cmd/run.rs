@@ -189,6 +189,6 @@ pub fn run(args: Args) -> Result<i32> {
         },
     )?;
     let report = report::build(&topo, &settings, prog, &outcome, events);
-    report::emit(&report, &args, &outcome)?;
+    report::emit(&report, &args, &outcome, &topo)?;
     Ok(outcome.exit_code)
 }

@@ -51,6 +51,8 @@ if [ -z "$flags" ] && [ "$cpn" = 2 ] && [ "$dist" = "10,17;17,10" ]; then
   # the samples move each quarter within a few periods of the first mapping; counted
   # per 4 KiB page, as before tdmap read the page size, they did not within 2 s.
   sh /run-check.sh 2 huge || status=1
+  # tdmap report and the run heatmap on two nodes (issue 22 items 5-6).
+  sh /report-check.sh || status=1
   # The matrix detected online against each workload's sharing (issue 7 must-show 1).
   sh /corr-check.sh || status=1
 fi

@@ -601,6 +601,7 @@ fn run_report(threads: usize) -> tdmap_monitor::report::RunReport {
         actions: Default::default(),
         handler: Default::default(),
         times: Default::default(),
+        timeline: Vec::new(),
     };
     let setup = RunSetup {
         program: "p".into(),

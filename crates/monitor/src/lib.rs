@@ -26,6 +26,6 @@ pub use datahome::DataHome;
 pub use engine::{Engine, Times, BATCH};
 pub use error::MonitorError;
 pub use monitor::{Fault, Monitor, ThreadPlan};
-pub use outcome::{HandlerReport, Outcome, SampleCounts};
+pub use outcome::{HandlerReport, Outcome, Period, SampleCounts};
 pub use threads::ThreadIndex;
 pub mod report;

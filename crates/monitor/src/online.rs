@@ -7,7 +7,7 @@ use crate::actuator::Actuator;
 use crate::engine::{Engine, Times};
 use crate::error::MonitorError;
 use crate::monitor::Fault;
-use crate::outcome::{HandlerReport, Outcome, SampleCounts};
+use crate::outcome::{HandlerReport, Outcome, Period, SampleCounts};
 use std::collections::HashSet;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
@@ -142,6 +142,14 @@ pub fn run(
     let mut per_thread: Vec<u64> = Vec::new();
     let mut next = s.period;
     let mut periods = 0;
+    let mut timeline = Vec::new();
+    let mut last = (0, engine.counts().clone());
+    let mut close = |engine: &Engine, taken: u64, at: Duration| {
+        let now = (taken, engine.counts().clone());
+        let ms = at.as_millis() as u64;
+        timeline.push(Period::between(ms, (last.0, &last.1), (now.0, &now.1)));
+        last = now;
+    };
     let exit_code = loop {
         let ended = prog.try_wait()?;
         let until_next = next.saturating_sub(clock.now());
@@ -199,11 +207,13 @@ pub fn run(
             engine.times_mut().sampling += t0.elapsed();
         }
         if let Some(code) = ended {
+            close(engine, n.taken, clock.now());
             break code;
         }
         engine.pin_fixed(act);
         if clock.now() >= next {
             engine.period(act)?;
+            close(engine, n.taken, clock.now());
             let t = Instant::now();
             prog.after_period();
             engine.times_mut().sampling += t.elapsed();
@@ -237,6 +247,7 @@ pub fn run(
             samples: handler.samples,
         },
         times,
+        timeline,
     })
 }
 

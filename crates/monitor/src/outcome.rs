@@ -35,6 +35,41 @@ pub struct HandlerReport {
     pub samples: u64,
 }
 
+/// One period of the run, for a timeline: what came in and what was done during it.
+/// Counts are of this period only; with --dry-run the planned counts say what would have
+/// been done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Period {
+    /// When the period ended, in ms since the program was released.
+    pub end_ms: u64,
+    /// Samples drained during it.
+    pub samples: u64,
+    /// Threads pinned to a new PU (thread migrations).
+    pub pins: u64,
+    /// Pins decided, applied or not.
+    pub pins_planned: u64,
+    /// Pages moved to another node.
+    pub pages_moved: u64,
+    /// Page moves decided, applied or not.
+    pub moves_planned: u64,
+}
+
+impl Period {
+    /// The period that ended at `end_ms`: `now` less `before`, two snapshots of the
+    /// run's running totals (samples taken, actions).
+    pub fn between(end_ms: u64, before: (u64, &Counts), now: (u64, &Counts)) -> Period {
+        let (b, n) = (before.1, now.1);
+        Period {
+            end_ms,
+            samples: now.0 - before.0,
+            pins: n.threads_pinned - b.threads_pinned,
+            pins_planned: n.pins_planned - b.pins_planned,
+            pages_moved: n.pages_moved - b.pages_moved,
+            moves_planned: n.moves_planned - b.moves_planned,
+        }
+    }
+}
+
 /// What the run saw and did.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -62,4 +97,6 @@ pub struct Outcome {
     pub handler: HandlerReport,
     /// Time per part.
     pub times: Times,
+    /// Each period in order, the last one cut short by the program's end.
+    pub timeline: Vec<Period>,
 }

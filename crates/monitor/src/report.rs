@@ -7,7 +7,7 @@
 
 use crate::actuator::Counts;
 use crate::config::Config;
-use crate::outcome::{Outcome, SampleCounts};
+use crate::outcome::{Outcome, Period, SampleCounts};
 use serde::{Deserialize, Serialize};
 use tdmap_sharing::{DataMetrics, Metric, SharingMatrix, Similarity, ThreadMetrics};
 use tdmap_topo::Topology;
@@ -182,6 +182,10 @@ pub struct RunReport {
     pub time_ms: TimesMs,
     /// The loop's busy time as a share of the wall time.
     pub overhead_pct: f64,
+    /// Each period: samples, thread migrations and page moves (`tdmap report`'s
+    /// timeline). Added in version 1 as an optional field: empty in older files.
+    #[serde(default)]
+    pub timeline: Vec<Period>,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -251,6 +255,7 @@ impl RunReport {
                 total: ms(t.total()),
             },
             overhead_pct: 100.0 * t.total().as_secs_f64() / o.wall.as_secs_f64().max(1e-9),
+            timeline: o.timeline.clone(),
         }
     }
 

@@ -207,6 +207,7 @@ fn a_dry_run_asks_nothing_of_the_kernel_and_says_would() {
         actions: c.clone(),
         handler: Default::default(),
         times: Default::default(),
+        timeline: Vec::new(),
     };
     let setup = RunSetup {
         program: "p".into(),

@@ -91,6 +91,13 @@ fn s(tid: u32, addr: u64, time: u64) -> FaultSample {
 
 /// Every thread faults in the first batch, the handler among the first.
 fn run(after: Option<u32>) -> (Vec<u32>, u64, u64) {
+    let o = outcome(after);
+    let tids = o.threads.iter().map(|t| t.0).collect();
+    (tids, o.handler.samples, o.samples.taken)
+}
+
+/// The run of [`run`], whole.
+fn outcome(after: Option<u32>) -> tdmap_monitor::Outcome {
     let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
     let clock = FakeClock(Cell::new(Duration::ZERO));
     let first = vec![
@@ -117,9 +124,7 @@ fn run(after: Option<u32>) -> (Vec<u32>, u64, u64) {
         period: PERIOD,
         announcer: Some(&mut late),
     };
-    let o = online::run(&mut engine, &mut src, &mut act, &mut prog, &clock, settings).unwrap();
-    let tids = o.threads.iter().map(|t| t.0).collect();
-    (tids, o.handler.samples, o.samples.taken)
+    online::run(&mut engine, &mut src, &mut act, &mut prog, &clock, settings).unwrap()
 }
 
 #[test]
@@ -138,4 +143,21 @@ fn without_an_announcement_the_samples_are_used_after_the_wait() {
     // ANNOUNCE_WAIT every thread it shows is the program's.
     assert_eq!(tids, vec![PID, HANDLER, 302, 303]);
     assert_eq!((handler, taken), (0, 124));
+}
+
+/// `tdmap report`'s timeline: one row per period and one for the cut-short last one,
+/// whose counts add up to the run's totals.
+#[test]
+fn the_timeline_has_every_period_and_adds_up_to_the_totals() {
+    let o = outcome(Some(0));
+    assert_eq!(o.timeline.len() as u64, o.periods + 1, "{:?}", o.timeline);
+    assert!(o.periods >= 2);
+    let sum = |f: fn(&tdmap_monitor::Period) -> u64| o.timeline.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|p| p.samples), o.samples.taken);
+    assert_eq!(sum(|p| p.pins), o.actions.threads_pinned);
+    assert_eq!(sum(|p| p.pins_planned), o.actions.pins_planned);
+    assert_eq!(sum(|p| p.moves_planned), o.actions.moves_planned);
+    assert!(o.actions.pins_planned > 0, "the workers were mapped");
+    assert!(o.timeline.windows(2).all(|w| w[0].end_ms < w[1].end_ms));
+    assert_eq!(o.timeline[0].end_ms, PERIOD.as_millis() as u64);
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use tdmap_sharing::{AnalyzeReport, Grain, Metric, ReportSetup, Sharers};
 
-use super::heatmap::write_matrix_heatmap;
+use super::heatmap::{write_matrix_heatmap, Counted, Places};
 
 /// Arguments of `tdmap analyze`.
 #[derive(Debug, clap::Args)]
@@ -101,10 +101,12 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let setup = setup(&name, &t.topo, &sizes, metric, args.top);
     let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
-    rep.set_thread_nodes(t.nodes);
+    rep.set_thread_nodes(t.nodes.clone());
     rep.set_complete(t.complete);
     if let Some(path) = &args.heatmap {
-        write_matrix_heatmap(path, t.model.matrix(metric), metric)?;
+        let places = Places::from_nodes(&t.topo, &t.nodes);
+        let (m, program) = (t.model.matrix(metric), t.header.program.join(" "));
+        write_matrix_heatmap(path, m, Counted::Trace(metric), &program, Some(&places))?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {

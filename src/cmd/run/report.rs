@@ -58,9 +58,12 @@ pub fn build(topo: &Topology, s: &Settings, prog: &OsStr, o: &Outcome, events: S
 }
 
 /// Writes the report (text or JSON, to stderr or `--report FILE`) and the heatmap.
-pub fn emit(r: &RunReport, args: &Args, o: &Outcome) -> Result<()> {
+pub fn emit(r: &RunReport, args: &Args, o: &Outcome, topo: &Topology) -> Result<()> {
     if let Some(path) = &args.heatmap {
-        crate::cmd::heatmap::write_matrix_heatmap(path, &o.matrix, Metric::Accesses)?;
+        use crate::cmd::heatmap::{write_matrix_heatmap, Counted, Places};
+        let places = Places::from_pus(topo, &o.actions.planned);
+        let counted = Counted::FaultSamples;
+        write_matrix_heatmap(path, &o.matrix, counted, &r.program, Some(&places))?;
     }
     let text = if args.json {
         if args.report.is_some() {
@@ -279,6 +282,7 @@ mod tests {
             actions: Default::default(),
             handler: Default::default(),
             times: Default::default(),
+            timeline: Vec::new(),
         };
         let setup = RunSetup {
             program: "p".into(),

@@ -126,8 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let out = Comparison::new(setup, &cfg, reports);
     if let Some(png) = &args.plot {
-        let bytes = plot::chart(&rows_for_plot(&out), &plot_title(&args, &topo))
-            .context("encoding the chart")?;
+        let bytes = chart_png(&out)?;
         crate::paths::replace(png, &bytes).map_err(|e| {
             input(format!(
                 "--plot {}: {e}: give a writable path",
@@ -226,19 +225,20 @@ fn replay(
     Ok(reports)
 }
 
-fn rows_for_plot(out: &Comparison) -> Vec<(String, Normalised, f64)> {
-    out.results
+/// The chart of `out` as PNG bytes, titled SIMULATED with its trace and machine: what
+/// `--plot` writes and `tdmap report` inlines.
+pub(crate) fn chart_png(out: &Comparison) -> anyhow::Result<Vec<u8>> {
+    let rows: Vec<(String, Normalised, f64)> = out
+        .results
         .iter()
         .map(|r| (r.policy.clone(), r.normalised.clone(), r.remote_ratio))
-        .collect()
-}
-
-fn plot_title(args: &Args, topo: &Topology) -> String {
-    let name = args.trace.file_name().map_or_else(
-        || args.trace.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    format!("SIMULATED: {name} on {}, normalised to os", topo.name)
+        .collect();
+    let trace = Path::new(&out.trace);
+    let name = trace
+        .file_name()
+        .map_or_else(|| out.trace.clone(), |n| n.to_string_lossy().into_owned());
+    let title = format!("SIMULATED: {name} on {}, normalised to os", out.machine);
+    plot::chart(&rows, &title).context("encoding the chart")
 }
 
 fn table(out: &Comparison) -> String {
