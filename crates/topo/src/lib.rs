@@ -11,6 +11,7 @@ mod cluster;
 mod discover;
 mod distances;
 mod error;
+mod fingerprint;
 mod hosts;
 mod model;
 mod render;
@@ -25,6 +26,7 @@ pub use discover::synthetic::{check_size as check_synthetic, MAX_ARITY, MAX_PUS}
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
 pub use distances::{Distances, DistancesSource};
 pub use error::TopoError;
+pub use fingerprint::Fingerprint;
 pub use hosts::{expand_nodelist, parse_hosts, HostsError};
 pub use model::{CacheInfo, Latencies, Level, Obj, ObjId, ObjKind, Pu, Restriction, Topology};
 pub use render::{render_json, render_text};
