@@ -199,24 +199,7 @@ pub(crate) fn say_restricted(topo: &tdmap_topo::Topology) {
     }
 }
 
-/// OS CPU numbers as a range list: 0-3,8.
-pub(crate) fn cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
+pub(crate) use tdmap_topo::cpu_list;
 
 /// Bad input about file `path`: `err` prefixed with the file's name, unless it names the
 /// file already (a trace's I/O errors do), so that the name is printed once.

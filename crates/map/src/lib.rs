@@ -18,6 +18,7 @@ pub mod drb;
 mod error;
 pub mod exhaustive;
 mod file;
+mod fit;
 pub mod format;
 pub mod greedy;
 pub mod greedy_sparse;
@@ -33,7 +34,8 @@ pub mod worst;
 
 pub use cost::{cost, cost_sparse, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;
-pub use file::{MappingFile, Placement, Provenance};
+pub use file::{membind, MappingFile, Placement, Provenance, Unit};
+pub use fit::{check as check_fit, FitError, Fitted, Leniency};
 pub use matrix::{parse_csv, validate};
 pub use slots::Slots;
 pub use sparse::{parse_edges, parse_mtx, Sparse};

@@ -65,7 +65,11 @@ impl Topology {
         parts.push(plural(self.count(ObjKind::Package), "package"));
         parts.push(plural(self.num_nodes(), "NUMA node"));
         parts.push(plural(self.count(ObjKind::Core), "core"));
-        parts.push(format!("{} PU{}", self.num_pus(), if self.num_pus() == 1 { "" } else { "s" }));
+        parts.push(format!(
+            "{} PU{}",
+            self.num_pus(),
+            if self.num_pus() == 1 { "" } else { "s" }
+        ));
         Fingerprint {
             pus: self.num_pus(),
             summary: parts.join(", "),
@@ -95,8 +99,12 @@ mod tests {
 
     #[test]
     fn the_same_machine_matches_and_another_does_not() {
-        let a = from_synthetic("package:2 core:2 pu:2").unwrap().fingerprint();
-        let again = from_synthetic("package:2 core:2 pu:2").unwrap().fingerprint();
+        let a = from_synthetic("package:2 core:2 pu:2")
+            .unwrap()
+            .fingerprint();
+        let again = from_synthetic("package:2 core:2 pu:2")
+            .unwrap()
+            .fingerprint();
         assert!(a.same_machine(&again));
         assert_eq!(a.summary, "2 packages, 1 NUMA node, 4 cores, 8 PUs");
         assert_eq!(a.hash.len(), 16);

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod cluster;
+mod cpulist;
 mod discover;
 mod distances;
 mod error;
@@ -21,6 +22,7 @@ mod spec;
 pub use cluster::{
     cluster, default_network_distance, MAX_CLUSTER_NODES, MAX_CLUSTER_PUS, MAX_HOSTS,
 };
+pub use cpulist::cpu_list;
 pub use discover::preset::{preset, preset_names, NEHALEM_EX, PRESETS};
 pub use discover::synthetic::{check_size as check_synthetic, MAX_ARITY, MAX_PUS};
 pub use discover::{from_synthetic, from_xml_file, live, with_distances};
