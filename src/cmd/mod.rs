@@ -4,9 +4,11 @@ mod analyze;
 mod canvas;
 mod cc;
 mod comm;
+mod exec;
 mod from_trace;
 mod heatmap;
 mod map;
+mod mapping;
 mod run;
 mod sim;
 mod topo;
@@ -64,6 +66,11 @@ enum Command {
     Analyze(analyze::Args),
     /// Replay a trace on a modelled NUMA machine under each policy (SIMULATED figures).
     Sim(sim::Args),
+    /// Run a program with its threads (or MPI ranks) pinned as a mapping file says.
+    ///
+    /// Refuses to start (exit 2) a mapping made for another machine or naming CPUs
+    /// outside this process's allocation; exits with the program's exit code.
+    Exec(exec::Args),
     /// Run a program under kMAF-style online thread and data mapping, then report.
     ///
     /// The program's output is untouched; the report goes to stderr (or --report FILE);
@@ -241,6 +248,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Exec(args) => exec::run(args),
         Command::Run(args) => run::run(args),
         Command::Comm(args) => comm::run(args),
     }

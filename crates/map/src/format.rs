@@ -67,6 +67,19 @@ impl std::str::FromStr for Format {
     }
 }
 
+/// The OpenMP variables that put thread k on OS CPU `cpus[k]`: one place per thread,
+/// `OMP_PROC_BIND=close` and as many threads as places. libgomp and libomp both read
+/// them.
+pub fn omp_env(cpus: &[usize]) -> [(&'static str, String); 3] {
+    let places: Vec<String> = cpus.iter().map(|c| format!("{{{c}}}")).collect();
+    [
+        ("OMP_NUM_THREADS", cpus.len().to_string()),
+        ("OMP_PLACES", places.join(",")),
+        // With `close` and one place per thread, thread i gets place i (OpenMP 5.2 §10.1.3).
+        ("OMP_PROC_BIND", "close".into()),
+    ]
+}
+
 /// Renders `mapping` (thread → logical PU of `topo`) in a text format; the lines
 /// starting with `#` are comments every target accepts.
 pub fn render(format: Format, topo: &Topology, mapping: &[usize]) -> String {
@@ -75,11 +88,14 @@ pub fn render(format: Format, topo: &Topology, mapping: &[usize]) -> String {
     match format {
         Format::Json => {}
         Format::OmpPlaces => {
-            let places: Vec<String> = mapping.iter().map(|&p| format!("{{{}}}", os(p))).collect();
-            out.push_str(&format!("export OMP_NUM_THREADS={}\n", mapping.len()));
-            out.push_str(&format!("export OMP_PLACES=\"{}\"\n", places.join(",")));
-            // With `close` and one place per thread, thread i gets place i (OpenMP 5.2 §10.1.3).
-            out.push_str("export OMP_PROC_BIND=close\n");
+            let cpus: Vec<usize> = mapping.iter().map(|&p| os(p)).collect();
+            for (var, value) in omp_env(&cpus) {
+                if value.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    out.push_str(&format!("export {var}={value}\n"));
+                } else {
+                    out.push_str(&format!("export {var}=\"{value}\"\n"));
+                }
+            }
         }
         Format::Rankfile => crate::launch::rankfile(topo, mapping, &mut out),
         Format::Hostfile => crate::launch::hostfile(topo, mapping, &mut out),

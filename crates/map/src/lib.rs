@@ -27,6 +27,7 @@ pub mod launch;
 pub mod matching;
 pub mod matrix;
 pub mod policy;
+pub mod rank;
 pub mod rng;
 pub mod slots;
 pub mod sparse;

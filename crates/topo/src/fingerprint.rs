@@ -30,7 +30,7 @@ impl Fingerprint {
 
 impl std::fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (hash {})", self.summary, self.hash)
+        write!(f, "{}; hash {}", self.summary, self.hash)
     }
 }
 

@@ -180,6 +180,35 @@ impl Record {
     }
 }
 
+/// What the runtime of one process reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The runtime loaded and read its settings (its hello record is there).
+    pub loaded: bool,
+    /// Pins that held.
+    pub pinned: Vec<Record>,
+    /// Pins that failed, with their errno.
+    pub failed: Vec<Record>,
+    /// Threads beyond the list, left unpinned.
+    pub beyond: Vec<Record>,
+}
+
+impl Outcome {
+    /// The records of process `pid`, sorted by kind (other processes' are ignored).
+    pub fn of(records: &[Record], pid: u32) -> Outcome {
+        let mut o = Outcome::default();
+        for r in records.iter().filter(|r| r.pid == pid) {
+            match (r.kind, r.errno) {
+                (KIND_HELLO, _) => o.loaded = true,
+                (KIND_PIN, 0) => o.pinned.push(*r),
+                (KIND_PIN, _) => o.failed.push(*r),
+                _ => o.beyond.push(*r),
+            }
+        }
+        o
+    }
+}
+
 /// What a failed `sched_setaffinity` says about the thread: ESRCH means it had exited
 /// before the pin (only a pin from outside can meet that), EINVAL that the CPU is not
 /// one the thread may use (outside its cpuset or offline).
@@ -231,6 +260,16 @@ mod tests {
         assert!(Record::decode_all(&all[..40]).is_err());
         all[0] ^= 1;
         assert!(Record::decode_all(&all).is_err());
+        let hello = Record {
+            kind: KIND_HELLO,
+            errno: 0,
+            ..r
+        };
+        let ok = Record { errno: 0, ..r };
+        let other = Record { pid: 8, ..ok };
+        let o = Outcome::of(&[hello, ok, r, other], 7);
+        assert!(o.loaded);
+        assert_eq!((o.pinned, o.failed, o.beyond.len()), (vec![ok], vec![r], 0));
         assert_eq!(failure_state(3), "thread had exited");
         assert_eq!(failure_state(22), "CPU not allowed");
     }

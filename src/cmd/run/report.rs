@@ -215,8 +215,8 @@ fn errnos(f: &tdmap_monitor::Failures) -> String {
 fn errno_name(e: i32) -> String {
     match e {
         0 => "moved elsewhere".into(),
-        3 => "ESRCH (thread had exited)".into(),
-        22 => "EINVAL (CPU not allowed)".into(),
+        3 => format!("ESRCH ({})", tdmap_wire::pin::failure_state(e)),
+        22 => format!("EINVAL ({})", tdmap_wire::pin::failure_state(e)),
         1 => "EPERM".into(),
         13 => "EACCES".into(),
         12 => "ENOMEM".into(),
