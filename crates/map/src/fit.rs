@@ -18,9 +18,9 @@ pub enum FitError {
         /// The file's `machine` field.
         made: String,
         /// The file's fingerprint.
-        theirs: Fingerprint,
+        theirs: Box<Fingerprint>,
         /// This machine's.
-        here: Fingerprint,
+        here: Box<Fingerprint>,
     },
     /// The file names CPUs this machine does not have.
     #[error("it names CPU {} that this machine does not have ({pus} PUs); make the mapping here with tdmap map, or pass --best-effort", cpu_list(cpus))]
@@ -102,8 +102,8 @@ pub fn check(
             &mut warnings,
             FitError::OtherMachine {
                 made: file.machine.clone(),
-                theirs: theirs.clone(),
-                here: mine,
+                theirs: Box::new(theirs.clone()),
+                here: Box::new(mine),
             },
             how.force,
         )?,

@@ -7,6 +7,9 @@
 //! beyond the list, is written as a record to the file `tdmap exec` named, which it
 //! reports from once the program has ended ([`tdmap_wire::pin`]).
 //!
+//! A thread beyond the list gets the CPUs the process had before main was pinned
+//! (otherwise it would inherit its creator's single CPU).
+//!
 //! A thread pins itself rather than being pinned from outside, so it cannot have exited
 //! yet: a failure here is the CPU (EINVAL: outside the thread's cpuset). A thread whose
 //! creator set an affinity in its attributes is re-pinned as the mapping says.
@@ -19,6 +22,9 @@ use tdmap_wire::pin::{self as wire, Record, Settings};
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
+/// The process's CPUs before main was pinned: where threads beyond the list run, rather
+/// than on the CPU of whichever thread created them.
+static UNPINNED: OnceLock<Vec<usize>> = OnceLock::new();
 /// The record file, -1 when not pinning.
 static LOG: AtomicI32 = AtomicI32::new(-1);
 /// The next created thread's number (main is 0).
@@ -55,6 +61,9 @@ extern "C" fn ctor() {
         );
     }
     let n = s.cpus.len() as u32;
+    if let Ok(cpus) = tdmap_sys::Sys::get_affinity(&tdmap_sys::LinuxSys, 0) {
+        let _ = UNPINNED.set(cpus);
+    }
     let settings = SETTINGS.get_or_init(|| s);
     log(wire::KIND_HELLO, 0, n, 0);
     pin_self(settings, 0);
@@ -96,15 +105,16 @@ extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
 }
 
 fn pin_self(s: &Settings, thread: u32) {
-    let Some(cpu) = s.cpu_of(thread) else {
-        log(wire::KIND_BEYOND, thread, 0, 0);
-        return;
-    };
-    let errno = match tdmap_sys::Sys::set_affinity(&tdmap_sys::LinuxSys, 0, &[cpu as usize]) {
+    let set = |cpus: &[usize]| match tdmap_sys::Sys::set_affinity(&tdmap_sys::LinuxSys, 0, cpus) {
         Ok(()) => 0,
         Err(e) => e.errno().unwrap_or(libc::EINVAL) as u32,
     };
-    log(wire::KIND_PIN, thread, cpu, errno);
+    let Some(cpu) = s.cpu_of(thread) else {
+        let errno = UNPINNED.get().map_or(0, |all| set(all));
+        log(wire::KIND_BEYOND, thread, 0, errno);
+        return;
+    };
+    log(wire::KIND_PIN, thread, cpu, set(&[cpu as usize]));
 }
 
 fn log(kind: u32, thread: u32, cpu: u32, errno: u32) {

@@ -194,7 +194,8 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The records of process `pid`, sorted by kind (other processes' are ignored).
+    /// The records of process `pid` by kind, each kind in thread order (other processes'
+    /// are ignored).
     pub fn of(records: &[Record], pid: u32) -> Outcome {
         let mut o = Outcome::default();
         for r in records.iter().filter(|r| r.pid == pid) {
@@ -204,6 +205,10 @@ impl Outcome {
                 (KIND_PIN, _) => o.failed.push(*r),
                 _ => o.beyond.push(*r),
             }
+        }
+        // Threads write as they start, which need not be their creation order.
+        for v in [&mut o.pinned, &mut o.failed, &mut o.beyond] {
+            v.sort_by_key(|r| r.thread);
         }
         o
     }

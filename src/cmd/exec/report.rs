@@ -133,9 +133,11 @@ fn text(s: &Summary, args: &Args) -> Vec<String> {
             failure_state(errno)
         ));
     }
-    if let (Some(first), Some(last)) = (s.beyond.first(), s.beyond.last()) {
+    if !s.beyond.is_empty() {
+        let threads: Vec<usize> = s.beyond.iter().map(|&t| t as usize).collect();
         out.push(format!(
-            "threads {first} to {last} ran unpinned: the mapping has {} entries; map more threads, or pass --cycle",
+            "threads {} ran unpinned (on the CPUs the program started with): the mapping has {} entries; map more threads, or pass --cycle",
+            tdmap_topo::cpu_list(&threads),
             s.entries
         ));
     }
