@@ -272,3 +272,54 @@ fn map_prints_a_numactl_line_and_a_memory_binding() {
     assert_eq!(m["membind"], serde_json::json!([0]), "{m}");
     assert_eq!(m["fingerprint"]["pus"], 4, "{m}");
 }
+
+/// OpenMP: the places alone (--omp-only, libgomp pins), and with the runtime too, put
+/// OpenMP thread k where the mapping says.
+#[test]
+fn openmp_threads_follow_the_places() {
+    let exe = tmp("omp");
+    let ok = Command::new("gcc")
+        .args(["-O2", "-Wall", "-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(common::test_path("exec/omp.c"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc -fopenmp failed on tests/exec/omp.c");
+    cargo_build("tdmap-rt");
+    let map = mapping("omp.json", &[1, 0]);
+    for flags in [&["--omp-only"][..], &[]] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tdmap"));
+        c.arg("exec")
+            .args(flags)
+            .arg("--mapping")
+            .arg(&map)
+            .arg("--")
+            .arg(&exe);
+        for v in [
+            "OMP_NUM_THREADS",
+            "OMP_PLACES",
+            "OMP_PROC_BIND",
+            "KMP_AFFINITY",
+            "GOMP_CPU_AFFINITY",
+        ] {
+            c.env_remove(v);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(lists(&out), ["1", "0"], "{flags:?}: {}", stderr(&out));
+    }
+}
+
+/// An OpenMP runtime's own affinity variable would override the places: refused.
+#[test]
+fn an_overriding_openmp_affinity_variable_is_refused() {
+    let map = mapping("kmp.json", &[0]);
+    let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .args(["exec", "--mapping"])
+        .arg(&map)
+        .args(["--", "true"])
+        .env("GOMP_CPU_AFFINITY", "0-1")
+        .output()
+        .unwrap();
+    assert_bad_input(&out, "GOMP_CPU_AFFINITY=0-1 is set");
+}
