@@ -222,6 +222,25 @@ fn a_rank_takes_the_cpu_of_its_local_rank() {
     let out = run(&[("SLURM_LOCALID", "0")]);
     assert_eq!(lists(&out), ["0", "0"], "{}", stderr(&out));
     assert_bad_input(&run(&[]), "OMPI_COMM_WORLD_LOCAL_RANK");
+    // Bound to CPU 1 by its launcher, rank 1 (CPU 1) runs, rank 0 (CPU 0) is refused.
+    let bound = |rank: &str| {
+        let mut c = Command::new("taskset");
+        c.args([
+            "-c",
+            "1",
+            env!("CARGO_BIN_EXE_tdmap"),
+            "exec",
+            "--ranks",
+            "--mapping",
+        ]);
+        c.arg(&map).arg("--").arg(batches()).args(["1", "1", "0"]);
+        c.env("OMPI_COMM_WORLD_LOCAL_RANK", rank).output().unwrap()
+    };
+    assert_eq!(lists(&bound("1")), ["1", "1"]);
+    assert_bad_input(
+        &bound("0"),
+        "rank 0 (OMPI_COMM_WORLD_LOCAL_RANK) is mapped to CPU 0",
+    );
     assert_bad_input(&run(&[("MPI_LOCALRANKID", "5")]), "rank 5");
 }
 

@@ -79,9 +79,13 @@ pub fn run(args: Args) -> Result<i32> {
         best_effort: args.best_effort,
     };
     let allowed = super::allowed_cpus(true)?;
-    let checked = super::mapping::read(&args.mapping, allowed.as_deref(), how)?;
-    if args.ranks || checked.file.is_ranks() {
-        return run_rank(&args, &checked.cpus);
+    // A rank uses one entry: only that one must be in its allocation (run_rank checks).
+    let ranks =
+        args.ranks || tdmap_map::MappingFile::read(&args.mapping).is_ok_and(|f| f.is_ranks());
+    let whole = if ranks { None } else { allowed.as_deref() };
+    let checked = super::mapping::read(&args.mapping, whole, how)?;
+    if ranks {
+        return run_rank(&args, &checked.cpus, allowed.as_deref());
     }
     let plan = env::threads(&args, &checked.cpus)?;
     let (prog, rest) = args
@@ -101,7 +105,7 @@ pub fn run(args: Args) -> Result<i32> {
 }
 
 /// One MPI rank: the entry of its local rank, pinned before the program starts.
-fn run_rank(args: &Args, cpus: &[usize]) -> Result<i32> {
+fn run_rank(args: &Args, cpus: &[usize], allowed: Option<&[usize]>) -> Result<i32> {
     let (var, rank) = tdmap_map::rank::local_rank(|k| std::env::var(k).ok())
         .map_err(input)?
         .ok_or_else(|| {
@@ -137,6 +141,15 @@ fn run_rank(args: &Args, cpus: &[usize]) -> Result<i32> {
             )))
         }
     };
+    if let (Some(c), Some(allowed)) = (cpu, allowed) {
+        if !allowed.contains(&c) && !(args.force || args.best_effort) {
+            return Err(input(format!(
+                "{}: {what} is mapped to CPU {c}, outside the CPUs this process may use ({}); let the launcher not bind (mpirun --bind-to none, srun --cpu-bind=none), or pass --force",
+                args.mapping.display(),
+                super::cpu_list(allowed)
+            )));
+        }
+    }
     let mut child = tdmap_sys::spawn_gated(prog, rest)
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     if let Some(c) = cpu {
