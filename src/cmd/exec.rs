@@ -79,15 +79,14 @@ pub fn run(args: Args) -> Result<i32> {
         best_effort: args.best_effort,
     };
     let allowed = super::allowed_cpus(true)?;
-    // A rank uses one entry: only that one must be in its allocation (run_rank checks).
-    let ranks =
-        args.ranks || tdmap_map::MappingFile::read(&args.mapping).is_ok_and(|f| f.is_ranks());
-    let whole = if ranks { None } else { allowed.as_deref() };
-    let checked = super::mapping::read(&args.mapping, whole, how)?;
-    if ranks {
-        return run_rank(&args, &checked.cpus, allowed.as_deref());
+    let file = super::mapping::read(&args.mapping)?;
+    if args.ranks || file.is_ranks() {
+        // A rank uses one entry: only that one must be in its allocation (run_rank checks).
+        let cpus = super::mapping::check(&args.mapping, &file, None, how)?;
+        return run_rank(&args, &cpus, allowed.as_deref());
     }
-    let plan = env::threads(&args, &checked.cpus)?;
+    let cpus = super::mapping::check(&args.mapping, &file, allowed.as_deref(), how)?;
+    let plan = env::threads(&args, &cpus)?;
     let (prog, rest) = args
         .command
         .split_first()
@@ -99,7 +98,7 @@ pub fn run(args: Args) -> Result<i32> {
         .release()
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let code = tdmap_monitor::live::exit_code(child.wait()?);
-    let summary = report::read(&plan, child.pid() as u32, checked.cpus.len(), args.omp_only)?;
+    let summary = report::read(&plan, child.pid() as u32, cpus.len(), args.omp_only)?;
     report::emit(&summary, &args)?;
     Ok(code)
 }
@@ -142,7 +141,7 @@ fn run_rank(args: &Args, cpus: &[usize], allowed: Option<&[usize]>) -> Result<i3
         }
     };
     if let (Some(c), Some(allowed)) = (cpu, allowed) {
-        if !allowed.contains(&c) && !(args.force || args.best_effort) {
+        if !(allowed.contains(&c) || args.force || args.best_effort) {
             return Err(input(format!(
                 "{}: {what} is mapped to CPU {c}, outside the CPUs this process may use ({}); let the launcher not bind (mpirun --bind-to none, srun --cpu-bind=none), or pass --force",
                 args.mapping.display(),

@@ -10,30 +10,29 @@ use std::path::Path;
 use tdmap_map::{Leniency, MappingFile};
 use tdmap_topo::Topology;
 
-/// A mapping that passed the checks.
-pub struct Checked {
-    /// The file.
-    pub file: MappingFile,
-    /// The OS CPU of entry k (thread or rank k).
-    pub cpus: Vec<usize>,
+/// Reads `path`: a bad file is bad input.
+pub fn read(path: &Path) -> Result<MappingFile> {
+    MappingFile::read(path).map_err(input)
 }
 
-/// Reads `path` and checks it against this machine, and against `allowed` (the CPUs
-/// this process may use; None: every CPU of the machine).
-pub fn read(path: &Path, allowed: Option<&[usize]>, how: Leniency) -> Result<Checked> {
-    let file = MappingFile::read(path).map_err(input)?;
+/// Checks `file` (read from `path`) against this machine, and against `allowed` (the
+/// CPUs this process may use; None: every CPU of the machine); returns the OS CPU of
+/// each entry.
+pub fn check(
+    path: &Path,
+    file: &MappingFile,
+    allowed: Option<&[usize]>,
+    how: Leniency,
+) -> Result<Vec<usize>> {
     let whole = tdmap_topo::MachineSpec::Live
         .load(None)
         .context("cannot read this machine's topology")?;
-    let fitted = tdmap_map::check_fit(&file, &whole, allowed, how)
+    let fitted = tdmap_map::check_fit(file, &whole, allowed, how)
         .map_err(|e| input(format!("{}: {e}", path.display())))?;
     for w in &fitted.warnings {
         eprintln!("tdmap: {}: {w}", path.display());
     }
-    Ok(Checked {
-        file,
-        cpus: fitted.cpus,
-    })
+    Ok(fitted.cpus)
 }
 
 /// The logical PU of each OS CPU in `topo`; an error names the first CPU it lacks.

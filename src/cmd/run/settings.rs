@@ -66,8 +66,9 @@ impl Settings {
         };
         let fixed = match args.mapping.as_deref() {
             Some(p) => {
-                let checked = crate::cmd::mapping::read(p, allowed, how)?;
-                Some(crate::cmd::mapping::to_pus(p, &checked.cpus, topo)?)
+                let file = crate::cmd::mapping::read(p)?;
+                let cpus = crate::cmd::mapping::check(p, &file, allowed, how)?;
+                Some(crate::cmd::mapping::to_pus(p, &cpus, topo)?)
             }
             None => None,
         };
