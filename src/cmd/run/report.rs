@@ -134,7 +134,13 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
         let pin = match (t.pinned_cpu, t.planned_cpu) {
             (Some(c), _) => format!("pinned to CPU {c}{node}"),
             (None, Some(c)) if r.dry_run => format!("would pin to CPU {c}{node}"),
-            (None, Some(c)) => format!("not pinned (pin to CPU {c} failed)"),
+            (None, Some(c)) => match (t.pin_errno, &t.pin_state) {
+                (Some(e), Some(state)) => format!(
+                    "not pinned (pin to CPU {c} failed: {}, {state})",
+                    std::io::Error::from_raw_os_error(e)
+                ),
+                _ => format!("not pinned (pin to CPU {c} failed)"),
+            },
             (None, None) => "not pinned".into(),
         };
         writeln!(
