@@ -116,6 +116,17 @@ fn a_mapping_for_another_machine_exits_2_and_the_program_does_not_run() {
     assert!(stderr(&out).contains("--best-effort"), "{}", stderr(&out));
 }
 
+/// `tdmap run --mapping` goes through the same checks.
+#[test]
+fn run_refuses_a_mapping_for_another_machine_too() {
+    let path = tmp("run-xeon.json");
+    let text = serde_json::to_string(&made_by_map(Some("xeon-x7550-4s"))).unwrap();
+    std::fs::write(&path, text).unwrap();
+    let p = path.to_str().unwrap();
+    let out = tdmap(&["run", "--mapping", p, "--", "true"]);
+    assert_bad_input(&out, "made for xeon-x7550-4s");
+}
+
 /// Threads are pinned in creation order, the second batch continuing the first's
 /// numbering: thread k on the k-th CPU of the mapping.
 #[test]
