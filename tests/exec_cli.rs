@@ -15,22 +15,29 @@ fn tmp(name: &str) -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("exec-{name}"))
 }
 
-/// tests/exec/batches.c, built once.
+/// Compiles `tests/exec/<src>` with gcc and `flags` into `exe`.
+fn gcc(src: &str, exe: &str, flags: &[&str]) -> PathBuf {
+    let exe = tmp(exe);
+    let ok = Command::new("gcc")
+        .args(["-O2", "-Wall"])
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(common::test_path("exec").join(src))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc failed on tests/exec/{src}");
+    exe
+}
+
+/// tests/exec/batches.c, built once, and the runtime beside tdmap.
 fn batches() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
             cargo_build("tdmap-rt");
-            let exe = tmp("batches");
-            let ok = Command::new("gcc")
-                .args(["-O2", "-Wall", "-pthread", "-o"])
-                .arg(&exe)
-                .arg(common::test_path("exec/batches.c"))
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "gcc failed on tests/exec/batches.c");
-            exe
+            gcc("batches.c", "batches", &["-pthread"])
         })
         .clone()
 }
@@ -307,15 +314,7 @@ fn map_prints_a_numactl_line_and_a_memory_binding() {
 /// OpenMP thread k where the mapping says.
 #[test]
 fn openmp_threads_follow_the_places() {
-    let exe = tmp("omp");
-    let ok = Command::new("gcc")
-        .args(["-O2", "-Wall", "-fopenmp", "-o"])
-        .arg(&exe)
-        .arg(common::test_path("exec/omp.c"))
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "gcc -fopenmp failed on tests/exec/omp.c");
+    let exe = gcc("omp.c", "omp", &["-fopenmp"]);
     cargo_build("tdmap-rt");
     let map = mapping("omp.json", &[1, 0]);
     for flags in [&["--omp-only"][..], &[]] {
