@@ -352,3 +352,28 @@ fn an_overriding_openmp_affinity_variable_is_refused() {
         .unwrap();
     assert_bad_input(&out, "GOMP_CPU_AFFINITY=0-1 is set");
 }
+
+/// SIGTERM sent to tdmap reaches the program, whose death by it becomes 128 + 15.
+#[test]
+fn a_signal_to_tdmap_reaches_the_program() {
+    cargo_build("tdmap-rt");
+    let map = mapping("signal.json", &[0]);
+    let sleep = std::fs::canonicalize("/bin/sleep").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .args(["exec", "--mapping"])
+        .arg(&map)
+        .arg("--")
+        .arg(&sleep)
+        .arg("30")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prog = common::running_program(child.id(), &sleep);
+    assert!(prog.is_some(), "the program never started");
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(child.wait().unwrap().code(), Some(128 + 15));
+}
