@@ -377,3 +377,17 @@ fn a_signal_to_tdmap_reaches_the_program() {
     assert!(ok.success());
     assert_eq!(child.wait().unwrap().code(), Some(128 + 15));
 }
+
+/// Without the runtime library, threads cannot be pinned: refused, naming the fix.
+#[test]
+fn a_missing_runtime_library_is_refused() {
+    let map = mapping("no-rt.json", &[0]);
+    let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .args(["exec", "--mapping"])
+        .arg(&map)
+        .args(["--", "true"])
+        .env("TDMAP_RT_SO", "/does/not/exist.so")
+        .output()
+        .unwrap();
+    assert_bad_input(&out, "TDMAP_RT_SO");
+}

@@ -101,7 +101,12 @@ pub fn check(
         Some(theirs) if !theirs.same_machine(&mine) => refuse(
             &mut warnings,
             FitError::OtherMachine {
-                made: file.machine.clone(),
+                // A mapping of a live machine records only "this machine".
+                made: if file.machine == "this machine" {
+                    "the machine it was made on".into()
+                } else {
+                    file.machine.clone()
+                },
                 theirs: Box::new(theirs.clone()),
                 here: Box::new(mine),
             },
@@ -171,6 +176,14 @@ mod tests {
         let file = made_on("package:4 core:8", &[5, 1]);
         let err = check(&file, &here, None, Leniency::default()).unwrap_err();
         assert!(matches!(err, FitError::OtherMachine { .. }), "{err}");
+        let mut live = file.clone();
+        live.machine = "this machine".into();
+        let err = check(&live, &here, None, Leniency::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("made for the machine it was made on ("),
+            "{err}"
+        );
         let text = err.to_string();
         assert!(text.contains("32 PUs") && text.contains("2 PUs"), "{text}");
         // Forced, CPU 5 is still missing here.
