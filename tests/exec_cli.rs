@@ -391,3 +391,41 @@ fn a_missing_runtime_library_is_refused() {
         .unwrap();
     assert_bad_input(&out, "TDMAP_RT_SO");
 }
+
+/// A mapping made from an MPI communication matrix names ranks itself: no --ranks.
+#[test]
+fn a_mapping_of_a_comm_matrix_pins_by_local_rank() {
+    let comm = tmp("ring.comm.json");
+    let pair = |s: u32, d: u32| {
+        serde_json::json!({"src": s, "dst": d, "p2p_bytes": 3200, "p2p_messages": 4,
+            "coll_bytes": 0, "coll_messages": 0})
+    };
+    let cost = |r: u32| serde_json::json!({"rank": r, "calls": 6, "lib_ns": 1, "finalize_ns": 1});
+    let file = serde_json::json!({"format": "tdmap-comm", "version": 1, "run": "1-2",
+        "mpi": "openmpi", "program": ["mpirun", "./ring"], "ranks": 2, "model": "test",
+        "wall_seconds": 0.5, "pairs": [pair(0, 1), pair(1, 0)], "costs": [cost(0), cost(1)]});
+    std::fs::write(&comm, file.to_string()).unwrap();
+    let out = tdmap(&["map", "--comm", comm.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m["unit"], "rank", "{m}");
+    let map = tmp("ring-map.json");
+    std::fs::write(&map, &out.stdout).unwrap();
+    let want = m["mapping"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["thread"] == 1)
+        .unwrap()["os"]
+        .to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
+        .args(["exec", "--mapping"])
+        .arg(&map)
+        .arg("--")
+        .arg(batches())
+        .args(["1", "1", "0"])
+        .env("OMPI_COMM_WORLD_LOCAL_RANK", "1")
+        .output()
+        .unwrap();
+    assert_eq!(lists(&out), [want.clone(), want], "{}", stderr(&out));
+}
