@@ -429,3 +429,25 @@ fn a_mapping_of_a_comm_matrix_pins_by_local_rank() {
         .unwrap();
     assert_eq!(lists(&out), [want.clone(), want], "{}", stderr(&out));
 }
+
+/// --best-effort runs a mapping naming a CPU this machine lacks; that thread's pin fails
+/// in the runtime and is reported with its errno and what it means.
+#[test]
+fn a_failed_pin_is_reported_with_errno_and_state() {
+    let map = mapping("missing-cpu.json", &[0, 5]);
+    assert_bad_input(
+        &exec(&[], &map, &["1", "1", "0"]),
+        "CPU 5 that this machine does not have",
+    );
+    let out = exec(&["--best-effort"], &map, &["1", "1", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(lists(&out)[0], "0");
+    let err = stderr(&out);
+    assert!(err.contains("1 failed"), "{err}");
+    assert!(
+        err.contains("thread 1 (tid ")
+            && err
+                .contains("not pinned to CPU 5: Invalid argument (os error 22) (CPU not allowed)"),
+        "{err}"
+    );
+}
