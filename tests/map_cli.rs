@@ -123,7 +123,7 @@ fn json_reports_the_mapping_and_the_reference_costs() {
     assert!(cost <= v["random_cost"].as_f64().unwrap(), "{v}");
     assert_eq!(
         (&v["format"], &v["version"]),
-        (&"tdmap-mapping".into(), &1.into())
+        (&"tdmap-mapping".into(), &2.into())
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let file = tdmap_map::MappingFile::parse(&text, std::path::Path::new("stdout")).unwrap();

@@ -338,7 +338,7 @@ fn a_mapping_of_another_format_or_version_exits_2_naming_both() {
     assert!(out.status.success());
     let good = String::from_utf8(out.stdout).unwrap();
     let future = dir.join("future-map.json");
-    std::fs::write(&future, good.replace("\"version\": 1,", "\"version\": 99,")).unwrap();
+    std::fs::write(&future, good.replace("\"version\": 2,", "\"version\": 99,")).unwrap();
     let model = dir.join("not-a-map.json");
     let head = "{\"format\": \"tdmap-model\", \"version\": 1, \"program\": \"p\"}";
     std::fs::write(&model, head).unwrap();
@@ -360,7 +360,7 @@ fn a_mapping_of_another_format_or_version_exits_2_naming_both() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(found), "{err}");
         assert!(
-            err.contains("expected \"tdmap-mapping\" version 1"),
+            err.contains("expected \"tdmap-mapping\" version 2"),
             "{err}"
         );
         assert!(!marker.exists(), "the program ran");

@@ -66,8 +66,10 @@ pub struct Args {
     /// exhaustive (at most 10 threads).
     #[arg(long, short = 'a', default_value = "greedy")]
     algorithm: String,
-    /// How to print the mapping: json, omp-places, rankfile (Open MPI), hostfile (MPICH),
-    /// slurm, hwloc-bind, taskset. The launch formats start with the command to run.
+    /// How to print the mapping: json (the file `tdmap exec --mapping` applies),
+    /// omp-places, rankfile (Open MPI), hostfile (MPICH), slurm, hwloc-bind, taskset,
+    /// numactl (the CPUs as one set and their nodes for memory). The launch formats start
+    /// with the command to run.
     #[arg(long, short = 'f', default_value = "omp-places")]
     format: String,
     /// Same as --format json.
@@ -172,6 +174,9 @@ pub fn run(args: Args) -> Result<i32> {
         };
         let mut file = MappingFile::new(&topo, &mapping, how);
         file.complete = complete;
+        if args.comm.is_some() {
+            file.unit = Some(tdmap_map::Unit::Rank);
+        }
         writeln!(out, "{}", file.to_json())?;
     } else {
         let vs = match refs {

@@ -4,10 +4,12 @@ mod analyze;
 mod canvas;
 mod cc;
 mod comm;
+mod exec;
 mod from_trace;
 mod generate;
 mod heatmap;
 mod map;
+mod mapping;
 mod report;
 mod run;
 mod sim;
@@ -66,6 +68,11 @@ enum Command {
     Analyze(analyze::Args),
     /// Replay a trace on a modelled NUMA machine under each policy (SIMULATED figures).
     Sim(sim::Args),
+    /// Run a program with its threads (or MPI ranks) pinned as a mapping file says.
+    ///
+    /// Refuses to start (exit 2) a mapping made for another machine or naming CPUs
+    /// outside this process's allocation; exits with the program's exit code.
+    Exec(exec::Args),
     /// Run a program under kMAF-style online thread and data mapping, then report.
     ///
     /// The program's output is untouched; the report goes to stderr (or --report FILE);
@@ -212,24 +219,7 @@ pub(crate) fn say_restricted(topo: &tdmap_topo::Topology) {
     }
 }
 
-/// OS CPU numbers as a range list: 0-3,8.
-pub(crate) fn cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
+pub(crate) use tdmap_topo::cpu_list;
 
 /// Bad input about file `path`: `err` prefixed with the file's name, unless it names the
 /// file already (a trace's I/O errors do), so that the name is printed once.
@@ -271,6 +261,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::TraceCheck(args) => trace_check::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Exec(args) => exec::run(args),
         Command::Run(args) => run::run(args),
         Command::Comm(args) => comm::run(args),
         Command::Report(args) => report::run(args),

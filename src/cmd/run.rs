@@ -12,8 +12,7 @@
 //! with and without tdmap. tdmap exits with the program's exit code (128 + signal number
 //! if a signal ended it), or 2 when the program cannot be started.
 
-mod mapping;
-mod preload;
+pub(crate) mod preload;
 mod reference;
 mod report;
 mod sampler;
@@ -87,7 +86,8 @@ pub struct Args {
     data_only: bool,
     /// Apply this static mapping (`tdmap map --format json`) as threads appear: thread k
     /// is the k-th thread seen faulting (see tdmap-monitor). Pages follow Eq. 6 unless
-    /// --threads-only.
+    /// --threads-only. Checked first as `tdmap exec` checks it: a mapping made for another
+    /// machine (see --force), or naming CPUs outside this process's binding, is refused.
     #[arg(long, value_name = "FILE")]
     mapping: Option<PathBuf>,
     /// Preload libmai in automatic mode: it picks cyclic or bind_block for each large array.
@@ -127,6 +127,10 @@ pub struct Args {
     /// binding from taskset, cgroups or a Slurm step, which the program inherits).
     #[arg(long)]
     whole_machine: bool,
+    /// Apply --mapping even when it was made for another machine (its fingerprint
+    /// differs); CPUs this machine lacks are still refused.
+    #[arg(long, requires = "mapping")]
+    force: bool,
     /// The program and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -146,7 +150,7 @@ pub fn run(args: Args) -> Result<i32> {
         .load_within(None, allowed.as_deref())
         .context("cannot read this machine's topology")?;
     super::say_restricted(&topo);
-    let settings = settings::Settings::from_args(&args, &topo)?;
+    let settings = settings::Settings::from_args(&args, &topo, allowed.as_deref())?;
     let (prog, rest) = args
         .command
         .split_first()

@@ -141,7 +141,7 @@ fn tdmap_map_maps_pairs_from_a_model_file() {
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        err.contains("format \"tdmap-mapping\" version 1, expected \"tdmap-model\" version 1"),
+        err.contains("format \"tdmap-mapping\" version 2, expected \"tdmap-model\" version 1"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -46,6 +46,8 @@ esac
 # tdmap run moves a master-initialised program's pages to its threads' nodes (2 nodes x 2
 # CPUs: four threads, two per node).
 if [ -z "$flags" ] && [ "$cpn" = 2 ] && [ "$dist" = "10,17;17,10" ]; then
+  # tdmap exec pins threads across both nodes; a foreign mapping is refused (issue 22).
+  if [ -x /bin/batches ]; then sh /exec-check.sh || status=1; fi
   sh /run-check.sh 8 || status=1
   # The same with one transparent huge page per quarter, in 2 s: counted per huge page,
   # the samples move each quarter within a few periods of the first mapping; counted

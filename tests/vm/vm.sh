@@ -28,6 +28,8 @@ NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
 MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
 QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
+BATCHES_BIN=${BATCHES_BIN:-$repo/target/vm/batches}
+RT_SO=${RT_SO:-$(dirname "$TDMAP_BIN")/libtdmap_rt.so}
 WORKLOAD_DIR=${WORKLOAD_DIR:-$repo/target/vm/wl/gcc}
 REF_DIR=${REF_DIR:-$repo/target/vm/ref}
 
@@ -101,6 +103,11 @@ for t in test_policies test_auto stencil_mai; do
   if [ -x "$MAI_TEST_DIR/$t" ]; then add_exe "$MAI_TEST_DIR/$t" "$t"; fi
 done
 add_exe "$QUARTERS_BIN" quarters
+# tdmap exec (exec-check.sh): the runtime beside tdmap, and the batches program.
+if [ -x "$BATCHES_BIN" ] && [ -f "$RT_SO" ]; then
+  add_exe "$RT_SO" libtdmap_rt.so
+  add_exe "$BATCHES_BIN" batches
+fi
 # The workloads (gcc builds) for corr-check.sh.
 for w in "$WORKLOAD_DIR"/*; do
   if [ -x "$w" ]; then add_exe "$w" "$(basename "$w")"; fi
@@ -112,6 +119,7 @@ cp "$here/run-check.sh" "$root/run-check.sh"
 cp "$here/report-check.sh" "$root/report-check.sh"
 cp "$here/corr-check.sh" "$root/corr-check.sh"
 cp "$here/corr-specs" "$root/corr-specs"
+cp "$here/exec-check.sh" "$root/exec-check.sh"
 mkdir -p "$root/ref"
 if [ -d "$REF_DIR" ]; then cp "$REF_DIR"/*.json "$root/ref/" 2>/dev/null || true; fi
 chmod 755 "$root/init"

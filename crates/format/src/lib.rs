@@ -22,6 +22,9 @@ pub trait Versioned: Serialize + DeserializeOwned {
     const FORMAT: &'static str;
     /// The `"version"` field this build writes and reads.
     const VERSION: u32;
+    /// The oldest version this build still reads (its fields must deserialise into
+    /// `Self`, the newer ones optional): by default only [`Versioned::VERSION`].
+    const OLDEST: u32 = Self::VERSION;
     /// The command that writes this format, for the fix in error messages.
     const WRITER: &'static str;
 
@@ -133,8 +136,11 @@ pub fn from_str<T: Versioned>(text: &str, path: &Path) -> Result<T, FormatError>
     let found = match (&probe.format, &probe.version) {
         (None, _) => Some("no \"format\" field".to_string()),
         (Some(f), v) => {
+            let readable = u64::from(T::OLDEST)..=u64::from(T::VERSION);
             let ok = f.as_str() == Some(T::FORMAT)
-                && v.as_ref().and_then(|v| v.as_u64()) == Some(T::VERSION.into());
+                && v.as_ref()
+                    .and_then(|v| v.as_u64())
+                    .is_some_and(|v| readable.contains(&v));
             let v = v
                 .as_ref()
                 .map_or("no version".to_string(), |v| format!("version {v}"));
@@ -359,5 +365,32 @@ mod tests {
     fn an_added_optional_field_keeps_old_files_readable() {
         let old = r#"{"format": "tdmap-demo", "version": 3, "threads": 1}"#;
         assert_eq!(parse(old).unwrap(), demo(1));
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Bumped {
+        format: String,
+        version: u32,
+    }
+
+    impl Versioned for Bumped {
+        const FORMAT: &'static str = "tdmap-demo";
+        const VERSION: u32 = 3;
+        const OLDEST: u32 = 2;
+        const WRITER: &'static str = "tdmap demo --json";
+    }
+
+    #[test]
+    fn versions_from_oldest_to_current_are_read_and_others_refused() {
+        let at = |v: u32| format!(r#"{{"format": "tdmap-demo", "version": {v}}}"#);
+        let read = |v: u32| from_str::<Bumped>(&at(v), Path::new("b.json"));
+        assert_eq!(read(2).unwrap().version, 2);
+        assert_eq!(read(3).unwrap().version, 3);
+        for v in [1, 4] {
+            let err = read(v).unwrap_err().to_string();
+            assert!(err.contains(&format!("version {v}, expected")), "{err}");
+        }
+        // Without OLDEST, only VERSION.
+        assert!(parse(&at(2).replace("}", ", \"threads\": 1}")).is_err());
     }
 }

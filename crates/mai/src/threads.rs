@@ -74,9 +74,16 @@ pub fn bind_cpu(cpu: i64) -> Result<()> {
 }
 
 /// Reads the thread -> OS CPU mapping of a `tdmap map --format json` file: format
-/// `tdmap-mapping` of the version this libmai was built with (see `docs/formats.md`).
+/// `tdmap-mapping` of a version this libmai reads (see `docs/formats.md`), checked
+/// against this machine as `tdmap exec` checks it (tdmap-map's `check_fit`: a mapping
+/// made for another machine is EINVAL). The allocation is not checked: libmai pins only
+/// when asked, and the pin's own error says it.
 pub fn load_map_file(path: &str) -> Result<Vec<usize>> {
-    Ok(tdmap_map::MappingFile::read(std::path::Path::new(path))?.os_cpus())
+    let file = tdmap_map::MappingFile::read(std::path::Path::new(path))?;
+    let here = tdmap_topo::live().map_err(|e| MaiError::Topology(e.to_string()))?;
+    let fitted = tdmap_map::check_fit(&file, &here, None, tdmap_map::Leniency::default())
+        .map_err(|e| MaiError::Invalid(format!("{path}: {e}")))?;
+    Ok(fitted.cpus)
 }
 
 #[cfg(test)]
@@ -87,7 +94,8 @@ mod tests {
     fn reads_the_mapping_that_tdmap_map_writes() {
         let dir = std::env::temp_dir().join(format!("mai-map-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let topo = tdmap_topo::from_synthetic("package:2 core:2").unwrap();
+        let topo = tdmap_topo::live().unwrap();
+        let last = topo.num_pus() - 1;
         let how = tdmap_map::Provenance {
             algorithm: "greedy".into(),
             distance: "hops".into(),
@@ -95,9 +103,21 @@ mod tests {
             costs: [0.0; 3],
         };
         let good = dir.join("good.json");
-        let file = tdmap_map::MappingFile::new(&topo, &[3, 0], how);
+        let file = tdmap_map::MappingFile::new(&topo, &[last, 0], how.clone());
         std::fs::write(&good, file.to_json()).unwrap();
-        assert_eq!(load_map_file(good.to_str().unwrap()).unwrap(), vec![3, 0]);
+        let os = |pu: usize| topo.pus[pu].os;
+        assert_eq!(
+            load_map_file(good.to_str().unwrap()).unwrap(),
+            vec![os(last), os(0)]
+        );
+        // Made for another machine: EINVAL, naming it.
+        let xeon = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let foreign = dir.join("foreign.json");
+        let file = tdmap_map::MappingFile::new(&xeon, &[0], how);
+        std::fs::write(&foreign, file.to_json()).unwrap();
+        let err = load_map_file(foreign.to_str().unwrap()).unwrap_err();
+        assert_eq!(err.errno(), libc::EINVAL);
+        assert!(err.to_string().contains("made for xeon-x7550-4s"), "{err}");
         let bad = dir.join("bad.json");
         std::fs::write(&bad, r#"{"mapping": [{"thread": 0, "os": 0}]}"#).unwrap();
         let err = load_map_file(bad.to_str().unwrap()).unwrap_err();

@@ -89,7 +89,7 @@ pub enum MapError {
     #[error("Scotch mapping failed: {0}")]
     Scotch(String),
     /// An output format that does not exist.
-    #[error("unknown format {0:?}; choose one of json, omp-places, rankfile, hostfile, slurm, hwloc-bind, taskset")]
+    #[error("unknown format {0:?}; choose one of json, omp-places, rankfile, hostfile, slurm, hwloc-bind, taskset, numactl")]
     UnknownFormat(String),
     /// A data-policy name or parameter that does not exist.
     #[error("unknown data policy {0:?}")]

@@ -41,6 +41,28 @@ pub struct MappingFile {
     /// numbers (`--whole-machine` maps onto all). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restricted: Option<Vec<usize>>,
+    /// The fingerprint of the machine the mapping was made for (version 2; absent in
+    /// version 1 files, which are read unchecked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<tdmap_topo::Fingerprint>,
+    /// The OS numbers of the NUMA nodes of the mapped PUs, ascending: where the data of
+    /// threads placed so should live (`numactl --membind`). Version 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membind: Option<Vec<usize>>,
+    /// What the entries are: threads (in creation order) or MPI ranks (by local rank).
+    /// Version 2; absent means threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<Unit>,
+}
+
+/// What a mapping's entries stand for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Threads of one process, main first, then in creation order.
+    Thread,
+    /// MPI ranks on one host, by local rank.
+    Rank,
 }
 
 /// Where one thread goes.
@@ -79,7 +101,10 @@ pub struct Provenance {
 impl Versioned for MappingFile {
     const FORMAT: &'static str = "tdmap-mapping";
     /// 1: the first versioned mapping (the fields of the unversioned one, plus the header).
-    const VERSION: u32 = 1;
+    /// 2: adds `fingerprint` (required: the machine the mapping is for), `membind` and
+    /// `unit`. Version 1 files are still read, without a fingerprint.
+    const VERSION: u32 = 2;
+    const OLDEST: u32 = 1;
     const WRITER: &'static str = "tdmap map --format json";
 
     fn check(&self) -> Result<(), String> {
@@ -99,6 +124,9 @@ impl Versioned for MappingFile {
                     ))
                 }
             }
+        }
+        if self.version >= 2 && self.fingerprint.is_none() {
+            return Err("\"fingerprint\" missing (required from version 2)".into());
         }
         if self.threads != self.mapping.len() {
             return Err(format!(
@@ -145,6 +173,9 @@ impl MappingFile {
                 .collect(),
             complete: None,
             restricted: topo.restricted.as_ref().map(|r| r.allowed.clone()),
+            fingerprint: Some(topo.fingerprint()),
+            membind: Some(membind(topo, mapping)),
+            unit: None,
         }
     }
 
@@ -168,10 +199,26 @@ impl MappingFile {
         cpus
     }
 
+    /// True when the entries are MPI ranks rather than threads.
+    pub fn is_ranks(&self) -> bool {
+        self.unit == Some(Unit::Rank)
+    }
+
     /// The file as pretty JSON, header first.
     pub fn to_json(&self) -> String {
         tdmap_format::to_string(self)
     }
+}
+
+/// The OS numbers of the NUMA nodes holding the PUs of `mapping`, ascending.
+pub fn membind(topo: &Topology, mapping: &[usize]) -> Vec<usize> {
+    let mut nodes: Vec<usize> = mapping
+        .iter()
+        .map(|&pu| topo.node_os_index(topo.pus[pu].node))
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
 }
 
 #[cfg(test)]
@@ -198,7 +245,7 @@ mod tests {
         let m = sample();
         let text = m.to_json();
         assert!(text.contains("\"format\": \"tdmap-mapping\""), "{text}");
-        assert!(text.contains("\"version\": 1"), "{text}");
+        assert!(text.contains("\"version\": 2"), "{text}");
         assert_eq!(parse(&text).unwrap(), m);
         assert_eq!(m.os_cpus(), vec![3, 0, 1]);
         assert_eq!(m.mapping[0].package, 1);
@@ -216,14 +263,14 @@ mod tests {
         let model = r#"{"format": "tdmap-model", "version": 1, "threads": []}"#;
         assert_eq!(
             parse(model).unwrap_err().to_string(),
-            "m.json: format \"tdmap-model\" version 1, expected \"tdmap-mapping\" version 1; write it with tdmap map --format json"
+            "m.json: format \"tdmap-model\" version 1, expected \"tdmap-mapping\" version 2; write it with tdmap map --format json"
         );
         let newer = sample()
             .to_json()
-            .replace("\"version\": 1", "\"version\": 99");
+            .replace("\"version\": 2", "\"version\": 99");
         let err = parse(&newer).unwrap_err().to_string();
         assert!(
-            err.contains("version 99, expected \"tdmap-mapping\" version 1"),
+            err.contains("version 99, expected \"tdmap-mapping\" version 2"),
             "{err}"
         );
     }
@@ -240,5 +287,37 @@ mod tests {
         let no_os = sample().to_json().replacen("\"os\": 3,", "", 1);
         let err = parse(&no_os).unwrap_err().to_string();
         assert!(err.starts_with("m.json: field \"os\": missing"), "{err}");
+    }
+
+    #[test]
+    fn version_2_carries_the_machine_and_the_memory_nodes() {
+        let topo = tdmap_topo::from_synthetic("package:2 [numa] core:2").unwrap();
+        let how = Provenance {
+            algorithm: "greedy".into(),
+            distance: "hops".into(),
+            seed: 0,
+            costs: [0.0; 3],
+        };
+        let m = MappingFile::new(&topo, &[3, 2], how);
+        assert_eq!(m.membind, Some(vec![1]));
+        assert_eq!(m.fingerprint, Some(topo.fingerprint()));
+        let no_print = m
+            .to_json()
+            .replacen("\"fingerprint\"", "\"fingerprint_gone\"", 1);
+        let err = parse(&no_print).unwrap_err().to_string();
+        assert!(err.contains("\"fingerprint\" missing"), "{err}");
+    }
+
+    /// A version 1 file, as tdmap map wrote them before fingerprints, still reads.
+    #[test]
+    fn a_version_1_mapping_still_reads_without_a_fingerprint() {
+        let v1 = r#"{"format": "tdmap-mapping", "version": 1, "machine": "this machine",
+            "algorithm": "greedy", "threads": 2, "distance": "hops", "seed": 0, "cost": 1.0,
+            "compact_cost": 1.0, "random_cost": 1.0, "mapping": [
+            {"thread": 0, "pu": 1, "os": 1, "core": 1, "package": 0, "node": 0},
+            {"thread": 1, "pu": 0, "os": 0, "core": 0, "package": 0, "node": 0}]}"#;
+        let m = parse(v1).unwrap();
+        assert_eq!((m.version, m.fingerprint.is_none()), (1, true));
+        assert_eq!(m.os_cpus(), vec![1, 0]);
     }
 }

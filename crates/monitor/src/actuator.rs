@@ -85,4 +85,7 @@ pub struct Counts {
     /// The logical PU each thread index was last planned on (pinned or not).
     #[serde(skip)]
     pub planned: Vec<Option<usize>>,
+    /// The errno of each thread index's last pin, if it failed (None once one held).
+    #[serde(skip)]
+    pub pin_errno: Vec<Option<i32>>,
 }

@@ -170,6 +170,7 @@ impl Engine {
         let c = &mut self.counts;
         c.pinned.resize(n, None);
         c.planned.resize(n, None);
+        c.pin_errno.resize(n, None);
         c.pins_planned += 1;
         c.planned[k] = Some(pu);
         if self.dry_run {
@@ -180,8 +181,12 @@ impl Engine {
             Ok(()) => {
                 c.threads_pinned += 1;
                 c.pinned[k] = Some(pu);
+                c.pin_errno[k] = None;
             }
-            Err(e) => c.pin_failures.add(e.errno, 1),
+            Err(e) => {
+                c.pin_failures.add(e.errno, 1);
+                c.pin_errno[k] = Some(e.errno.unwrap_or(0));
+            }
         }
     }
 

@@ -42,6 +42,13 @@ pub struct ThreadRow {
     pub planned_cpu: Option<usize>,
     /// NUMA node (logical) of the planned CPU.
     pub node: Option<usize>,
+    /// The errno of its last pin, when that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_errno: Option<i32>,
+    /// What that errno means for the thread: "thread had exited" (ESRCH), "CPU not
+    /// allowed" (EINVAL), ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_state: Option<String>,
 }
 
 /// The inject sampler's settings and handler, when it ran.
@@ -209,6 +216,13 @@ impl RunReport {
                 pinned_cpu: os(at(&a.pinned, k)),
                 planned_cpu: os(at(&a.planned, k)),
                 node: at(&a.planned, k).map(|pu| topo.node_of_pu(pu)),
+                pin_errno: a.pin_errno.get(k).copied().flatten(),
+                pin_state: a
+                    .pin_errno
+                    .get(k)
+                    .copied()
+                    .flatten()
+                    .map(|e| tdmap_wire::pin::failure_state(e).to_string()),
             })
             .collect();
         let t = &o.times;

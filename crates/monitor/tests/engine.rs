@@ -151,6 +151,11 @@ fn failed_pins_are_counted_with_their_errno() {
     );
     assert_eq!(c.pinned[1], None, "a failed pin is not reported as pinned");
     assert!(c.planned[1].is_some());
+    // Each thread keeps its own errno (issue 22: every failed pin with its reason).
+    assert_eq!(
+        c.pin_errno,
+        vec![None, Some(libc::ESRCH), None, Some(libc::EINVAL)]
+    );
 }
 
 #[test]

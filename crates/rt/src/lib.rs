@@ -12,6 +12,9 @@
 //! (see [`inject::unprotected`]). Without the `tdmap trace` environment the runtime stays off
 //! and the program runs normally.
 //!
+//! Preloaded by `tdmap exec`, it pins the program's threads as a mapping says (see
+//! `pin`): main first, then each thread in creation order.
+//!
 //! Calls to `memcpy`, `memset` and the string functions are recorded as the ranges they
 //! touch, one record per line ([`intercept`]), as sanitizers' interceptors do.
 //!
@@ -29,6 +32,8 @@ mod intercept;
 mod io;
 #[cfg(not(test))]
 mod next;
+#[cfg(not(test))]
+mod pin;
 #[cfg(not(test))]
 mod setid;
 mod state;

@@ -48,6 +48,27 @@ pub unsafe extern "C" fn pthread_create(
     let Some(real) = real_create() else {
         return libc::EAGAIN;
     };
+    // `tdmap exec`'s pinning wraps the start routine first (unchanged when off).
+    let (start, arg) = crate::pin::wrap(start, arg);
+    // SAFETY: forwarding the caller's arguments, with pin's start routine if it wrapped.
+    let rc = unsafe { create(real, thread, attr, start, arg) };
+    if rc != 0 {
+        crate::pin::not_created(start, arg);
+    }
+    rc
+}
+
+/// libc's `pthread_create`, with the trace's thread id reserved when tracing.
+///
+/// # Safety
+/// Same contract as libc's `pthread_create`.
+unsafe fn create(
+    real: CreateFn,
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: StartFn,
+    arg: *mut c_void,
+) -> i32 {
     if !crate::init::ensure() {
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { real(thread, attr, start, arg) };

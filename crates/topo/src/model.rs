@@ -174,6 +174,8 @@ pub struct Restriction {
     pub allowed: Vec<usize>,
     /// How many PUs the machine has.
     pub of: usize,
+    /// The whole machine's fingerprint, which mapping files carry.
+    pub machine: crate::Fingerprint,
 }
 
 impl Topology {

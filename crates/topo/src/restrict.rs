@@ -118,6 +118,7 @@ impl Topology {
         let restricted = Some(Restriction {
             allowed: pus.iter().map(|p| p.os).collect(),
             of: self.pus.len(),
+            machine: self.fingerprint(),
         });
         let mut t = Topology {
             objects,

@@ -9,6 +9,7 @@
 //!   settings, saying which thread is its handler (or that there is none).
 //! - [`maps`]: one line of `/proc/PID/maps`, parsed without allocating.
 //! - [`pagekey`]: the key of a page across processes (by backing object when shared).
+//! - [`pin`]: `tdmap exec`'s CPU list for the runtime, and the runtime's pin records.
 //!
 //! No dependencies and no `unsafe`: the runtime links this into every traced program.
 //! Every decoder takes untrusted bytes (a file or pipe the program may have damaged) and
@@ -21,6 +22,7 @@ mod error;
 pub mod inject;
 pub mod maps;
 pub mod pagekey;
+pub mod pin;
 pub mod raw;
 
 pub use announce::{Announcement, AnnouncementReader};

@@ -27,6 +27,12 @@ pub fn library(var: &str, name: &str, package: &str) -> Result<PathBuf> {
     Ok(so)
 }
 
+/// libtdmap_rt.so (the inject sampler, `tdmap exec`'s pinning): `$TDMAP_RT_SO`, else
+/// beside the tdmap binary.
+pub fn runtime() -> Result<PathBuf> {
+    library("TDMAP_RT_SO", "libtdmap_rt.so", "tdmap-rt")
+}
+
 /// libmai.so for `--mai-auto`: `$TDMAP_MAI_SO`, else beside the tdmap binary.
 pub fn mai() -> Result<PathBuf> {
     library("TDMAP_MAI_SO", "libmai.so", "tdmap-mai")
@@ -52,7 +58,7 @@ pub fn env(s: &Settings, period_ms: u64, announce: Option<&Announce>) -> Vec<(Os
 
 /// `LD_PRELOAD` holding `libs`, then the user's `user` if not empty; None when tdmap
 /// preloads nothing (the user's, if any, is inherited).
-fn ld_preload(libs: &[&Path], user: Option<OsString>) -> Option<OsString> {
+pub fn ld_preload(libs: &[&Path], user: Option<OsString>) -> Option<OsString> {
     if libs.is_empty() {
         return None;
     }

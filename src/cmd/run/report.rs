@@ -137,7 +137,13 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
         let pin = match (t.pinned_cpu, t.planned_cpu) {
             (Some(c), _) => format!("pinned to CPU {c}{node}"),
             (None, Some(c)) if r.dry_run => format!("would pin to CPU {c}{node}"),
-            (None, Some(c)) => format!("not pinned (pin to CPU {c} failed)"),
+            (None, Some(c)) => match (t.pin_errno, &t.pin_state) {
+                (Some(e), Some(state)) => format!(
+                    "not pinned (pin to CPU {c} failed: {}, {state})",
+                    std::io::Error::from_raw_os_error(e)
+                ),
+                _ => format!("not pinned (pin to CPU {c} failed)"),
+            },
             (None, None) => "not pinned".into(),
         };
         writeln!(
@@ -218,8 +224,8 @@ fn errnos(f: &tdmap_monitor::Failures) -> String {
 fn errno_name(e: i32) -> String {
     match e {
         0 => "moved elsewhere".into(),
-        3 => "ESRCH (thread had exited)".into(),
-        22 => "EINVAL (CPU not allowed)".into(),
+        3 => format!("ESRCH ({})", tdmap_wire::pin::failure_state(e)),
+        22 => format!("EINVAL ({})", tdmap_wire::pin::failure_state(e)),
         1 => "EPERM".into(),
         13 => "EACCES".into(),
         12 => "ENOMEM".into(),

@@ -71,13 +71,15 @@ impl Sampler {
                         "--sampler inject needs userfaultfd write-protection: {e}"
                     ))
                 })?;
-                Ok(inject(runtime_so()?))
+                Ok(inject(super::preload::runtime()?))
             }
             "auto" if soft_dirty() => Ok(Sampler::Kernel { soft_dirty: true }),
-            "auto" => Ok(match (tdmap_sys::uffd::wp_probe(), runtime_so()) {
-                (Ok(()), Ok(so)) => inject(so),
-                _ => Sampler::Kernel { soft_dirty: false },
-            }),
+            "auto" => Ok(
+                match (tdmap_sys::uffd::wp_probe(), super::preload::runtime()) {
+                    (Ok(()), Ok(so)) => inject(so),
+                    _ => Sampler::Kernel { soft_dirty: false },
+                },
+            ),
             s => Err(input(format!(
                 "unknown --sampler '{s}'; use auto, kernel or inject"
             ))),
@@ -120,11 +122,6 @@ impl Sampler {
         };
         vec![(inject_env::ENV.into(), settings.encode().into())]
     }
-}
-
-/// libtdmap_rt.so: `$TDMAP_RT_SO`, else beside the tdmap binary.
-fn runtime_so() -> Result<PathBuf> {
-    super::preload::library("TDMAP_RT_SO", "libtdmap_rt.so", "tdmap-rt")
 }
 
 /// The inject runtime's announcement channel (tdmap-wire's `announce`): the runtime

@@ -35,8 +35,9 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Checks every option against the machine `topo`.
-    pub fn from_args(args: &Args, topo: &Topology) -> Result<Settings> {
+    /// Checks every option against the machine `topo`, seen through `allowed` (the CPUs
+    /// this process may use, None with --whole-machine).
+    pub fn from_args(args: &Args, topo: &Topology, allowed: Option<&[usize]>) -> Result<Settings> {
         if args.period == 0 {
             return Err(input("--period must be at least 1 ms"));
         }
@@ -59,11 +60,18 @@ impl Settings {
         if let Some(h) = &args.heatmap {
             crate::cmd::heatmap::check_heatmap_path(h)?;
         }
-        let fixed = args
-            .mapping
-            .as_deref()
-            .map(|p| super::mapping::read(p, topo))
-            .transpose()?;
+        let how = tdmap_map::Leniency {
+            force: args.force,
+            best_effort: false,
+        };
+        let fixed = match args.mapping.as_deref() {
+            Some(p) => {
+                let file = crate::cmd::mapping::read(p)?;
+                let cpus = crate::cmd::mapping::check(p, &file, allowed, how)?;
+                Some(crate::cmd::mapping::to_pus(p, &cpus, topo)?)
+            }
+            None => None,
+        };
         cfg.threads = !args.data_only && fixed.is_none();
         cfg.data = !args.threads_only;
         cfg.sub_block = args.sub_block;
