@@ -8,17 +8,25 @@
 //! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
 //! to tdmap go to it until the trace is written.
 //!
+//! Forked children are traced too, each into raw files of its own (`procs.rs`): their
+//! threads become tasks numbered by process, and their pages are keyed by backing object
+//! where shared (`keys.rs`), so the trace's matrix covers multi-process programs.
+//!
 //! With `--model-only` (for programs too large to trace) no trace is written: this
 //! process reads the chunks while the program runs and feeds the sharing model (see
-//! `model.rs`), so the program itself stays as thin as when tracing.
+//! `model.rs`), so the program itself stays as thin as when tracing; it models the
+//! program's own process only.
 
 mod convert;
+mod keys;
 mod model;
+mod procs;
 mod raw;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
 use convert::{convert, Stats};
+use procs::Control;
 use raw::{wire, RawChunk};
 use serde::Serialize;
 use std::ffi::OsString;
@@ -77,6 +85,7 @@ struct Summary {
     exit_code: Option<i32>,
     signal: Option<i32>,
     threads: u32,
+    processes: usize,
     accesses: u64,
     first_touch_pages: u64,
     filtered: u64,
@@ -93,7 +102,11 @@ struct Scratch {
 }
 
 impl Drop for Scratch {
+    /// Removes the program's files and those its children and snapshots added.
     fn drop(&mut self) {
+        for f in procs::scratch_files(self) {
+            let _ = std::fs::remove_file(f);
+        }
         let _ = std::fs::remove_file(&self.data);
         let _ = std::fs::remove_file(&self.ctl);
     }
@@ -156,17 +169,18 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let t = Instant::now();
     let mut trace = trace.expect("opened unless counting");
-    let done = convert(&scratch.data, &trace.writer, &ctl, &status, stop)?;
+    let mut procs = procs::discover(&scratch, ctl);
+    let maps: Vec<&Path> = procs.iter().map(|p| p.maps.as_path()).collect();
+    let keys = keys::Keys::read(&maps);
+    let done = convert(&mut procs, keys.as_ref(), &trace.writer, &status, stop)?;
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
-    let status_now = if done.write_err.is_some() || done.stopped.is_some() {
-        TraceStatus::Incomplete
-    } else {
-        status_of(&ctl, &status, done.torn)
-    };
-    fill(&mut sum, &done.stats, &output, status_now);
+    sum.processes = procs.len();
+    fill(&mut sum, &done.stats, &output, done.status);
     print_line(&sum, &args)?;
-    explain(&sum, &ctl, &status);
+    let ctl = &procs[0].ctl;
+    explain(&sum, ctl, &status);
+    explain_children(&procs);
     if let Some(e) = done.write_err {
         trace.keep = true;
         eprintln!(
@@ -183,7 +197,7 @@ pub fn run(args: Args) -> Result<i32> {
         anyhow::bail!("the program recorded no accesses, so no trace was written");
     }
     trace.keep = true;
-    Ok(exit_code(&ctl, &status))
+    Ok(exit_code(ctl, &status))
 }
 
 /// The trace being written; its file is removed on drop unless `keep` is set.
@@ -344,36 +358,6 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
     Ok((child, fwd))
 }
 
-/// What the runtime said through the control file.
-#[derive(Debug, Default)]
-struct Control {
-    hello: bool,
-    page_size: u64,
-    write_errno: Option<u64>,
-    crashed: Option<u32>,
-    done: Option<u64>,
-}
-
-impl Control {
-    fn read(path: &Path) -> Control {
-        let mut c = Control {
-            page_size: 4096,
-            ..Control::default()
-        };
-        for m in wire::Msg::decode_all(&std::fs::read(path).unwrap_or_default()) {
-            match m.tag {
-                wire::MSG_HELLO => c.hello = true,
-                wire::MSG_PAGE_SIZE => c.page_size = m.a,
-                wire::MSG_WRITE_FAILED => c.write_errno = Some(m.a),
-                wire::MSG_CRASHED => c.crashed = Some(m.b),
-                wire::MSG_DONE => c.done = Some(m.a),
-                _ => {}
-            }
-        }
-        c
-    }
-}
-
 /// The signal that ended the program, as the runtime or the exit status says.
 fn death_signal(ctl: &Control, status: &ExitStatus) -> Option<i32> {
     ctl.crashed.map(|s| s as i32).or(status.signal())
@@ -504,10 +488,27 @@ fn print_line(sum: &Summary, args: &Args) -> Result<()> {
         .map(|p| format!(" -> {}", p.display()))
         .unwrap_or_default();
     eprintln!(
-        "tdmap: {} accesses, {} threads, {} first-touch pages, {} filtered, {:.2} bytes/access, {}{to}",
-        sum.accesses, sum.threads, sum.first_touch_pages, sum.filtered, sum.bytes_per_access, sum.status
+        "tdmap: {} accesses, {} threads in {} processes, {} first-touch pages, {} filtered, {:.2} bytes/access, {}{to}",
+        sum.accesses, sum.threads, sum.processes.max(1), sum.first_touch_pages, sum.filtered, sum.bytes_per_access, sum.status
     );
     Ok(())
+}
+
+/// Names on stderr each forked child whose part of the trace is not whole.
+fn explain_children(procs: &[procs::Proc]) {
+    for p in &procs[1..] {
+        let i = &p.info;
+        let why = match (i.status, p.ctl.crashed) {
+            (TraceStatus::Complete, _) => continue,
+            (_, Some(sig)) => format!("died of signal {sig}"),
+            (_, None) if p.ctl.write_errno.is_some() => "could not write its raw trace".into(),
+            _ => "ended before its end marker (killed, or exec'd with execl)".into(),
+        };
+        eprintln!(
+            "tdmap: process {} (pid {}) {why}; its part of the trace is marked {:?}",
+            i.index, i.pid, i.status
+        );
+    }
 }
 
 /// Says on stderr why a trace is not Complete.

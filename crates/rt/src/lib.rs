@@ -19,9 +19,17 @@
 //! the kernel wrote first, e.g. inside `calloc` or `fread`, is credited to the first
 //! recorded toucher); threads still running when the process exits are
 //! flushed best-effort; an instrumented signal handler that interrupts the hot path can
-//! lose or repeat one record; a forked child stops recording.
+//! lose or repeat one record.
+//!
+//! Forked children record too, each into files of its own (see [`init`]), with their
+//! threads numbered from 0 again and snapshots of their `MAP_SHARED` mappings
+//! ([`snapshot`]) from which `tdmap trace` keys shared pages by backing object. `_exit`
+//! and `exec` are wrapped ([`exits`]) so a child that leaves through them ends its part
+//! whole. An instrumented program exec'd by a traced process is not recorded.
 
 mod callbacks;
+#[cfg(not(test))]
+mod exits;
 mod init;
 pub mod inject;
 #[cfg(not(test))]
@@ -31,6 +39,7 @@ mod io;
 mod next;
 #[cfg(not(test))]
 mod setid;
+mod snapshot;
 mod state;
 #[cfg(not(test))]
 mod threads;

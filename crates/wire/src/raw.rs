@@ -6,14 +6,21 @@
 //! [`TICK_EVERY`] records, and `count` packed `u64` records. Chunks from different threads
 //! interleave: each is appended with one `write` on an `O_APPEND` file, so none is split.
 //! The control file is a sequence of 16-byte [`Msg`] records.
+//!
+//! Every traced process writes files of its own, so a child killed mid-write tears only
+//! its own stream: the program started uses the paths in [`ENV_DATA`] and [`ENV_CTL`], a
+//! forked child the same paths with `.PID` appended ([`child_suffix`]). Each process also
+//! appends the `MAP_SHARED` lines of its `/proc/self/maps` to the data path with
+//! [`MAPS_SUFFIX`] appended, one snapshot after another, each ended by an empty line.
 
 use crate::WireError;
 
 /// Marks a chunk header ("TDRT").
 pub const MAGIC: u32 = 0x5444_5254;
 /// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
-/// 3: a CPU word after each first-touch record.
-pub const VERSION: u32 = 3;
+/// 3: a CPU word after each first-touch record. 4: forked children record into files of
+/// their own ([`MSG_FORKED`], [`MSG_EXEC`]), with maps snapshots beside them.
+pub const VERSION: u32 = 4;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -53,6 +60,34 @@ pub const MSG_CRASHED: u32 = 3;
 pub const MSG_DONE: u32 = 4;
 /// Control message: the page size the runtime used for first-touch records (`a`).
 pub const MSG_PAGE_SIZE: u32 = 5;
+/// Control message, first in a forked child's file: `b` = the parent's pid, `a` = the
+/// monotonic time of the fork in ns (children are numbered in that order).
+pub const MSG_FORKED: u32 = 6;
+/// Control message: the process is about to `exec` another program; its threads were
+/// flushed, so its part of the trace ends here whole.
+pub const MSG_EXEC: u32 = 7;
+
+/// Appended to a process's data path to name its maps snapshots.
+pub const MAPS_SUFFIX: &str = ".maps";
+
+/// Writes `.PID` (a forked child's suffix to both paths) into `out`; returns its length.
+pub fn child_suffix(pid: u32, out: &mut [u8; 12]) -> usize {
+    let mut digits = [0u8; 10];
+    let (mut n, mut v) = (0, pid);
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out[0] = b'.';
+    for i in 0..n {
+        out[1 + i] = digits[n - 1 - i];
+    }
+    n + 1
+}
 
 const ADDR_MASK: u64 = (1 << 56) - 1;
 const SIZE_SHIFT: u32 = 56;
@@ -276,6 +311,15 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn child_suffixes_are_dot_and_decimal_pid() {
+        let mut b = [0u8; 12];
+        for pid in [0u32, 7, 4242, u32::MAX] {
+            let n = child_suffix(pid, &mut b);
+            assert_eq!(&b[..n], format!(".{pid}").as_bytes());
         }
     }
 
