@@ -230,9 +230,6 @@ fn check_processes(threads: u32, rep: &mut CheckReport) {
             ),
             _ => {}
         }
-        if p.tasks == 0 {
-            rep.problem(None, format!("process {i} has no task"));
-        }
     }
     if !procs.is_empty() && next_task != threads {
         rep.problem(

@@ -112,7 +112,10 @@ pub(super) fn convert(
     };
     while let Some(i) = earliest(&streams) {
         let s = streams[i].as_mut().expect("earliest names an open stream");
-        let ev = s.next.take().expect("earliest names a stream with an event");
+        let ev = s
+            .next
+            .take()
+            .expect("earliest names a stream with an event");
         s.next = s.rd.next_event().context("reading the raw trace")?;
         if let Some(sig) = stop() {
             return cut(stats, None, Some(sig));
@@ -139,7 +142,9 @@ pub(super) fn convert(
                 let split = dec.chunk(&c, &mut acc, &mut faults);
                 if let Some(k) = keys {
                     acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
-                    faults.iter_mut().for_each(|f| f.addr = k.key(p.index, f.addr));
+                    faults
+                        .iter_mut()
+                        .for_each(|f| f.addr = k.key(p.index, f.addr));
                     // Each process judges first touches in its own address space: a
                     // shared page keeps the earliest.
                     faults.retain(|f| !is_shared(f.addr) || first_touched.insert(f.addr));

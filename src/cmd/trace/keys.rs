@@ -162,8 +162,16 @@ mod tests {
             }
         );
         let heap = 0x55d0_c2a5_0000;
-        assert_eq!(k.key(0, heap), heap, "process 0's private keys are addresses");
-        assert_ne!(k.key(1, heap), k.key(0, heap), "same address, other process");
+        assert_eq!(
+            k.key(0, heap),
+            heap,
+            "process 0's private keys are addresses"
+        );
+        assert_ne!(
+            k.key(1, heap),
+            k.key(0, heap),
+            "same address, other process"
+        );
         assert_eq!(
             PageKey::decode(k.key(1, heap)),
             PageKey::Private {

@@ -238,13 +238,34 @@ mod tests {
             write_errno: errno,
             ..Control::default()
         };
-        assert_eq!(child_status(&ctl(Some(1), false, None, None), false), TraceStatus::Complete);
-        assert_eq!(child_status(&ctl(None, true, None, None), false), TraceStatus::Complete);
+        assert_eq!(
+            child_status(&ctl(Some(1), false, None, None), false),
+            TraceStatus::Complete
+        );
+        assert_eq!(
+            child_status(&ctl(None, true, None, None), false),
+            TraceStatus::Complete
+        );
         // Killed (SIGKILL leaves no message), torn, failed to write, stopped, crashed.
-        assert_eq!(child_status(&ctl(None, false, None, None), false), TraceStatus::Incomplete);
-        assert_eq!(child_status(&ctl(Some(1), false, None, None), true), TraceStatus::Incomplete);
-        assert_eq!(child_status(&ctl(Some(1), false, None, Some(28)), false), TraceStatus::Incomplete);
-        assert_eq!(child_status(&ctl(None, false, Some(15), None), false), TraceStatus::Incomplete);
-        assert_eq!(child_status(&ctl(None, false, Some(11), None), false), TraceStatus::Crashed);
+        assert_eq!(
+            child_status(&ctl(None, false, None, None), false),
+            TraceStatus::Incomplete
+        );
+        assert_eq!(
+            child_status(&ctl(Some(1), false, None, None), true),
+            TraceStatus::Incomplete
+        );
+        assert_eq!(
+            child_status(&ctl(Some(1), false, None, Some(28)), false),
+            TraceStatus::Incomplete
+        );
+        assert_eq!(
+            child_status(&ctl(None, false, Some(15), None), false),
+            TraceStatus::Incomplete
+        );
+        assert_eq!(
+            child_status(&ctl(None, false, Some(11), None), false),
+            TraceStatus::Crashed
+        );
     }
 }
