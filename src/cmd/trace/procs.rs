@@ -66,7 +66,7 @@ fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
 }
 
 /// The pids of the forked children that left a control file beside `ctl`.
-fn child_pids(ctl: &Path) -> Vec<u32> {
+pub(super) fn child_pids(ctl: &Path) -> Vec<u32> {
     let (Some(dir), Some(name)) = (ctl.parent(), ctl.file_name()) else {
         return Vec::new();
     };
