@@ -411,7 +411,7 @@ impl<R: Read + Seek> Reader<R> {
         let procs = codec::decode_processes(&self.raw)
             .ok_or_else(|| corrupt(at, "unknown process status byte".into()))?;
         for p in &procs {
-            let end = p.first_task.checked_add(p.tasks).unwrap_or(u32::MAX);
+            let end = p.first_task.saturating_add(p.tasks);
             if end > self.header.threads {
                 return Err(TraceError::ThreadOutOfRange {
                     offset: at,
