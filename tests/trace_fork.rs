@@ -2,7 +2,8 @@
 //! numbered by process, then by thread. Their shared mappings are keyed by backing object,
 //! so `tdmap analyze` sees sharing between processes, as kMAF's physical addresses do.
 //! Their private pages keep their process, so parent and child at one address share nothing.
-//! A child that is killed or execs leaves a readable trace.
+//! A child that is killed or execs leaves a readable trace. An instrumented program that a
+//! traced process execs, directly or through a shell, is a process of its own.
 
 mod common;
 #[allow(dead_code)] // this binary uses `similarity` only
@@ -280,4 +281,70 @@ fn a_killed_child_leaves_a_readable_trace_with_its_part_incomplete() {
             String::from_utf8_lossy(&a.stderr)
         );
     }
+}
+
+/// (index, parent, status) of each process.
+fn tree(t: &Path) -> Vec<(u32, Option<u32>, TraceStatus)> {
+    processes(t)
+        .iter()
+        .map(|p| (p.index, p.parent, p.status))
+        .collect()
+}
+
+/// fork + exec of an instrumented program: the forked child's part ends at the exec,
+/// whole, and the program it exec'd (same pid) is the next process, its child. Through
+/// `system` (an untraced shell between them) the exec'd program hangs under process 0.
+#[test]
+fn an_instrumented_program_execd_by_a_traced_process_is_a_process_of_its_own() {
+    use TraceStatus::Complete;
+    let (t, out) = trace("spawn", &built().1, &["spawn"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_json(&t);
+    assert_eq!(
+        tree(&t),
+        [
+            (0, None, Complete),
+            (1, Some(0), Complete),
+            (2, Some(1), Complete)
+        ]
+    );
+    let p = processes(&t);
+    assert_eq!(
+        p[1].pid, p[2].pid,
+        "the exec'd program replaced the forked child"
+    );
+    let (t, out) = trace("system", &built().1, &["system"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_json(&t);
+    assert_eq!(tree(&t), [(0, None, Complete), (1, Some(0), Complete)]);
+}
+
+/// `tdmap trace -- sh -c './prog'`: the shell holds no runtime, but the program it names
+/// does, so the trace is that program's; a shell naming none is still refused up front.
+#[test]
+fn a_shell_that_starts_an_instrumented_program_is_traced_through() {
+    let forks = built().1.to_str().unwrap().to_string();
+    let (t, out) = trace(
+        "sh",
+        Path::new("sh"),
+        &["-c", &format!("{forks} threads; true")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_json(&t);
+    assert_eq!(processes(&t).len(), 2);
+    assert_eq!(Reader::open(&t).unwrap().header().threads, 5);
+    let (_, out) = trace("sh-none", Path::new("sh"), &["-c", "true"]);
+    common::assert_bad_input(&out, "nor does a program named in its arguments");
 }

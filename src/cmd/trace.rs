@@ -136,7 +136,7 @@ pub fn run(args: Args) -> Result<i32> {
             output.display()
         )));
     }
-    let has_runtime = check_instrumented(&exe)?;
+    let has_runtime = check_instrumented(&exe, &args.command[1..])?;
     let scratch = scratch_files(&output)?;
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
@@ -276,19 +276,34 @@ fn check_hello(ctl: &Control, args: &Args, scratch: &Scratch, has_runtime: bool)
     Ok(())
 }
 
-/// Refuses an ELF file without the runtime's marker before running it; true when the
-/// marker is there (false for scripts, which only the runtime's handshake can tell).
-fn check_instrumented(exe: &Path) -> Result<bool> {
+/// Refuses an ELF file without the runtime's marker before running it, unless one of its
+/// arguments names an instrumented program (a launcher: `sh -c './prog 8'`, `env`,
+/// `mpirun`), which the runtime's handshake then finds; true when the marker is there
+/// (false for scripts and launchers, which only the handshake can tell).
+fn check_instrumented(exe: &Path, args: &[OsString]) -> Result<bool> {
     let bytes =
         std::fs::read(exe).map_err(|e| input(format!("cannot read {}: {e}", exe.display())))?;
     let is_elf = bytes.starts_with(b"\x7fELF");
-    if is_elf && !bytes.windows(wire::MARKER.len()).any(|w| w == wire::MARKER) {
+    if is_elf && !has_marker(&bytes) && !args.iter().any(|a| names_instrumented(a)) {
         return Err(input(format!(
-            "{} was not built with a tdmap front (it holds no tdmap runtime); {REBUILD}",
+            "{} was not built with a tdmap front (it holds no tdmap runtime, nor does a program named in its arguments); {REBUILD}",
             exe.display()
         )));
     }
-    Ok(is_elf)
+    Ok(is_elf && has_marker(&bytes))
+}
+
+fn has_marker(bytes: &[u8]) -> bool {
+    bytes.windows(wire::MARKER.len()).any(|w| w == wire::MARKER)
+}
+
+/// Whether a word of `arg` (split as a shell would at blanks and `;&|()`) is the path of
+/// an ELF file that holds the runtime.
+fn names_instrumented(arg: &OsString) -> bool {
+    arg.to_string_lossy()
+        .split(|c: char| c.is_whitespace() || ";&|()".contains(c))
+        .filter(|w| w.contains('/'))
+        .any(|w| std::fs::read(w).is_ok_and(|b| b.starts_with(b"\x7fELF") && has_marker(&b)))
 }
 
 fn default_output(exe: &Path, model: bool) -> PathBuf {

@@ -4,7 +4,10 @@
  *   kill:    the child kills itself with SIGKILL (no end marker)
  *   execv:   the child execs /bin/true (wrapped: its part ends whole)
  *   execl:   the child execs /bin/true through the variadic execl (not wrapped)
- *   exit:    the child returns through exit() (atexit) rather than _exit */
+ *   exit:    the child returns through exit() (atexit) rather than _exit
+ *   spawn:   the child execs this program again in mode leaf (fork + exec)
+ *   system:  no fork: system() runs this program in mode leaf through sh
+ *   leaf:    touches a buffer and exits */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -43,6 +46,15 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "threads";
     touch(NULL);
+    if (!strcmp(mode, "leaf"))
+        return 0;
+    if (!strcmp(mode, "system")) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "%s leaf", argv[0]);
+        int rc = system(cmd);
+        printf("forks system %s\n", rc == 0 ? "ok" : "failed");
+        return rc != 0;
+    }
     if (!strcmp(mode, "threads"))
         threads(1);
     pid_t c = fork();
@@ -57,6 +69,10 @@ int main(int argc, char **argv)
         if (!strcmp(mode, "execv")) {
             char *args[] = {"true", NULL};
             execv("/bin/true", args);
+        }
+        if (!strcmp(mode, "spawn")) {
+            char *args[] = {argv[0], "leaf", NULL};
+            execv(argv[0], args);
         }
         if (!strcmp(mode, "execl"))
             execl("/bin/true", "true", (char *)NULL);

@@ -2,9 +2,10 @@
 //! the exit and crash handlers, and the thread-exit hook.
 //!
 //! `tdmap trace` names two files that must not exist yet; the first process to create
-//! them owns the trace, so an instrumented program it execs stays silent. A child it
-//! forks records into files of its own, named after the parent's with `.PID` appended
-//! (`tdmap_wire::raw`), so that its stream never interleaves with the parent's.
+//! them is process 0. A child it forks, and an instrumented program that a traced
+//! process execs (directly or through a shell), records into files of its own, named
+//! after those with `.PID` appended (`tdmap_wire::raw`), so that its stream never
+//! interleaves with another process's.
 
 use crate::io::{self, CTL_FD, DATA_FD, MAPS_FD};
 use crate::state::{
@@ -90,17 +91,27 @@ fn setup() -> bool {
         return false;
     };
     let ctl_fd = io::create_exclusive(&ctl);
-    if ctl_fd < 0 {
+    // Taken: a traced process exec'd this program (maybe through a shell); it records
+    // as a process of its own.
+    let joined = ctl_fd < 0 && errno() == libc::EEXIST;
+    let (data_fd, data_errno) = if joined {
+        let Some((data_fd, data_errno)) = open_own(&ctl, &data) else {
+            return false;
+        };
+        (data_fd, data_errno)
+    } else if ctl_fd < 0 {
         return false;
-    }
-    CTL_FD.store(ctl_fd, Ordering::Relaxed);
-    let data_fd = io::create_exclusive(&data);
-    let data_errno = errno();
-    DATA_FD.store(data_fd, Ordering::Relaxed);
-    MAPS_FD.store(
-        with_suffix(&data, &[wire::MAPS_SUFFIX.as_bytes()]),
-        Ordering::Relaxed,
-    );
+    } else {
+        CTL_FD.store(ctl_fd, Ordering::Relaxed);
+        let data_fd = io::create_exclusive(&data);
+        let data_errno = errno();
+        DATA_FD.store(data_fd, Ordering::Relaxed);
+        MAPS_FD.store(
+            with_suffix(&data, &[wire::MAPS_SUFFIX.as_bytes()]),
+            Ordering::Relaxed,
+        );
+        (data_fd, data_errno)
+    };
     let _ = PATHS.set([ctl, data]);
     FILTER.store(env_flag(wire::ENV_FILTER), Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {
@@ -109,7 +120,43 @@ fn setup() -> bool {
     }
     setup_first_touch();
     install_hooks();
-    hello(data_fd, data_errno)
+    if !hello(data_fd, data_errno) {
+        return false;
+    }
+    if joined {
+        // SAFETY: getppid has no preconditions.
+        let ppid = unsafe { libc::getppid() } as u32;
+        io::send(Msg {
+            tag: wire::MSG_EXECED,
+            b: ppid,
+            a: state::now_ns(),
+        });
+    }
+    true
+}
+
+/// Creates this process's own files, the base paths with the first free suffix `.PID`,
+/// `.PID-2`, ... (taken by the image this one replaced, or by a process whose pid the
+/// system reused) and installs them; the data file's descriptor and errno, None if no
+/// control file could be created. Allocates nothing (it runs in a forked child).
+fn open_own(ctl: &CStr, data: &CStr) -> Option<(i32, i32)> {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    let mut sfx = [0u8; 24];
+    let (ctl_fd, len) = (1..=64).find_map(|n| {
+        let len = wire::child_suffix(pid, n, &mut sfx);
+        let fd = with_suffix(ctl, &[&sfx[..len]]);
+        (fd >= 0 || errno() != libc::EEXIST).then_some((fd, len))
+    })?;
+    if ctl_fd < 0 {
+        return None;
+    }
+    let sfx = &sfx[..len];
+    let data_fd = with_suffix(data, &[sfx]);
+    let data_errno = errno();
+    let maps_fd = with_suffix(data, &[sfx, wire::MAPS_SUFFIX.as_bytes()]);
+    io::switch_to(ctl_fd, data_fd, maps_fd);
+    Some((data_fd, data_errno))
 }
 
 fn errno() -> i32 {
@@ -189,19 +236,11 @@ fn start_child() -> bool {
     let Some([ctl, data]) = PATHS.get() else {
         return false;
     };
-    // SAFETY: getpid and getppid have no preconditions.
-    let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
-    let mut sfx = [0u8; 12];
-    let n = wire::child_suffix(pid, &mut sfx);
-    let sfx = &sfx[..n];
-    let ctl_fd = with_suffix(ctl, &[sfx]);
-    if ctl_fd < 0 {
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() } as u32;
+    let Some((data_fd, data_errno)) = open_own(ctl, data) else {
         return false;
-    }
-    let data_fd = with_suffix(data, &[sfx]);
-    let data_errno = errno();
-    let maps_fd = with_suffix(data, &[sfx, wire::MAPS_SUFFIX.as_bytes()]);
-    io::switch_to(ctl_fd, data_fd, maps_fd);
+    };
     if !hello(data_fd, data_errno) {
         return false;
     }

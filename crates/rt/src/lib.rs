@@ -21,11 +21,12 @@
 //! flushed best-effort; an instrumented signal handler that interrupts the hot path can
 //! lose or repeat one record.
 //!
-//! Forked children record too, each into files of its own (see [`init`]), with their
-//! threads numbered from 0 again and snapshots of their `MAP_SHARED` mappings
-//! ([`snapshot`]) from which `tdmap trace` keys shared pages by backing object. `_exit`
-//! and `exec` are wrapped ([`exits`]) so a child that leaves through them ends its part
-//! whole. An instrumented program exec'd by a traced process is not recorded.
+//! Forked children record too, and so do instrumented programs that a traced process
+//! execs (directly or through a shell): each process into files of its own (`init.rs`),
+//! with its threads numbered from 0 and snapshots of its `MAP_SHARED` mappings
+//! (`snapshot.rs`) from which `tdmap trace` keys shared pages by backing object. `_exit`
+//! and the non-variadic `exec` calls are wrapped (`exits.rs`) so that a process that
+//! leaves through them ends its part whole.
 
 mod callbacks;
 #[cfg(not(test))]

@@ -540,10 +540,6 @@ fn the_process_table_round_trips_and_the_checker_validates_it() {
             vec![process(0, 50, None, 0, 2)],
             "hold 2 tasks, the header 3",
         ),
-        (
-            vec![process(0, 50, None, 0, 2), process(1, 50, Some(0), 2, 1)],
-            "pid twice",
-        ),
     ] {
         let rep = check_bytes(with_processes(bad));
         assert!(

@@ -64,7 +64,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
     super::explain(&sum, &ctl, &status);
     let children = super::procs::child_pids(&scratch.ctl).len();
     if children > 0 {
-        eprintln!("tdmap: {children} forked processes were not modelled (--model-only covers the program's own process); trace without --model-only to include them");
+        eprintln!("tdmap: {children} other processes were not modelled (--model-only covers the program's own process); trace without --model-only to include them");
     }
     let events = feed.model.events();
     if events == 0 {

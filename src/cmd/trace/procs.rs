@@ -21,6 +21,8 @@ pub(super) struct Control {
     pub(super) done: Option<u64>,
     /// The parent's pid and the time of the fork, for a forked child.
     pub(super) forked: Option<(u32, u64)>,
+    /// The parent's pid and the start time, for a program a traced process exec'd.
+    pub(super) execed: Option<(u32, u64)>,
     /// The process exec'd another program after flushing its threads.
     pub(super) exec: bool,
 }
@@ -42,6 +44,7 @@ impl Control {
                 wire::MSG_CRASHED => c.crashed = Some(m.b),
                 wire::MSG_DONE => c.done = Some(m.a),
                 wire::MSG_FORKED => c.forked = Some((m.b, m.a)),
+                wire::MSG_EXECED => c.execed = Some((m.b, m.a)),
                 wire::MSG_EXEC => c.exec = true,
                 _ => {}
             }
@@ -65,8 +68,9 @@ fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// The pids of the forked children that left a control file beside `ctl`.
-pub(super) fn child_pids(ctl: &Path) -> Vec<u32> {
+/// The suffixes (`.PID` or `.PID-N`) of the processes other than process 0 that left a
+/// control file beside `ctl`, with their pids.
+pub(super) fn child_pids(ctl: &Path) -> Vec<(String, u32)> {
     let (Some(dir), Some(name)) = (ctl.parent(), ctl.file_name()) else {
         return Vec::new();
     };
@@ -82,7 +86,9 @@ pub(super) fn child_pids(ctl: &Path) -> Vec<u32> {
     entries
         .filter_map(|e| {
             let n = e.ok()?.file_name().into_string().ok()?;
-            n.strip_prefix(&prefix)?.parse().ok()
+            let sfx = n.strip_prefix(&prefix)?;
+            let (pid, _) = wire::parse_child_suffix(sfx)?;
+            Some((format!(".{sfx}"), pid))
         })
         .collect()
 }
@@ -98,8 +104,7 @@ pub(super) fn discover(scratch: &Scratch, main: Control) -> Vec<Proc> {
     }];
     let mut children: Vec<Proc> = child_pids(&scratch.ctl)
         .into_iter()
-        .map(|pid| {
-            let sfx = format!(".{pid}");
+        .map(|(sfx, pid)| {
             let data = with_suffix(&scratch.data, &sfx);
             Proc {
                 info: info(0, Some(pid)),
@@ -110,23 +115,19 @@ pub(super) fn discover(scratch: &Scratch, main: Control) -> Vec<Proc> {
         })
         .filter(|p| p.ctl.hello)
         .collect();
-    children.sort_by_key(|p| (p.ctl.forked.map_or(u64::MAX, |f| f.1), p.info.pid));
+    children.sort_by_key(|p| (p.ctl.started().map_or(u64::MAX, |f| f.1), p.info.pid));
     procs.extend(children);
     let mut first = 0;
     for i in 0..procs.len() {
-        let parent = procs[i].ctl.forked.map(|f| f.0 as i32);
-        let parent = procs[..i]
-            .iter()
-            .position(|q| Some(q.info.pid) == parent)
-            .map(|q| q as u32);
+        let parent = parent_of(&procs[..i], &procs[i]);
         let tasks = std::fs::File::open(&procs[i].data)
             .map(std::io::BufReader::new)
             .and_then(|mut f| thread_count(&mut f))
             .unwrap_or(0);
         let p = &mut procs[i].info;
         p.index = i as u32;
-        // A child whose parent is not traced (cannot happen: only traced processes fork
-        // recording children) is put under the program, so the table stays a tree.
+        // A process whose parent is not traced (a program a shell started) is put under
+        // the program, so the table stays a tree.
         p.parent = (i > 0).then(|| parent.unwrap_or(0));
         p.first_task = first;
         p.tasks = tasks;
@@ -141,6 +142,27 @@ pub(super) fn discover(scratch: &Scratch, main: Control) -> Vec<Proc> {
         .collect();
     renumber(&mut kept);
     kept
+}
+
+impl Control {
+    /// The parent's pid and the time this process started recording, unless it is the
+    /// program's own.
+    fn started(&self) -> Option<(u32, u64)> {
+        self.forked.or(self.execed)
+    }
+}
+
+/// The index among `earlier` of `p`'s parent: for an exec'd program the image it replaced
+/// (the latest process of the same pid that exec'd), else the latest process whose pid is
+/// the parent's pid.
+fn parent_of(earlier: &[Proc], p: &Proc) -> Option<u32> {
+    let latest = |f: &dyn Fn(&Proc) -> bool| earlier.iter().rposition(f).map(|i| i as u32);
+    let replaced = p
+        .ctl
+        .execed
+        .and_then(|_| latest(&|q| q.info.pid == p.info.pid && q.ctl.exec));
+    let ppid = p.ctl.started()?.0 as i32;
+    replaced.or_else(|| latest(&|q| q.info.pid == ppid))
 }
 
 /// Gives the kept processes consecutive indexes, their parents following.
