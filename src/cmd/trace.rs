@@ -58,7 +58,8 @@ pub struct Args {
     /// result as JSON (header, both sharing matrices, kMAF metrics, each page's NUMA
     /// vector and first toucher) to -o (default PROGRAM.model.json), for programs too
     /// large to trace. `tdmap map --model FILE` maps from it. Memory follows the pages
-    /// touched, not the number of accesses.
+    /// touched, not the number of accesses. Only the program's own process is modelled:
+    /// its forked children do not record.
     #[arg(long, conflicts_with = "count_only")]
     model_only: bool,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
@@ -72,7 +73,10 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
     /// The program built with a tdmap front (`tdmap cc`, `tdmap gcc`, ...), then its
-    /// arguments (after `--`).
+    /// arguments (after `--`). The processes it forks, and instrumented programs they
+    /// exec, are traced too: tasks are numbered by process, then by thread, and pages
+    /// shared between processes are keyed by backing object. A launcher (`sh -c
+    /// './prog'`) is accepted when its arguments name an instrumented program.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
 }
@@ -162,7 +166,9 @@ pub fn run(args: Args) -> Result<i32> {
     let ctl = Control::read(&scratch.ctl);
     check_hello(&ctl, &args, &scratch, has_runtime)?;
     if args.count_only {
-        sum.accesses = ctl.done.unwrap_or(0);
+        let procs = procs::discover(&scratch, ctl);
+        sum.processes = procs.len();
+        sum.accesses = procs.iter().filter_map(|p| p.ctl.done).sum();
         sum.status = "counted".into();
         print_line(&sum, &args)?;
         return Ok(child_code(&status));
@@ -363,6 +369,7 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
         (wire::ENV_FILTER.into(), flag(args.filter_lines)),
         (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
+        (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
     let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
         .map_err(|e| input(format!("cannot run '{name}': {e}")))?;

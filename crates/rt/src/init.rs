@@ -12,7 +12,7 @@ use crate::state::{
     self, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS,
 };
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use tdmap_wire::raw::{self as wire, Msg};
 
@@ -29,6 +29,8 @@ static PATHS: OnceLock<[CString; 2]> = OnceLock::new();
 static OWN_PID: AtomicU32 = AtomicU32::new(0);
 /// The recording mode the environment asked for, restored in forked children.
 static MODE: AtomicU8 = AtomicU8::new(MODE_RECORD);
+/// Whether forked children record (`tdmap_wire::raw::ENV_CHILDREN`).
+static CHILDREN: AtomicBool = AtomicBool::new(true);
 
 /// Embedded in every instrumented program so that `tdmap trace` can recognise one.
 #[used]
@@ -90,10 +92,12 @@ fn setup() -> bool {
     let (Some(ctl), Some(data)) = (env_path(wire::ENV_CTL), env_path(wire::ENV_DATA)) else {
         return false;
     };
+    let children = tdmap_sys::secure_var(wire::ENV_CHILDREN).is_none_or(|v| v != "0");
+    CHILDREN.store(children, Ordering::Relaxed);
     let ctl_fd = io::create_exclusive(&ctl);
     // Taken: a traced process exec'd this program (maybe through a shell); it records
     // as a process of its own.
-    let joined = ctl_fd < 0 && errno() == libc::EEXIST;
+    let joined = ctl_fd < 0 && errno() == libc::EEXIST && children;
     let (data_fd, data_errno) = if joined {
         let Some((data_fd, data_errno)) = open_own(&ctl, &data) else {
             return false;
@@ -352,7 +356,7 @@ extern "C" fn on_fork_child() {
     }
     // The child must never write to the parent's files: its records would land among
     // the parent's, and a kill mid-write would tear the parent's stream.
-    if !start_child() {
+    if !CHILDREN.load(Ordering::Relaxed) || !start_child() {
         io::switch_to(-1, -1, -1);
         STATUS.store(OFF, Ordering::Release);
         state::stop_all();

@@ -39,6 +39,9 @@ pub const ENV_DATA: &str = "TDMAP_RT_DATA";
 pub const ENV_CTL: &str = "TDMAP_RT_CTL";
 /// Environment variable: "1" turns on the per-thread repeated-line filter.
 pub const ENV_FILTER: &str = "TDMAP_RT_FILTER";
+/// Environment variable: "0" keeps forked children and exec'd programs from recording
+/// (`--model-only` follows the program's own file only, so theirs would only fill the disk).
+pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
 /// Environment variable: "1" makes the callbacks only count (for the overhead benchmark).
 pub const ENV_COUNT_ONLY: &str = "TDMAP_RT_COUNT_ONLY";
 

@@ -47,14 +47,15 @@ struct Stream {
 }
 
 impl Stream {
-    fn open(p: &Proc) -> Result<Stream> {
+    /// Opens `p`'s raw file with a read buffer of `buf` bytes.
+    fn open(p: &Proc, buf: usize) -> Result<Stream> {
         // Writable, or fallocate cannot punch holes in it.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&p.data)
             .with_context(|| format!("opening the raw trace {}", p.data.display()))?;
-        let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
+        let mut rd = RawReader::new(BufReader::with_capacity(buf, file));
         let next = rd.next_event().context("reading the raw trace")?;
         Ok(Stream {
             rd,
@@ -86,8 +87,10 @@ pub(super) fn convert(
     stop: impl Fn() -> Option<i32>,
 ) -> Result<Converted> {
     let mut streams = Vec::with_capacity(procs.len());
+    // 1 MiB of read buffers in all, at least one chunk's worth each.
+    let buf = ((1 << 20) / procs.len()).max(64 << 10);
     for (i, p) in procs.iter().enumerate() {
-        match Stream::open(p) {
+        match Stream::open(p, buf) {
             Ok(s) => streams.push(Some(s)),
             Err(e) if i == 0 => return Err(e),
             // A child that could not write its file has an empty part (Incomplete).

@@ -62,10 +62,6 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         ..super::Summary::default()
     };
     super::explain(&sum, &ctl, &status);
-    let children = super::procs::child_pids(&scratch.ctl).len();
-    if children > 0 {
-        eprintln!("tdmap: {children} other processes were not modelled (--model-only covers the program's own process); trace without --model-only to include them");
-    }
     let events = feed.model.events();
     if events == 0 {
         anyhow::bail!("the program recorded no accesses, so no model was written");

@@ -70,7 +70,7 @@ fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
 
 /// The suffixes (`.PID` or `.PID-N`) of the processes other than process 0 that left a
 /// control file beside `ctl`, with their pids.
-pub(super) fn child_pids(ctl: &Path) -> Vec<(String, u32)> {
+fn child_pids(ctl: &Path) -> Vec<(String, u32)> {
     let (Some(dir), Some(name)) = (ctl.parent(), ctl.file_name()) else {
         return Vec::new();
     };
