@@ -290,7 +290,7 @@ fn check_instrumented(exe: &Path, args: &[OsString]) -> Result<bool> {
     let bytes =
         std::fs::read(exe).map_err(|e| input(format!("cannot read {}: {e}", exe.display())))?;
     let is_elf = bytes.starts_with(b"\x7fELF");
-    if is_elf && !has_marker(&bytes) && !args.iter().any(|a| names_instrumented(a)) {
+    if is_elf && !has_marker(&bytes) && !args.iter().any(names_instrumented) {
         return Err(input(format!(
             "{} was not built with a tdmap front (it holds no tdmap runtime, nor does a program named in its arguments); {REBUILD}",
             exe.display()
