@@ -348,3 +348,44 @@ fn a_shell_that_starts_an_instrumented_program_is_traced_through() {
     let (_, out) = trace("sh-none", Path::new("sh"), &["-c", "true"]);
     common::assert_bad_input(&out, "nor does a program named in its arguments");
 }
+
+/// `tdmap map --trace` and `tdmap sim` read the multi-process trace: the mapping puts
+/// each sharing pair on one core, and the simulator replays every task's accesses.
+#[test]
+fn map_and_sim_read_the_traced_forkshare() {
+    let t = forkshare().to_str().unwrap();
+    let m = [
+        "map",
+        "--trace",
+        t,
+        "--machine",
+        "xeon-x7550-4s",
+        "--format",
+        "json",
+    ];
+    let out = tdmap(&m);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let core: Vec<u64> = r["mapping"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["core"].as_u64().unwrap())
+        .collect();
+    assert!(core[0] == core[1] && core[2] == core[3], "{core:?}");
+    assert_ne!(core[0], core[2], "{core:?}");
+    let out = tdmap(&["sim", t, "--machine", "xeon-x7550-4s", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["threads"], 4);
+    assert_eq!(s["accesses"], check_json(forkshare())["accesses"]);
+    assert_eq!(s["complete"], true);
+}
