@@ -280,7 +280,7 @@ fn install_hooks() {
     unsafe {
         libc::pthread_key_create(&raw mut KEY, Some(on_thread_exit));
         libc::atexit(on_exit);
-        libc::pthread_atfork(None, None, Some(on_fork_child));
+        libc::pthread_atfork(None, Some(on_fork_parent), Some(on_fork_child));
     }
     let fatal = on_fatal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     for sig in [
@@ -348,6 +348,14 @@ extern "C" fn on_fatal(sig: libc::c_int) {
     // SA_RESETHAND restored the default action, so this kills the process as intended.
     // SAFETY: raise is async-signal-safe.
     unsafe { libc::raise(sig) };
+}
+
+/// A parent snapshots its shared mappings at each fork too: its child shares what is
+/// mapped now, and the parent may be killed before its exit snapshot.
+extern "C" fn on_fork_parent() {
+    if STATUS.load(Ordering::Acquire) == ON && CHILDREN.load(Ordering::Relaxed) && own_process() {
+        crate::snapshot::maps();
+    }
 }
 
 extern "C" fn on_fork_child() {

@@ -1,7 +1,7 @@
 //! Snapshots of this process's `MAP_SHARED` mappings, appended to its maps file
 //! (`tdmap_wire::raw::MAPS_SUFFIX`): `tdmap trace` keys the pages of a multi-process
-//! trace by backing object from them (`tdmap_wire::pagekey`). Taken when a forked child
-//! starts (the mappings it inherited) and when a process ends (exit, `_exit`, exec, a
+//! trace by backing object from them (`tdmap_wire::pagekey`). Taken when a process forks
+//! (in the parent and in the child) and when a process ends (exit, `_exit`, exec, a
 //! fatal signal), without allocating: the child of a multi-threaded program and signal
 //! handlers must not call `malloc`.
 

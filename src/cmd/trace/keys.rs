@@ -3,8 +3,8 @@
 //! address (p, address). Object indexes are given out here, per (device, inode), in the
 //! order processes and their snapshots list them.
 //!
-//! Which mappings were shared comes from the snapshots each process's runtime took (when
-//! a child starts, when a process ends). The rule: an address is shared when a snapshot of
+//! Which mappings were shared comes from the snapshots each process's runtime took (at
+//! each fork, in parent and child, and when a process ends). The rule: an address is shared when a snapshot of
 //! its process has it in a shared mapping, the latest such snapshot naming the object.
 //! Its limit: a shared mapping made and removed between two snapshots is not seen (its
 //! accesses are keyed as the process's private memory), and an address range reused for
