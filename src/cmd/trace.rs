@@ -8,17 +8,25 @@
 //! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
 //! to tdmap go to it until the trace is written.
 //!
+//! Forked children are traced too, each into raw files of its own (`procs.rs`): their
+//! threads become tasks numbered by process, and their pages are keyed by backing object
+//! where shared (`keys.rs`), so the trace's matrix covers multi-process programs.
+//!
 //! With `--model-only` (for programs too large to trace) no trace is written: this
 //! process reads the chunks while the program runs and feeds the sharing model (see
-//! `model.rs`), so the program itself stays as thin as when tracing.
+//! `model.rs`), so the program itself stays as thin as when tracing; it models the
+//! program's own process only.
 
 mod convert;
+mod keys;
 mod model;
+mod procs;
 mod raw;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
 use convert::{convert, Stats};
+use procs::Control;
 use raw::{wire, RawChunk};
 use serde::Serialize;
 use std::ffi::OsString;
@@ -50,7 +58,8 @@ pub struct Args {
     /// result as JSON (header, both sharing matrices, kMAF metrics, each page's NUMA
     /// vector and first toucher) to -o (default PROGRAM.model.json), for programs too
     /// large to trace. `tdmap map --model FILE` maps from it. Memory follows the pages
-    /// touched, not the number of accesses.
+    /// touched, not the number of accesses. Only the program's own process is modelled:
+    /// its forked children do not record.
     #[arg(long, conflicts_with = "count_only")]
     model_only: bool,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
@@ -64,7 +73,10 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
     /// The program built with a tdmap front (`tdmap cc`, `tdmap gcc`, ...), then its
-    /// arguments (after `--`).
+    /// arguments (after `--`). The processes it forks, and instrumented programs they
+    /// exec, are traced too: tasks are numbered by process, then by thread, and pages
+    /// shared between processes are keyed by backing object. A launcher (`sh -c
+    /// './prog'`) is accepted when its arguments name an instrumented program.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
 }
@@ -77,6 +89,7 @@ struct Summary {
     exit_code: Option<i32>,
     signal: Option<i32>,
     threads: u32,
+    processes: usize,
     accesses: u64,
     first_touch_pages: u64,
     filtered: u64,
@@ -93,7 +106,11 @@ struct Scratch {
 }
 
 impl Drop for Scratch {
+    /// Removes the program's files and those its children and snapshots added.
     fn drop(&mut self) {
+        for f in procs::scratch_files(self) {
+            let _ = std::fs::remove_file(f);
+        }
         let _ = std::fs::remove_file(&self.data);
         let _ = std::fs::remove_file(&self.ctl);
     }
@@ -123,7 +140,7 @@ pub fn run(args: Args) -> Result<i32> {
             output.display()
         )));
     }
-    let has_runtime = check_instrumented(&exe)?;
+    let has_runtime = check_instrumented(&exe, &args.command[1..])?;
     let scratch = scratch_files(&output)?;
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
@@ -149,24 +166,27 @@ pub fn run(args: Args) -> Result<i32> {
     let ctl = Control::read(&scratch.ctl);
     check_hello(&ctl, &args, &scratch, has_runtime)?;
     if args.count_only {
-        sum.accesses = ctl.done.unwrap_or(0);
+        let procs = procs::discover(&scratch, ctl);
+        sum.processes = procs.len();
+        sum.accesses = procs.iter().filter_map(|p| p.ctl.done).sum();
         sum.status = "counted".into();
         print_line(&sum, &args)?;
         return Ok(child_code(&status));
     }
     let t = Instant::now();
     let mut trace = trace.expect("opened unless counting");
-    let done = convert(&scratch.data, &trace.writer, &ctl, &status, stop)?;
+    let mut procs = procs::discover(&scratch, ctl);
+    let maps: Vec<&Path> = procs.iter().map(|p| p.maps.as_path()).collect();
+    let keys = keys::Keys::read(&maps);
+    let done = convert(&mut procs, keys.as_ref(), &trace.writer, &status, stop)?;
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
-    let status_now = if done.write_err.is_some() || done.stopped.is_some() {
-        TraceStatus::Incomplete
-    } else {
-        status_of(&ctl, &status, done.torn)
-    };
-    fill(&mut sum, &done.stats, &output, status_now);
+    sum.processes = procs.len();
+    fill(&mut sum, &done.stats, &output, done.status);
     print_line(&sum, &args)?;
-    explain(&sum, &ctl, &status);
+    let ctl = &procs[0].ctl;
+    explain(&sum, ctl, &status);
+    explain_children(&procs);
     if let Some(e) = done.write_err {
         trace.keep = true;
         eprintln!(
@@ -183,7 +203,7 @@ pub fn run(args: Args) -> Result<i32> {
         anyhow::bail!("the program recorded no accesses, so no trace was written");
     }
     trace.keep = true;
-    Ok(exit_code(&ctl, &status))
+    Ok(exit_code(ctl, &status))
 }
 
 /// The trace being written; its file is removed on drop unless `keep` is set.
@@ -262,19 +282,34 @@ fn check_hello(ctl: &Control, args: &Args, scratch: &Scratch, has_runtime: bool)
     Ok(())
 }
 
-/// Refuses an ELF file without the runtime's marker before running it; true when the
-/// marker is there (false for scripts, which only the runtime's handshake can tell).
-fn check_instrumented(exe: &Path) -> Result<bool> {
+/// Refuses an ELF file without the runtime's marker before running it, unless one of its
+/// arguments names an instrumented program (a launcher: `sh -c './prog 8'`, `env`,
+/// `mpirun`), which the runtime's handshake then finds; true when the marker is there
+/// (false for scripts and launchers, which only the handshake can tell).
+fn check_instrumented(exe: &Path, args: &[OsString]) -> Result<bool> {
     let bytes =
         std::fs::read(exe).map_err(|e| input(format!("cannot read {}: {e}", exe.display())))?;
     let is_elf = bytes.starts_with(b"\x7fELF");
-    if is_elf && !bytes.windows(wire::MARKER.len()).any(|w| w == wire::MARKER) {
+    if is_elf && !has_marker(&bytes) && !args.iter().any(names_instrumented) {
         return Err(input(format!(
-            "{} was not built with a tdmap front (it holds no tdmap runtime); {REBUILD}",
+            "{} was not built with a tdmap front (it holds no tdmap runtime, nor does a program named in its arguments); {REBUILD}",
             exe.display()
         )));
     }
-    Ok(is_elf)
+    Ok(is_elf && has_marker(&bytes))
+}
+
+fn has_marker(bytes: &[u8]) -> bool {
+    bytes.windows(wire::MARKER.len()).any(|w| w == wire::MARKER)
+}
+
+/// Whether a word of `arg` (split as a shell would at blanks and `;&|()`) is the path of
+/// an ELF file that holds the runtime.
+fn names_instrumented(arg: &OsString) -> bool {
+    arg.to_string_lossy()
+        .split(|c: char| c.is_whitespace() || ";&|()".contains(c))
+        .filter(|w| w.contains('/'))
+        .any(|w| std::fs::read(w).is_ok_and(|b| b.starts_with(b"\x7fELF") && has_marker(&b)))
 }
 
 fn default_output(exe: &Path, model: bool) -> PathBuf {
@@ -334,6 +369,7 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
         (wire::ENV_FILTER.into(), flag(args.filter_lines)),
         (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
+        (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
     let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
         .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
@@ -342,36 +378,6 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         .release()
         .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
     Ok((child, fwd))
-}
-
-/// What the runtime said through the control file.
-#[derive(Debug, Default)]
-struct Control {
-    hello: bool,
-    page_size: u64,
-    write_errno: Option<u64>,
-    crashed: Option<u32>,
-    done: Option<u64>,
-}
-
-impl Control {
-    fn read(path: &Path) -> Control {
-        let mut c = Control {
-            page_size: 4096,
-            ..Control::default()
-        };
-        for m in wire::Msg::decode_all(&std::fs::read(path).unwrap_or_default()) {
-            match m.tag {
-                wire::MSG_HELLO => c.hello = true,
-                wire::MSG_PAGE_SIZE => c.page_size = m.a,
-                wire::MSG_WRITE_FAILED => c.write_errno = Some(m.a),
-                wire::MSG_CRASHED => c.crashed = Some(m.b),
-                wire::MSG_DONE => c.done = Some(m.a),
-                _ => {}
-            }
-        }
-        c
-    }
 }
 
 /// The signal that ended the program, as the runtime or the exit status says.
@@ -504,10 +510,27 @@ fn print_line(sum: &Summary, args: &Args) -> Result<()> {
         .map(|p| format!(" -> {}", p.display()))
         .unwrap_or_default();
     eprintln!(
-        "tdmap: {} accesses, {} threads, {} first-touch pages, {} filtered, {:.2} bytes/access, {}{to}",
-        sum.accesses, sum.threads, sum.first_touch_pages, sum.filtered, sum.bytes_per_access, sum.status
+        "tdmap: {} accesses, {} threads in {} processes, {} first-touch pages, {} filtered, {:.2} bytes/access, {}{to}",
+        sum.accesses, sum.threads, sum.processes.max(1), sum.first_touch_pages, sum.filtered, sum.bytes_per_access, sum.status
     );
     Ok(())
+}
+
+/// Names on stderr each forked child whose part of the trace is not whole.
+fn explain_children(procs: &[procs::Proc]) {
+    for p in &procs[1..] {
+        let i = &p.info;
+        let why = match (i.status, p.ctl.crashed) {
+            (TraceStatus::Complete, _) => continue,
+            (_, Some(sig)) => format!("died of signal {sig}"),
+            (_, None) if p.ctl.write_errno.is_some() => "could not write its raw trace".into(),
+            _ => "ended before its end marker (killed, or exec'd with execl)".into(),
+        };
+        eprintln!(
+            "tdmap: process {} (pid {}) {why}; its part of the trace is marked {:?}",
+            i.index, i.pid, i.status
+        );
+    }
 }
 
 /// Says on stderr why a trace is not Complete.

@@ -68,6 +68,18 @@ fn write_text(
             t.cpu.map_or("-".into(), |c| c.to_string())
         )?;
     }
+    for p in &rep.processes {
+        let parent = p.parent.map_or("-".into(), |q| q.to_string());
+        writeln!(
+            out,
+            "process {:>3}  pid {:>7}  parent {parent:>3}  tasks {}..{}  {:?}",
+            p.index,
+            p.pid,
+            p.first_task,
+            p.first_task + p.tasks,
+            p.status
+        )?;
+    }
     match rep.totals {
         Some(t) => writeln!(
             out,

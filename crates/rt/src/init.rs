@@ -2,12 +2,18 @@
 //! the exit and crash handlers, and the thread-exit hook.
 //!
 //! `tdmap trace` names two files that must not exist yet; the first process to create
-//! them owns the trace, so an instrumented child the program execs stays silent.
+//! them is process 0. A child it forks, and an instrumented program that a traced
+//! process execs (directly or through a shell), records into files of its own, named
+//! after those with `.PID` appended (`tdmap_wire::raw`), so that its stream never
+//! interleaves with another process's.
 
-use crate::io::{self, CTL_FD, DATA_FD};
-use crate::state::{self, DEFAULT_MODE, FILTER, MODE_COUNT, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS};
-use std::ffi::CString;
-use std::sync::atomic::{AtomicU8, Ordering};
+use crate::io::{self, CTL_FD, DATA_FD, MAPS_FD};
+use crate::state::{
+    self, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS,
+};
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::OnceLock;
 use tdmap_wire::raw::{self as wire, Msg};
 
 const UNINIT: u8 = 0;
@@ -16,6 +22,15 @@ const ON: u8 = 2;
 const OFF: u8 = 3;
 static STATUS: AtomicU8 = AtomicU8::new(UNINIT);
 static mut KEY: libc::pthread_key_t = 0;
+/// The control and data paths `tdmap trace` named; a forked child appends `.PID`.
+static PATHS: OnceLock<[CString; 2]> = OnceLock::new();
+/// The process this runtime records; a vfork child, which runs in our memory until it
+/// execs or exits, has another pid and must not end our recording.
+static OWN_PID: AtomicU32 = AtomicU32::new(0);
+/// The recording mode the environment asked for, restored in forked children.
+static MODE: AtomicU8 = AtomicU8::new(MODE_RECORD);
+/// Whether forked children record (`tdmap_wire::raw::ENV_CHILDREN`).
+static CHILDREN: AtomicBool = AtomicBool::new(true);
 
 /// Embedded in every instrumented program so that `tdmap trace` can recognise one.
 #[used]
@@ -77,25 +92,92 @@ fn setup() -> bool {
     let (Some(ctl), Some(data)) = (env_path(wire::ENV_CTL), env_path(wire::ENV_DATA)) else {
         return false;
     };
+    let children = tdmap_sys::secure_var(wire::ENV_CHILDREN).is_none_or(|v| v != "0");
+    CHILDREN.store(children, Ordering::Relaxed);
     let ctl_fd = io::create_exclusive(&ctl);
-    if ctl_fd < 0 {
+    // Taken: a traced process exec'd this program (maybe through a shell); it records
+    // as a process of its own.
+    let joined = ctl_fd < 0 && errno() == libc::EEXIST && children;
+    let (data_fd, data_errno) = if joined {
+        let Some((data_fd, data_errno)) = open_own(&ctl, &data) else {
+            return false;
+        };
+        (data_fd, data_errno)
+    } else if ctl_fd < 0 {
         return false;
-    }
-    CTL_FD.store(ctl_fd, Ordering::Relaxed);
-    let data_fd = io::create_exclusive(&data);
-    DATA_FD.store(data_fd, Ordering::Relaxed);
+    } else {
+        CTL_FD.store(ctl_fd, Ordering::Relaxed);
+        let data_fd = io::create_exclusive(&data);
+        let data_errno = errno();
+        DATA_FD.store(data_fd, Ordering::Relaxed);
+        MAPS_FD.store(
+            with_suffix(&data, &[wire::MAPS_SUFFIX.as_bytes()]),
+            Ordering::Relaxed,
+        );
+        (data_fd, data_errno)
+    };
+    let _ = PATHS.set([ctl, data]);
     FILTER.store(env_flag(wire::ENV_FILTER), Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {
+        MODE.store(MODE_COUNT, Ordering::Relaxed);
         DEFAULT_MODE.store(MODE_COUNT, Ordering::Relaxed);
     }
     setup_first_touch();
     install_hooks();
+    if !hello(data_fd, data_errno) {
+        return false;
+    }
+    if joined {
+        // SAFETY: getppid has no preconditions.
+        let ppid = unsafe { libc::getppid() } as u32;
+        io::send(Msg {
+            tag: wire::MSG_EXECED,
+            b: ppid,
+            a: state::now_ns(),
+        });
+    }
+    true
+}
+
+/// Creates this process's own files, the base paths with the first free suffix `.PID`,
+/// `.PID-2`, ... (taken by the image this one replaced, or by a process whose pid the
+/// system reused) and installs them; the data file's descriptor and errno, None if no
+/// control file could be created. Allocates nothing (it runs in a forked child).
+fn open_own(ctl: &CStr, data: &CStr) -> Option<(i32, i32)> {
     // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() } as u64;
+    let pid = unsafe { libc::getpid() } as u32;
+    let mut sfx = [0u8; 24];
+    let (ctl_fd, len) = (1..=64).find_map(|n| {
+        let len = wire::child_suffix(pid, n, &mut sfx);
+        let fd = with_suffix(ctl, &[&sfx[..len]]);
+        (fd >= 0 || errno() != libc::EEXIST).then_some((fd, len))
+    })?;
+    if ctl_fd < 0 {
+        return None;
+    }
+    let sfx = &sfx[..len];
+    let data_fd = with_suffix(data, &[sfx]);
+    let data_errno = errno();
+    let maps_fd = with_suffix(data, &[sfx, wire::MAPS_SUFFIX.as_bytes()]);
+    io::switch_to(ctl_fd, data_fd, maps_fd);
+    Some((data_fd, data_errno))
+}
+
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sends the handshake of a process that starts recording; false (the runtime stays off)
+/// when its data file could not be created (`data_errno` says why).
+fn hello(data_fd: i32, data_errno: i32) -> bool {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    OWN_PID.store(pid, Ordering::Relaxed);
     io::send(Msg {
         tag: wire::MSG_HELLO,
         b: wire::VERSION,
-        a: pid,
+        a: pid as u64,
     });
     let page = 1u64 << PAGE_SHIFT.load(Ordering::Relaxed);
     io::send(Msg {
@@ -104,15 +186,75 @@ fn setup() -> bool {
         a: page,
     });
     if data_fd < 0 {
-        // SAFETY: __errno_location returns this thread's errno slot.
-        let e = unsafe { *libc::__errno_location() };
         io::send(Msg {
             tag: wire::MSG_WRITE_FAILED,
             b: 0,
-            a: e as u64,
+            a: data_errno as u64,
         });
         return false;
     }
+    true
+}
+
+/// Creates (exclusively) the file named `base` followed by `parts`, without allocating
+/// (it runs in a forked child); -1 if that fails or the name is too long.
+fn with_suffix(base: &CStr, parts: &[&[u8]]) -> i32 {
+    let mut buf = [0u8; 4096 + 32];
+    let mut n = 0;
+    for p in std::iter::once(base.to_bytes()).chain(parts.iter().copied()) {
+        let Some(dst) = buf.get_mut(n..n + p.len()) else {
+            return -1;
+        };
+        dst.copy_from_slice(p);
+        n += p.len();
+    }
+    match CStr::from_bytes_until_nul(&buf[..=n.min(buf.len() - 1)]) {
+        Ok(path) if n < buf.len() => io::create_exclusive(path),
+        _ => -1,
+    }
+}
+
+/// True in the process this runtime records (not in a vfork child sharing its memory).
+fn own_process() -> bool {
+    // SAFETY: getpid has no preconditions.
+    OWN_PID.load(Ordering::Relaxed) == unsafe { libc::getpid() } as u32
+}
+
+/// Ends this process's recording whole: flushes every thread, snapshots the shared
+/// mappings and sends `tag` (MSG_DONE at exit, MSG_EXEC before an exec) with the
+/// accesses seen. Does nothing when not recording or in a vfork child.
+pub fn finish_process(tag: u32) {
+    if STATUS.load(Ordering::Acquire) != ON || !own_process() {
+        return;
+    }
+    let seen = state::finish_all();
+    crate::snapshot::maps();
+    io::send(Msg { tag, b: 0, a: seen });
+}
+
+/// Starts recording in a forked child: files of its own, the calling thread as thread 0
+/// and a first maps snapshot (the mappings it inherited); false if its files cannot be
+/// created.
+fn start_child() -> bool {
+    let forked_at = state::now_ns();
+    let Some([ctl, data]) = PATHS.get() else {
+        return false;
+    };
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() } as u32;
+    let Some((data_fd, data_errno)) = open_own(ctl, data) else {
+        return false;
+    };
+    if !hello(data_fd, data_errno) {
+        return false;
+    }
+    io::send(Msg {
+        tag: wire::MSG_FORKED,
+        b: ppid,
+        a: forked_at,
+    });
+    state::restart_in_child(MODE.load(Ordering::Relaxed));
+    crate::snapshot::maps();
     true
 }
 
@@ -138,7 +280,7 @@ fn install_hooks() {
     unsafe {
         libc::pthread_key_create(&raw mut KEY, Some(on_thread_exit));
         libc::atexit(on_exit);
-        libc::pthread_atfork(None, None, Some(on_fork_child));
+        libc::pthread_atfork(None, Some(on_fork_parent), Some(on_fork_child));
     }
     let fatal = on_fatal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     for sig in [
@@ -187,19 +329,17 @@ extern "C" fn on_thread_exit(st: *mut libc::c_void) {
 }
 
 extern "C" fn on_exit() {
-    if STATUS.load(Ordering::Acquire) != ON {
-        return;
-    }
-    let seen = state::finish_all();
-    io::send(Msg {
-        tag: wire::MSG_DONE,
-        b: 0,
-        a: seen,
-    });
+    finish_process(wire::MSG_DONE);
 }
 
 extern "C" fn on_fatal(sig: libc::c_int) {
+    if !own_process() {
+        // SAFETY: raise is async-signal-safe; the default action is back (SA_RESETHAND).
+        unsafe { libc::raise(sig) };
+        return;
+    }
     let _ = state::finish_all();
+    crate::snapshot::maps();
     io::send(Msg {
         tag: wire::MSG_CRASHED,
         b: sig as u32,
@@ -210,8 +350,23 @@ extern "C" fn on_fatal(sig: libc::c_int) {
     unsafe { libc::raise(sig) };
 }
 
+/// A parent snapshots its shared mappings at each fork too: its child shares what is
+/// mapped now, and the parent may be killed before its exit snapshot.
+extern "C" fn on_fork_parent() {
+    if STATUS.load(Ordering::Acquire) == ON && CHILDREN.load(Ordering::Relaxed) && own_process() {
+        crate::snapshot::maps();
+    }
+}
+
 extern "C" fn on_fork_child() {
-    // The child shares our descriptors; its records would corrupt the parent's trace.
-    STATUS.store(OFF, Ordering::Release);
-    state::stop_all();
+    if STATUS.load(Ordering::Acquire) != ON {
+        return;
+    }
+    // The child must never write to the parent's files: its records would land among
+    // the parent's, and a kill mid-write would tear the parent's stream.
+    if !CHILDREN.load(Ordering::Relaxed) || !start_child() {
+        io::switch_to(-1, -1, -1);
+        STATUS.store(OFF, Ordering::Release);
+        state::stop_all();
+    }
 }

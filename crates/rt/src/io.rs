@@ -9,6 +9,8 @@ use tdmap_wire::raw::{Msg, MSG_WRITE_FAILED};
 pub static DATA_FD: AtomicI32 = AtomicI32::new(-1);
 /// The control file's descriptor, -1 until set up.
 pub static CTL_FD: AtomicI32 = AtomicI32::new(-1);
+/// The maps-snapshot file's descriptor, -1 until set up.
+pub static MAPS_FD: AtomicI32 = AtomicI32::new(-1);
 static FAILED: AtomicBool = AtomicBool::new(false);
 
 /// Creates `path` for appending; fails if it exists, so only one process owns a trace.
@@ -41,6 +43,28 @@ fn write_all(fd: i32, mut bytes: &[u8]) -> Result<(), i32> {
         bytes = &bytes[n as usize..];
     }
     Ok(())
+}
+
+/// Appends to the maps-snapshot file; a lost snapshot only leaves shared pages keyed
+/// as private ones, so errors are ignored.
+pub fn write_maps(bytes: &[u8]) {
+    let fd = MAPS_FD.load(Relaxed);
+    if fd >= 0 {
+        let _ = write_all(fd, bytes);
+    }
+}
+
+/// Gives a forked child files of its own: closes the parent's (which it must not write
+/// to), clears a failure the parent had and installs the child's descriptors.
+pub fn switch_to(ctl: i32, data: i32, maps: i32) {
+    for (slot, fd) in [(&CTL_FD, ctl), (&DATA_FD, data), (&MAPS_FD, maps)] {
+        let old = slot.swap(fd, Relaxed);
+        if old >= 0 {
+            // SAFETY: closing the inherited descriptor this slot owned.
+            unsafe { libc::close(old) };
+        }
+    }
+    FAILED.store(false, Relaxed);
 }
 
 /// Sends one control message; losing one is harmless, so errors are ignored.

@@ -22,9 +22,18 @@
 //! the kernel wrote first, e.g. inside `calloc` or `fread`, is credited to the first
 //! recorded toucher); threads still running when the process exits are
 //! flushed best-effort; an instrumented signal handler that interrupts the hot path can
-//! lose or repeat one record; a forked child stops recording.
+//! lose or repeat one record.
+//!
+//! Forked children record too, and so do instrumented programs that a traced process
+//! execs (directly or through a shell): each process into files of its own (`init.rs`),
+//! with its threads numbered from 0 and snapshots of its `MAP_SHARED` mappings
+//! (`snapshot.rs`) from which `tdmap trace` keys shared pages by backing object. `_exit`
+//! and the non-variadic `exec` calls are wrapped (`exits.rs`) so that a process that
+//! leaves through them ends its part whole.
 
 mod callbacks;
+#[cfg(not(test))]
+mod exits;
 mod init;
 pub mod inject;
 #[cfg(not(test))]
@@ -36,6 +45,7 @@ mod next;
 mod pin;
 #[cfg(not(test))]
 mod setid;
+mod snapshot;
 mod state;
 #[cfg(not(test))]
 mod threads;

@@ -131,6 +131,15 @@ pub fn record_range(addr: u64, len: usize, write: bool) {
     RANGE_BUSY.with(|b| b.set(false));
 }
 
+/// Runs `f` with the library-call interceptors forwarding only, so that the runtime's
+/// own copies inside `f` (a maps snapshot) are not recorded as the program's accesses.
+pub fn quiet<R>(f: impl FnOnce() -> R) -> R {
+    let was = RANGE_BUSY.with(|b| b.replace(true));
+    let r = f();
+    RANGE_BUSY.with(|b| b.set(was));
+    r
+}
+
 /// True while this thread is inside the runtime's range recording, or before the runtime
 /// is ready for it: library-call interceptors then only forward the call, so that the
 /// runtime's own copies (and `dlsym`'s) are never recorded or re-entered.
@@ -290,6 +299,36 @@ pub fn finish_all() -> u64 {
         seen += unsafe { (*st).seen };
     });
     seen
+}
+
+/// In a forked child, whose only thread is the one that called `fork`: keeps that
+/// thread's state as the child's thread 0 (the child's main thread, so ids stay in
+/// creation order per process), with nothing buffered (those records are the parent's,
+/// which flushes its own copy), in recording mode `mode`, and announces it in the child's
+/// data file. The other threads' states are copies of threads the child does not have.
+pub fn restart_in_child(mode: u8) {
+    DEFAULT_MODE.store(mode, Ordering::Relaxed);
+    let st = CURRENT.with(Cell::get);
+    ALL.store(st, Ordering::Release);
+    if st.is_null() {
+        NEXT_ID.store(0, Ordering::Relaxed);
+        return;
+    }
+    NEXT_ID.store(1, Ordering::Relaxed);
+    // SAFETY: this thread's own state; no other thread exists in the child.
+    let s = unsafe { &mut *st };
+    s.next = null_mut();
+    s.id = 0;
+    s.len = 0;
+    s.seen = 0;
+    s.filtered = 0;
+    s.last_key = u64::MAX;
+    s.last_page = u64::MAX;
+    s.dead.store(false, Ordering::Relaxed);
+    s.mode.store(mode, Ordering::Relaxed);
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
+    write_marker(wire::KIND_THREAD, 0, tid);
 }
 
 /// Stops recording in every thread without writing anything (write failure, fork child).

@@ -4,7 +4,7 @@
 
 use crate::chunk::Chunk;
 use crate::reader::{Ending, Reader, Totals};
-use crate::types::{Header, ThreadInfo, TraceStatus};
+use crate::types::{Header, ProcessInfo, ThreadInfo, TraceStatus};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::io::{Read, Seek};
@@ -26,6 +26,8 @@ pub struct CheckReport {
     pub header: Option<Header>,
     /// The thread table.
     pub threads: Vec<ThreadInfo>,
+    /// The process table (empty for a trace of one process).
+    pub processes: Vec<ProcessInfo>,
     /// Event frames read.
     pub frames: u64,
     /// Accesses read.
@@ -109,6 +111,7 @@ fn check_reader<R: Read + Seek>(mut r: Reader<R>) -> CheckReport {
         }
     }
     rep.threads = r.threads().to_vec();
+    rep.processes = r.processes().to_vec();
     rep.totals = r.totals();
     rep.ending = r.ending();
     if let Some(e) = rep.ending.filter(|e| e.cut_frame) {
@@ -123,6 +126,8 @@ fn check_reader<R: Read + Seek>(mut r: Reader<R>) -> CheckReport {
         rep.problem(None, "end frame present but the trailer is missing".into());
     }
     check_end(r.header().status, &mut rep);
+    let threads = r.header().threads;
+    check_processes(threads, &mut rep);
     rep.fault_nodes = scan.cpu_node.values().copied().collect();
     rep.fault_nodes.sort_unstable();
     rep.fault_nodes.dedup();
@@ -192,4 +197,53 @@ fn check_end(status: TraceStatus, rep: &mut CheckReport) {
             "status is Complete but the end frame is missing".into(),
         );
     }
+}
+
+/// A process table numbers tasks by process: indexes 0, 1, ... in order, each process's
+/// tasks right after the previous one's, all of them together every task of the header;
+/// a parent before its child; the trace no more complete than its least complete part.
+/// A pid may repeat: an exec'd program is a process of its own, and pids are reused.
+fn check_processes(threads: u32, rep: &mut CheckReport) {
+    let procs = std::mem::take(&mut rep.processes);
+    let mut next_task = 0u32;
+    for (i, p) in procs.iter().enumerate() {
+        let i = i as u32;
+        if p.index != i {
+            rep.problem(None, format!("process {} listed at position {i}", p.index));
+        }
+        if p.first_task != next_task {
+            rep.problem(
+                None,
+                format!(
+                    "process {i}: tasks start at {}, expected {next_task} (tasks are numbered by process)",
+                    p.first_task
+                ),
+            );
+        }
+        next_task = p.first_task.saturating_add(p.tasks);
+        match p.parent {
+            None if i > 0 => rep.problem(None, format!("process {i} has no parent")),
+            Some(q) if q >= i => rep.problem(
+                None,
+                format!("process {i}: parent {q} is not an earlier process"),
+            ),
+            _ => {}
+        }
+    }
+    if !procs.is_empty() && next_task != threads {
+        rep.problem(
+            None,
+            format!("the processes hold {next_task} tasks, the header {threads}"),
+        );
+    }
+    let status = rep.header.as_ref().map(|h| h.status);
+    if status == Some(TraceStatus::Complete)
+        && procs.iter().any(|p| p.status != TraceStatus::Complete)
+    {
+        rep.problem(
+            None,
+            "status is Complete but a process's part of the trace is not".into(),
+        );
+    }
+    rep.processes = procs;
 }

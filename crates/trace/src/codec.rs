@@ -5,7 +5,7 @@
 //! the program runs; readers check them by value instead.
 
 use crate::error::{Result, TraceError};
-use crate::types::{Header, ThreadInfo, TraceStatus};
+use crate::types::{Header, ProcessInfo, ThreadInfo, TraceStatus};
 
 /// The first 8 bytes of every trace.
 pub const MAGIC: &[u8; 8] = b"TDMAPTRC";
@@ -32,6 +32,9 @@ pub const ACCESS_BYTES: usize = 18;
 pub const FAULT_BYTES: usize = 24;
 /// Raw bytes per thread record: id, os tid, cpu (u32::MAX for unknown).
 pub const THREAD_BYTES: usize = 12;
+/// Raw bytes per process record: index, pid, parent (u32::MAX for none), first task,
+/// tasks, status byte and 3 bytes of padding.
+pub const PROCESS_BYTES: usize = 24;
 /// Raw bytes of the end frame: total accesses and total faults.
 pub const END_BYTES: usize = 16;
 
@@ -46,6 +49,8 @@ pub enum Kind {
     Threads = 3,
     /// Totals, written last.
     End = 4,
+    /// The process table (V3), right after the threads frame.
+    Processes = 5,
 }
 
 impl Kind {
@@ -55,6 +60,7 @@ impl Kind {
             2 => Some(Kind::Faults),
             3 => Some(Kind::Threads),
             4 => Some(Kind::End),
+            5 => Some(Kind::Processes),
             _ => None,
         }
     }
@@ -75,6 +81,7 @@ impl Kind {
             Kind::Faults => FAULT_BYTES,
             Kind::Threads => THREAD_BYTES,
             Kind::End => END_BYTES,
+            Kind::Processes => PROCESS_BYTES,
         }
     }
 }
@@ -261,6 +268,40 @@ pub fn decode_threads(raw: &[u8]) -> Vec<ThreadInfo> {
             id: u32_at(r, 0),
             os_tid: u32_at(r, 4) as i32,
             cpu: Some(u32_at(r, 8)).filter(|&c| c != u32::MAX),
+        })
+        .collect()
+}
+
+/// Encodes process records.
+pub fn encode_processes(procs: &[ProcessInfo]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(procs.len() * PROCESS_BYTES);
+    for p in procs {
+        for v in [
+            p.index,
+            p.pid as u32,
+            p.parent.unwrap_or(u32::MAX),
+            p.first_task,
+            p.tasks,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&[p.status.to_byte(), 0, 0, 0]);
+    }
+    out
+}
+
+/// Decodes process records; None when a status byte is unknown.
+pub fn decode_processes(raw: &[u8]) -> Option<Vec<ProcessInfo>> {
+    raw.chunks_exact(PROCESS_BYTES)
+        .map(|r| {
+            Some(ProcessInfo {
+                index: u32_at(r, 0),
+                pid: u32_at(r, 4) as i32,
+                parent: Some(u32_at(r, 8)).filter(|&p| p != u32::MAX),
+                first_task: u32_at(r, 12),
+                tasks: u32_at(r, 16),
+                status: TraceStatus::from_byte(r[20])?,
+            })
         })
         .collect()
 }

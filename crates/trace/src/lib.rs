@@ -2,12 +2,13 @@
 //! with a streaming reader, a multi-threaded writer and an invariant checker.
 //! Every detector writes it; the analyser, the mapper and the simulator read it.
 //!
-//! Layout (version 2, little-endian): a header (magic `TDMAPTRC`, version, status,
+//! Layout (version 3, little-endian): a header (magic `TDMAPTRC`, version, status,
 //! thread count, page and line size, program and machine strings, CRC-32), then frames.
 //! Each frame is a 24-byte head (kind, thread, record count, raw and compressed length,
 //! CRC-32) and a zstd payload holding one thread's events as columns. A finished trace
 //! ends with a threads frame, an end frame with totals, and a 16-byte trailer that points
-//! at the threads frame so a reader knows the threads before the first event. A trace is
+//! at the threads frame so a reader knows the threads before the first event. A trace of
+//! several processes has a processes frame right after the threads frame. A trace is
 //! Complete only with all three ([`Ending`]): a file cut short reads up to its last whole
 //! frame and is Incomplete, whatever its header says.
 
@@ -28,8 +29,8 @@ pub use codec::MAGIC;
 pub use error::{Result, TraceError};
 pub use prefetch::Prefetch;
 pub use reader::{Ending, Events, Reader, Totals};
-pub use types::{Access, Event, Fault, Header, ThreadInfo, TraceStatus, TraceVersion};
+pub use types::{Access, Event, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus, TraceVersion};
 pub use writer::Writer;
 
 /// The format version this build writes (see [`TraceVersion`]).
-pub const VERSION: u32 = TraceVersion::V2 as u32;
+pub const VERSION: u32 = TraceVersion::V3 as u32;

@@ -4,7 +4,7 @@
 use crate::chunk::{decode_accesses, decode_faults, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES};
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::error::{Result, TraceError};
-use crate::types::{Event, Header, ThreadInfo, TraceStatus};
+use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -66,6 +66,7 @@ pub struct Reader<R = BufReader<File>> {
     path: PathBuf,
     header: Header,
     threads: Vec<ThreadInfo>,
+    processes: Vec<ProcessInfo>,
     pos: u64,
     data_end: u64,
     comp: Vec<u8>,
@@ -116,6 +117,7 @@ impl<R: Read + Seek> Reader<R> {
             path,
             header,
             threads: Vec::new(),
+            processes: Vec::new(),
             pos: start,
             data_end: len,
             comp: Vec::new(),
@@ -146,6 +148,12 @@ impl<R: Read + Seek> Reader<R> {
     /// Per-thread metadata: known from the start for a finished trace, else once read.
     pub fn threads(&self) -> &[ThreadInfo] {
         &self.threads
+    }
+
+    /// The process table of a multi-process trace (V3): known from the start for a
+    /// finished trace, else once read; empty for a trace of one process.
+    pub fn processes(&self) -> &[ProcessInfo] {
+        &self.processes
     }
 
     /// Totals from the end frame, once it has been read.
@@ -211,6 +219,7 @@ impl<R: Read + Seek> Reader<R> {
                     return Ok(Some(&self.slots[self.cur]));
                 }
                 Kind::Threads => self.take_threads(at)?,
+                Kind::Processes => self.take_processes(at)?,
                 Kind::End => self.take_end(at)?,
             }
         }
@@ -256,6 +265,11 @@ impl<R: Read + Seek> Reader<R> {
             ));
         }
         self.take_threads(at)?;
+        // A processes frame, if any, follows the threads frame.
+        let next = self.pos;
+        if next < tail && self.read_frame()?.kind == Kind::Processes {
+            self.take_processes(next)?;
+        }
         self.pos = start;
         self.seek(start)
     }
@@ -381,6 +395,32 @@ impl<R: Read + Seek> Reader<R> {
             self.check_thread(t.id, at)?;
         }
         self.threads = threads;
+        Ok(())
+    }
+
+    fn take_processes(&mut self, at: u64) -> Result<()> {
+        if self.header.version < crate::TraceVersion::V3 as u32 {
+            return Err(corrupt(
+                at,
+                format!(
+                    "a processes frame in a version {} trace",
+                    self.header.version
+                ),
+            ));
+        }
+        let procs = codec::decode_processes(&self.raw)
+            .ok_or_else(|| corrupt(at, "unknown process status byte".into()))?;
+        for p in &procs {
+            let end = p.first_task.saturating_add(p.tasks);
+            if end > self.header.threads {
+                return Err(TraceError::ThreadOutOfRange {
+                    offset: at,
+                    thread: end.saturating_sub(1),
+                    threads: self.header.threads,
+                });
+            }
+        }
+        self.processes = procs;
         Ok(())
     }
 

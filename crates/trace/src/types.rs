@@ -17,6 +17,11 @@ pub enum TraceVersion {
     /// the writer shuffles irregular columns, whose zero high bytes then compress to
     /// nothing, so a random-access trace decompresses about 4× faster than in V1.
     V2 = 2,
+    /// A processes frame (kind 5) may follow the threads frame: the table of the traced
+    /// processes, each with its pid, parent and range of task ids (tasks are numbered by
+    /// process, in fork order, then by thread), and how its part of the trace ends.
+    /// Addresses of a multi-process trace are page keys (`tdmap_wire::pagekey`).
+    V3 = 3,
 }
 
 impl TraceVersion {
@@ -25,6 +30,7 @@ impl TraceVersion {
         match v {
             1 => Some(TraceVersion::V1),
             2 => Some(TraceVersion::V2),
+            3 => Some(TraceVersion::V3),
             _ => None,
         }
     }
@@ -105,6 +111,33 @@ pub struct ThreadInfo {
     pub os_tid: i32,
     /// The CPU the thread ran on, when known.
     pub cpu: Option<u32>,
+}
+
+/// One traced process (V3): its tasks are the threads `first_task..first_task + tasks`,
+/// in creation order, so a task names (process, thread) as `(index, task - first_task)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ProcessInfo {
+    /// 0 for the program started, then its descendants in the order they were forked.
+    pub index: u32,
+    /// The kernel's process id.
+    pub pid: i32,
+    /// The index of the process it was forked from; None for process 0.
+    pub parent: Option<u32>,
+    /// Its first task (thread id of the trace).
+    pub first_task: u32,
+    /// How many tasks (threads) it had.
+    pub tasks: u32,
+    /// How its part of the trace ends: Incomplete when the process was killed, failed
+    /// to write, or left the instrumented program before its end marker.
+    pub status: TraceStatus,
+}
+
+impl ProcessInfo {
+    /// The (process index, thread in the process) of `task`, if the task is this process's.
+    pub fn thread_of(&self, task: u32) -> Option<(u32, u32)> {
+        let t = task.checked_sub(self.first_task)?;
+        (t < self.tasks).then_some((self.index, t))
+    }
 }
 
 /// One memory access of an exact trace.

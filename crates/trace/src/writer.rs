@@ -10,7 +10,7 @@
 use crate::chunk::{encode_accesses, encode_faults};
 use crate::codec::{self, Kind};
 use crate::error::{Result, TraceError};
-use crate::types::{Access, Fault, Header, ThreadInfo, TraceStatus};
+use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -38,6 +38,7 @@ enum Batch {
 enum Job {
     Frame { thread: u32, batch: Batch },
     Threads(Vec<ThreadInfo>),
+    Processes(Vec<ProcessInfo>),
     Finish(TraceStatus),
 }
 
@@ -50,6 +51,7 @@ enum Done {
         bytes: Vec<u8>,
     },
     Threads(Vec<ThreadInfo>),
+    Processes(Vec<ProcessInfo>),
     Finish(TraceStatus),
 }
 
@@ -171,6 +173,7 @@ impl Writer {
             pos: bytes.len() as u64,
             thread_count: h.threads,
             threads: Vec::new(),
+            processes: Vec::new(),
             totals: [0, 0],
             comp: zstd::bulk::Compressor::new(LEVEL).map_err(io)?,
         };
@@ -215,6 +218,12 @@ impl Writer {
     /// Sets the per-thread metadata written at [`Writer::finish`]; the last call wins.
     pub fn set_threads(&self, threads: Vec<ThreadInfo>) -> Result<()> {
         self.send(Job::Threads(threads))
+    }
+
+    /// Sets the process table of a multi-process trace, written after the threads at
+    /// [`Writer::finish`]; the last call wins. Task ids must be numbered by process.
+    pub fn set_processes(&self, processes: Vec<ProcessInfo>) -> Result<()> {
+        self.send(Job::Processes(processes))
     }
 
     /// Writes the threads, totals and trailer, records `status` in the header and closes
@@ -300,6 +309,7 @@ fn encode_jobs(
                 })
             }
             Job::Threads(t) => Ok(Done::Threads(t)),
+            Job::Processes(p) => Ok(Done::Processes(p)),
             Job::Finish(s) => Ok(Done::Finish(s)),
         };
         if done.send((seq, out)).is_err() {
@@ -336,6 +346,7 @@ struct Background {
     pos: u64,
     thread_count: u32,
     threads: Vec<ThreadInfo>,
+    processes: Vec<ProcessInfo>,
     totals: [u64; 2],
     comp: zstd::bulk::Compressor<'static>,
 }
@@ -362,6 +373,7 @@ impl Background {
                         self.pos += bytes.len() as u64;
                     }
                     Done::Threads(t) => self.threads = t,
+                    Done::Processes(p) => self.processes = p,
                     Done::Finish(status) => return self.finish(status),
                 }
             }
@@ -395,15 +407,21 @@ impl Background {
 
     fn finish(&mut self, status: TraceStatus) -> std::io::Result<()> {
         let threads = std::mem::take(&mut self.threads);
+        let procs = std::mem::take(&mut self.processes);
         let top = threads
             .iter()
             .map(|t| t.id.saturating_add(1))
+            .chain(procs.iter().map(|p| p.first_task.saturating_add(p.tasks)))
             .max()
             .unwrap_or(0);
         self.grow_threads(top.max(threads.len() as u32))?;
         let threads_at = self.pos;
         let raw = codec::encode_threads(&threads);
         self.frame(Kind::Threads, 0, threads.len() as u32, 0, &raw)?;
+        if !procs.is_empty() {
+            let raw = codec::encode_processes(&procs);
+            self.frame(Kind::Processes, 0, procs.len() as u32, 0, &raw)?;
+        }
         let mut end = Vec::with_capacity(codec::END_BYTES);
         end.extend_from_slice(&self.totals[0].to_le_bytes());
         end.extend_from_slice(&self.totals[1].to_le_bytes());

@@ -385,7 +385,7 @@ fn version_1_fixture_still_reads() {
 }
 
 #[test]
-fn new_traces_are_version_2_and_keep_descending_addresses() {
+fn new_traces_are_version_3_and_keep_descending_addresses() {
     let dir = tempdir();
     let p = dir.join("t");
     let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
@@ -403,7 +403,7 @@ fn new_traces_are_version_2_and_keep_descending_addresses() {
     w.append_accesses(0, &a).unwrap();
     w.finish(TraceStatus::Complete).unwrap();
     let r = Reader::open(&p).unwrap();
-    assert_eq!(r.header().version, 2);
+    assert_eq!(r.header().version, 3);
     let got: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
     let want: Vec<Event> = a.into_iter().map(Event::Access).collect();
     assert_eq!(got, want);
@@ -474,4 +474,107 @@ fn the_prefetching_reader_reports_the_same_ending() {
     let mut pre = Reader::open(&p).unwrap().prefetch();
     while pre.next_chunk().unwrap().is_some() {}
     assert!(pre.ending().unwrap().complete());
+}
+
+fn process(index: u32, pid: i32, parent: Option<u32>, first_task: u32, tasks: u32) -> ProcessInfo {
+    ProcessInfo {
+        index,
+        pid,
+        parent,
+        first_task,
+        tasks,
+        status: TraceStatus::Complete,
+    }
+}
+
+/// Writes a finished trace of 3 tasks with the given process table; returns its bytes.
+fn with_processes(procs: Vec<ProcessInfo>) -> Vec<u8> {
+    let p = tempdir().join(format!("procs-{}", procs.len()));
+    let w = Writer::create(&p, Header::new(vec!["fork".into()], "m")).unwrap();
+    for t in 0..3 {
+        w.append_accesses(t, &[access(t, 1)]).unwrap();
+    }
+    w.set_threads(
+        (0..3)
+            .map(|id| ThreadInfo {
+                id,
+                os_tid: 100 + id as i32,
+                cpu: None,
+            })
+            .collect(),
+    )
+    .unwrap();
+    w.set_processes(procs).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    std::fs::read(&p).unwrap()
+}
+
+/// Issue 19 item 5: a multi-process trace carries its task -> (process, thread) table,
+/// readable before the first event, and the checker holds it to numbering by process.
+#[test]
+fn the_process_table_round_trips_and_the_checker_validates_it() {
+    let good = vec![process(0, 50, None, 0, 2), process(1, 51, Some(0), 2, 1)];
+    let bytes = with_processes(good.clone());
+    let r = Reader::with_source(std::io::Cursor::new(bytes.clone()), "t".into()).unwrap();
+    assert_eq!(
+        r.processes(),
+        &good[..],
+        "known from the trailer, before any event"
+    );
+    assert_eq!(good[1].thread_of(2), Some((1, 0)));
+    assert_eq!(good[0].thread_of(2), None);
+    let rep = check_bytes(bytes);
+    assert!(rep.ok(), "{:?}", rep.problems);
+    assert_eq!(rep.processes, good);
+    // Tasks not numbered by process, a parent after its child, a missing task.
+    for (bad, what) in [
+        (
+            vec![process(0, 50, None, 0, 1), process(1, 51, Some(0), 2, 1)],
+            "tasks start at 2",
+        ),
+        (
+            vec![process(0, 50, None, 0, 2), process(1, 51, Some(1), 2, 1)],
+            "not an earlier process",
+        ),
+        (
+            vec![process(0, 50, None, 0, 2)],
+            "hold 2 tasks, the header 3",
+        ),
+    ] {
+        let rep = check_bytes(with_processes(bad));
+        assert!(
+            rep.problems.iter().any(|p| p.message.contains(what)),
+            "{what}: {:?}",
+            rep.problems
+        );
+    }
+    let mut partial = good.clone();
+    partial[1].status = TraceStatus::Incomplete;
+    let rep = check_bytes(with_processes(partial));
+    assert!(
+        !rep.ok(),
+        "Complete trace with an incomplete process passed"
+    );
+}
+
+/// A V2 file is a V3 file without a processes frame: the same bytes with version 2 read
+/// as before, and a processes frame in one is damage.
+#[test]
+fn version_2_traces_still_read_and_cannot_hold_a_process_table() {
+    let p = tempdir().join("v2");
+    sample(&p);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let v3 = Reader::open(&p).unwrap().events().count();
+    bytes[8] = 2; // the version, outside the header's CRC
+    let r = Reader::with_source(std::io::Cursor::new(bytes.clone()), "v2".into()).unwrap();
+    assert_eq!(r.header().version, 2);
+    assert!(r.processes().is_empty());
+    assert_eq!(r.events().filter(|e| e.is_ok()).count(), v3);
+    assert!(check_bytes(bytes).ok());
+    let mut two = with_processes(vec![process(0, 50, None, 0, 3)]);
+    two[8] = 2;
+    let err = Reader::with_source(std::io::Cursor::new(two), "v2".into())
+        .err()
+        .expect("a processes frame in V2 is refused");
+    assert!(err.to_string().contains("processes frame"), "{err}");
 }

@@ -6,14 +6,23 @@
 //! [`TICK_EVERY`] records, and `count` packed `u64` records. Chunks from different threads
 //! interleave: each is appended with one `write` on an `O_APPEND` file, so none is split.
 //! The control file is a sequence of 16-byte [`Msg`] records.
+//!
+//! Every traced process writes files of its own, so a child killed mid-write tears only
+//! its own stream: the program started uses the paths in [`ENV_DATA`] and [`ENV_CTL`], a
+//! forked child, or an instrumented program a traced process exec'd, the same paths with
+//! `.PID` appended ([`child_suffix`]). Each process also
+//! appends the `MAP_SHARED` lines of its `/proc/self/maps` to the data path with
+//! [`MAPS_SUFFIX`] appended, one snapshot after another, each ended by an empty line.
 
 use crate::WireError;
 
 /// Marks a chunk header ("TDRT").
 pub const MAGIC: u32 = 0x5444_5254;
 /// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
-/// 3: a CPU word after each first-touch record.
-pub const VERSION: u32 = 3;
+/// 3: a CPU word after each first-touch record. 4: forked children and exec'd programs
+/// record into files of their own ([`MSG_FORKED`], [`MSG_EXECED`], [`MSG_EXEC`]), with
+/// maps snapshots beside them.
+pub const VERSION: u32 = 4;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -30,6 +39,9 @@ pub const ENV_DATA: &str = "TDMAP_RT_DATA";
 pub const ENV_CTL: &str = "TDMAP_RT_CTL";
 /// Environment variable: "1" turns on the per-thread repeated-line filter.
 pub const ENV_FILTER: &str = "TDMAP_RT_FILTER";
+/// Environment variable: "0" keeps forked children and exec'd programs from recording
+/// (`--model-only` follows the program's own file only, so theirs would only fill the disk).
+pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
 /// Environment variable: "1" makes the callbacks only count (for the overhead benchmark).
 pub const ENV_COUNT_ONLY: &str = "TDMAP_RT_COUNT_ONLY";
 
@@ -53,6 +65,67 @@ pub const MSG_CRASHED: u32 = 3;
 pub const MSG_DONE: u32 = 4;
 /// Control message: the page size the runtime used for first-touch records (`a`).
 pub const MSG_PAGE_SIZE: u32 = 5;
+/// Control message, first in a forked child's file: `b` = the parent's pid, `a` = the
+/// monotonic time of the fork in ns (children are numbered in that order).
+pub const MSG_FORKED: u32 = 6;
+/// Control message, first in the files of an instrumented program that a traced process
+/// exec'd (directly, or through an untraced one such as a shell): `b` = its parent's pid,
+/// `a` = the monotonic time it started.
+pub const MSG_EXECED: u32 = 8;
+/// Control message: the process is about to `exec` another program; its threads were
+/// flushed, so its part of the trace ends here whole.
+pub const MSG_EXEC: u32 = 7;
+
+/// Appended to a process's data path to name its maps snapshots.
+pub const MAPS_SUFFIX: &str = ".maps";
+
+/// Writes a process's suffix to both paths into `out` and returns its length: `.PID`,
+/// or `.PID-N` for the N-th process (N ≥ 2) that found the name taken (a program exec'd
+/// by a traced process, or a pid the system reused).
+pub fn child_suffix(pid: u32, n: u32, out: &mut [u8; 24]) -> usize {
+    let mut len = 0;
+    out[len] = b'.';
+    len += 1;
+    len += decimal(pid, &mut out[len..]);
+    if n >= 2 {
+        out[len] = b'-';
+        len += 1;
+        len += decimal(n, &mut out[len..]);
+    }
+    len
+}
+
+/// Writes `v` in decimal at the start of `out` (room for 10 digits); returns its length.
+fn decimal(mut v: u32, out: &mut [u8]) -> usize {
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for i in 0..n {
+        out[i] = digits[n - 1 - i];
+    }
+    n
+}
+
+/// The pid and N of a suffix written by [`child_suffix`] (without its dot).
+pub fn parse_child_suffix(s: &str) -> Option<(u32, u32)> {
+    let digits = |t: &str| t.bytes().all(|c| c.is_ascii_digit()) && !t.is_empty();
+    let (pid, n) = match s.split_once('-') {
+        Some((p, n)) if digits(n) => (p, n.parse().ok().filter(|&n| n >= 2)?),
+        Some(_) => return None,
+        None => (s, 1),
+    };
+    digits(pid)
+        .then(|| pid.parse().ok())
+        .flatten()
+        .map(|p| (p, n))
+}
 
 const ADDR_MASK: u64 = (1 << 56) - 1;
 const SIZE_SHIFT: u32 = 56;
@@ -276,6 +349,23 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn child_suffixes_are_dot_pid_then_a_generation_and_parse_back() {
+        let mut b = [0u8; 24];
+        for pid in [0u32, 7, 4242, u32::MAX] {
+            let n = child_suffix(pid, 1, &mut b);
+            assert_eq!(&b[..n], format!(".{pid}").as_bytes());
+            assert_eq!(parse_child_suffix(&format!("{pid}")), Some((pid, 1)));
+            let n = child_suffix(pid, 12, &mut b);
+            assert_eq!(&b[..n], format!(".{pid}-12").as_bytes());
+            let s = std::str::from_utf8(&b[1..n]).unwrap();
+            assert_eq!(parse_child_suffix(s), Some((pid, 12)));
+        }
+        for bad in ["", "-2", "12-", "12-1", "12-x", "x", "12.maps", "1-2-3"] {
+            assert_eq!(parse_child_suffix(bad), None, "{bad}");
         }
     }
 

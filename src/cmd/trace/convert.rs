@@ -1,14 +1,23 @@
-//! Converting the runtime's raw chunks into the trace after the program ended: decoded
-//! chunk by chunk, the scratch file's blocks freed behind the reader, stopped early by a
-//! write error (the trace keeps its whole frames) or by a signal meant for tdmap.
+//! Converting the runtime's raw chunks into the trace after the program ended: each
+//! process's file decoded chunk by chunk, the files merged in time order, the scratch
+//! files' blocks freed behind the readers, stopped early by a write error (the trace
+//! keeps its whole frames) or by a signal meant for tdmap.
+//!
+//! Threads become tasks numbered by process, then by thread; with several processes,
+//! addresses become page keys ([`Keys`]) so that pages shared between processes are one
+//! key, as kMAF's physical addresses are (kMAF §3.1).
 
+use super::keys::Keys;
+use super::procs::{settle, Proc};
 use super::raw::{RawEvent, RawReader};
-use super::{status_of, Control, Decoder};
+use super::Decoder;
 use anyhow::{Context, Result};
+use std::collections::HashSet;
+use std::fs::File;
 use std::io::BufReader;
-use std::path::Path;
 use std::process::ExitStatus;
 use tdmap_trace::{Access, Fault, ThreadInfo, TraceStatus, Writer};
+use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
 #[derive(Debug, Default)]
@@ -21,8 +30,8 @@ pub(super) struct Stats {
 
 /// What converting the raw chunks did.
 pub(super) struct Converted {
-    /// The raw file ended inside a chunk.
-    pub(super) torn: bool,
+    /// How the trace ends (the program's status, Incomplete if a child's part is).
+    pub(super) status: TraceStatus,
     pub(super) stats: Stats,
     /// The trace's write error that stopped it (the trace keeps its whole frames).
     pub(super) write_err: Option<tdmap_trace::TraceError>,
@@ -30,47 +39,97 @@ pub(super) struct Converted {
     pub(super) stopped: Option<i32>,
 }
 
-/// Converts the raw chunks into the trace, until the end or until `stop` names a signal.
-/// Frees the raw file's disk blocks behind the reader as it goes, so the trace can grow
-/// on a disk the raw file filled.
+/// One process's raw file being read.
+struct Stream {
+    rd: RawReader<BufReader<File>>,
+    next: Option<RawEvent>,
+    punched: u64,
+}
+
+impl Stream {
+    /// Opens `p`'s raw file with a read buffer of `buf` bytes.
+    fn open(p: &Proc, buf: usize) -> Result<Stream> {
+        // Writable, or fallocate cannot punch holes in it.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&p.data)
+            .with_context(|| format!("opening the raw trace {}", p.data.display()))?;
+        let mut rd = RawReader::new(BufReader::with_capacity(buf, file));
+        let next = rd.next_event().context("reading the raw trace")?;
+        Ok(Stream {
+            rd,
+            next,
+            punched: 0,
+        })
+    }
+}
+
+/// The stream whose next event is the earliest.
+fn earliest(streams: &[Option<Stream>]) -> Option<usize> {
+    streams
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((s.as_ref()?.next.as_ref()?.time(), i)))
+        .min()
+        .map(|(_, i)| i)
+}
+
+/// Converts every process's raw chunks into the trace, until the end or until `stop`
+/// names a signal; then settles each process's status and finishes the trace. Frees the
+/// raw files' disk blocks behind the readers as it goes, so the trace can grow on a disk
+/// the raw files filled.
 pub(super) fn convert(
-    raw: &Path,
+    procs: &mut [Proc],
+    keys: Option<&Keys>,
     writer: &Writer,
-    ctl: &Control,
     status: &ExitStatus,
     stop: impl Fn() -> Option<i32>,
 ) -> Result<Converted> {
-    // Writable, or fallocate cannot punch holes in it.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(raw)
-        .with_context(|| format!("opening the raw trace {}", raw.display()))?;
-    let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, file));
-    let mut punched = 0u64;
+    let mut streams = Vec::with_capacity(procs.len());
+    // 1 MiB of read buffers in all, at least one chunk's worth each.
+    let buf = ((1 << 20) / procs.len()).max(64 << 10);
+    for (i, p) in procs.iter().enumerate() {
+        match Stream::open(p, buf) {
+            Ok(s) => streams.push(Some(s)),
+            Err(e) if i == 0 => return Err(e),
+            // A child that could not write its file has an empty part (Incomplete).
+            Err(_) => streams.push(None),
+        }
+    }
     let mut stats = Stats::default();
     let mut threads: Vec<ThreadInfo> = Vec::new();
-    let dec = Decoder::new(ctl.page_size);
+    let dec = Decoder::new(procs[0].ctl.page_size);
     let mut base = None;
     let (mut acc, mut faults) = (Vec::new(), Vec::new());
+    let mut first_touched = HashSet::new();
     // Cut short by a write error or a signal: the writer keeps its whole frames.
     let cut = |stats, write_err, stopped| {
         let _ = writer.finish(TraceStatus::Incomplete);
         Ok(Converted {
-            torn: false,
+            status: TraceStatus::Incomplete,
             stats,
             write_err,
             stopped,
         })
     };
-    while let Some(ev) = rd.next_event().context("reading the raw trace")? {
+    while let Some(i) = earliest(&streams) {
+        let s = streams[i].as_mut().expect("earliest names an open stream");
+        let ev = s
+            .next
+            .take()
+            .expect("earliest names a stream with an event");
+        s.next = s.rd.next_event().context("reading the raw trace")?;
         if let Some(sig) = stop() {
             return cut(stats, None, Some(sig));
         }
-        punched = punch_behind(rd.get_ref(), punched);
+        s.punched = punch_behind(s.rd.get_ref(), s.punched);
+        let p = &procs[i].info;
+        let task = |t: u32| (t < p.tasks).then(|| p.first_task + t);
         match ev {
             RawEvent::Thread { id, os_tid, time } => {
                 base.get_or_insert(time);
+                let Some(id) = task(id) else { continue };
                 threads.push(ThreadInfo {
                     id,
                     os_tid: os_tid as i32,
@@ -81,23 +140,40 @@ pub(super) fn convert(
             RawEvent::End { filtered, .. } => stats.filtered += filtered,
             RawEvent::Accesses(mut c) => {
                 c.rebase(*base.get_or_insert(c.ticks[0]));
+                // Recorded after its thread count was taken (a child still running).
+                let Some(t) = task(c.thread) else { continue };
                 let split = dec.chunk(&c, &mut acc, &mut faults);
-                let thread = c.thread;
-                if let Err(e) = append(writer, thread, &acc, split, &faults) {
+                if let Some(k) = keys {
+                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
+                    faults
+                        .iter_mut()
+                        .for_each(|f| f.addr = k.key(p.index, f.addr));
+                    // Each process judges first touches in its own address space: a
+                    // shared page keeps the earliest.
+                    faults.retain(|f| !is_shared(f.addr) || first_touched.insert(f.addr));
+                }
+                if let Err(e) = append(writer, t, &acc, split, &faults) {
                     return cut(stats, Some(e), None);
                 }
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
-                stats.threads = stats.threads.max(thread + 1);
+                stats.threads = stats.threads.max(t + 1);
             }
         }
     }
     threads.sort_by_key(|t| t.id);
-    let end = writer
-        .set_threads(threads)
-        .and_then(|_| writer.finish(status_of(ctl, status, rd.torn)));
+    let torn: Vec<bool> = streams
+        .iter()
+        .map(|s| s.as_ref().is_none_or(|s| s.rd.torn))
+        .collect();
+    let whole = settle(procs, &torn, status);
+    let mut end = writer.set_threads(threads);
+    if procs.len() > 1 {
+        end = end.and_then(|_| writer.set_processes(procs.iter().map(|p| p.info).collect()));
+    }
+    let end = end.and_then(|_| writer.finish(whole));
     Ok(Converted {
-        torn: rd.torn,
+        status: whole,
         stats,
         write_err: end.err(),
         stopped: None,
@@ -113,11 +189,8 @@ fn append(
     faults: &[Fault],
 ) -> tdmap_trace::Result<()> {
     writer.append_accesses(thread, &acc[..split])?;
-    if !faults.is_empty() {
-        writer.append_faults(thread, faults)?;
-        writer.append_accesses(thread, &acc[split..])?;
-    }
-    Ok(())
+    writer.append_faults(thread, faults)?;
+    writer.append_accesses(thread, &acc[split..])
 }
 
 /// Bytes of the raw file read between two hole punches: small, since the disk may be

@@ -13,7 +13,22 @@ pub enum RawEvent {
     /// A batch of packed records of one thread.
     Accesses(RawChunk),
     /// A thread finished; `filtered` accesses were dropped by the line filter.
-    End { thread: u32, filtered: u64 },
+    End {
+        thread: u32,
+        filtered: u64,
+        time: u64,
+    },
+}
+
+impl RawEvent {
+    /// When it happened (an access chunk: its first record), for merging the streams of
+    /// several processes in time order.
+    pub fn time(&self) -> u64 {
+        match self {
+            RawEvent::Thread { time, .. } | RawEvent::End { time, .. } => *time,
+            RawEvent::Accesses(c) => c.ticks.first().copied().unwrap_or(c.t1),
+        }
+    }
 }
 
 /// One thread's access chunk as the runtime flushed it.
@@ -78,6 +93,7 @@ impl<R: Read> RawReader<R> {
             wire::KIND_END => RawEvent::End {
                 thread: h.thread,
                 filtered: h.extra,
+                time: h.t0,
             },
             _ => {
                 let mut bytes = vec![0u8; body];
@@ -103,6 +119,21 @@ impl<R: Read> RawReader<R> {
         self.torn = true;
         Ok(None)
     }
+}
+
+/// How many threads a process's raw file names (its highest thread id + 1), reading the
+/// chunk headers only; stops at a torn chunk as [`RawReader`] does.
+pub fn thread_count(src: &mut (impl Read + io::Seek)) -> io::Result<u32> {
+    let mut threads = 0u32;
+    let mut hb = [0u8; HEADER_BYTES];
+    while read_full(src, &mut hb)? == HEADER_BYTES {
+        let Ok((h, body)) = ChunkHeader::decode(&hb).and_then(|h| Ok((h, h.body_bytes()?))) else {
+            break;
+        };
+        threads = threads.max(h.thread.saturating_add(1));
+        src.seek(io::SeekFrom::Current(body as i64))?;
+    }
+    Ok(threads)
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -210,11 +241,26 @@ mod tests {
             r.next_event().unwrap(),
             Some(RawEvent::End {
                 thread: 0,
-                filtered: 5
+                filtered: 5,
+                time: 10
             })
         );
         assert_eq!(r.next_event().unwrap(), None);
         assert!(!r.torn);
+    }
+
+    #[test]
+    fn thread_count_skips_bodies_and_takes_the_highest_id() {
+        let mut f = header(wire::KIND_THREAD, 0, 0, 1);
+        f.extend(header(wire::KIND_ACCESS, 2, 1, 0));
+        // Clock ticks that would read as a chunk of thread 9 if the body were not skipped.
+        let mut body = header(wire::KIND_THREAD, 9, 0, 0);
+        body.resize(wire::TICKS * 8, 0);
+        f.extend(body);
+        f.extend(wire::pack(0x1000, 3, true, false).to_ne_bytes());
+        f.extend(header(wire::KIND_END, 1, 0, 0));
+        let n = thread_count(&mut std::io::Cursor::new(&f)).unwrap();
+        assert_eq!(n, 3);
     }
 
     #[test]

@@ -36,7 +36,7 @@
 
 mod announce;
 mod handler;
-mod maps;
+pub(crate) mod maps;
 
 use handler::Injector;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
