@@ -138,6 +138,13 @@ bench-sim: setup
 	$(CARGO) bench -p tdmap-sim --bench throughput
 	$(CARGO) bench -p tdmap-sim --bench policies
 
+## tdmap sim's caches against valgrind's cachegrind on six single-threaded kernels
+## (tests/cachegrind/): access counts, D1 and LL data misses of both tools and their
+## ratios, each within 2 % (scripts/sim-vs-cachegrind.sh; about a minute).
+.PHONY: sim-vs-cachegrind
+sim-vs-cachegrind: setup
+	bash scripts/sim-vs-cachegrind.sh
+
 ## The simulated gain table of every workload under every policy on xeon-x7550-4s, and
 ## the replay throughput (about 2 minutes on 2 cores; figures are SIMULATED).
 .PHONY: bench-sim-workloads

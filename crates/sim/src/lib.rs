@@ -30,7 +30,7 @@ mod tlb;
 pub use access::SimAccess;
 pub use cache::{Cache, State};
 pub use comparison::{Comparison, ComparisonSetup, Normalised, PolicyRow};
-pub use config::{Costs, SimConfig, DEFAULT_LATENCIES};
+pub use config::{CacheSpec, Costs, SimConfig, DEFAULT_LATENCIES};
 pub use error::SimError;
 pub use input::{first_pass, Profile, RunError, TraceInput};
 pub use machine::{CacheGeom, Machine, SharedGeom};

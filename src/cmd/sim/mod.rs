@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use tdmap_sim::policy::best_static::{self, BestStatic, Knowledge};
 use tdmap_sim::policy::ByName;
 use tdmap_sim::{
-    simulate_many, Comparison, ComparisonSetup, Machine, Normalised, Policy, Profile, RunError,
-    SimConfig, SimReport,
+    simulate_many, CacheSpec, Comparison, ComparisonSetup, Machine, Normalised, Policy, Profile,
+    RunError, SimConfig, SimReport,
 };
 use tdmap_topo::Topology;
 
@@ -51,6 +51,15 @@ pub struct Args {
     /// is not modelled: each thread only pays for its own accesses).
     #[arg(long)]
     pub oversubscribe: bool,
+    /// The L1 data cache of every core as cachegrind's --D1 gives it: SIZE,ASSOC,LINE in
+    /// bytes (e.g. 32768,8,64), replacing the machine's.
+    #[arg(long, value_name = "SIZE,ASSOC,LINE")]
+    pub l1: Option<String>,
+    /// The last-level cache as cachegrind's --LL gives it (e.g. 8388608,16,64): one per
+    /// package, non-inclusive, and no L2 between it and the L1, as cachegrind models it
+    /// (scripts/sim-vs-cachegrind.sh compares the two).
+    #[arg(long, value_name = "SIZE,ASSOC,LINE")]
+    pub ll: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -75,8 +84,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             args.trace.display(), topo.name, topo.num_pus()
         )));
     }
+    let cache = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(CacheSpec::parse)
+            .transpose()
+            .map_err(|e| input(format!("{flag} {e}")))
+    };
     let mut cfg = SimConfig {
         seed: args.seed,
+        l1: cache("--l1", &args.l1)?,
+        ll: cache("--ll", &args.ll)?,
         ..SimConfig::default()
     };
     let hz = Machine::new(&topo, &cfg).map_err(input)?.hz;
