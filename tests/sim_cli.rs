@@ -233,9 +233,10 @@ fn the_papers_baselines_run_on_cginit_and_numa_balancing_moves_pages() {
     // Inter-chip traffic is an amount next to its ratio, never a bare ratio.
     for row in text.lines().skip(2).take(names.len()) {
         assert!(row.contains("iB("), "{row}");
+        assert!(row.contains("J("), "an energy column: {row}");
         assert_eq!(
             row.split_whitespace().count(),
-            7,
+            8,
             "one word per column: {row}"
         );
     }

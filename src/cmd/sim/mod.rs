@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use tdmap_sim::policy::best_static::{self, BestStatic, Knowledge};
 use tdmap_sim::policy::ByName;
 use tdmap_sim::{
-    simulate_many, CacheSpec, Comparison, ComparisonSetup, Machine, Normalised, Policy, Profile,
-    RunError, SimConfig, SimReport,
+    simulate_many, CacheSpec, Comparison, ComparisonSetup, EnergyModel, Machine, Normalised,
+    Policy, Profile, RunError, SimConfig, SimReport,
 };
 use tdmap_topo::Topology;
 
@@ -96,7 +96,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ll: cache("--ll", &args.ll)?,
         ..SimConfig::default()
     };
-    let hz = Machine::new(&topo, &cfg).map_err(input)?.hz;
+    let machine = Machine::new(&topo, &cfg).map_err(input)?;
+    let hz = machine.hz;
     let knowledge = names
         .iter()
         .any(|n| n == best_static::NAMES[0] || n == best_static::WORST)
@@ -140,6 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         accesses: profile.total(),
         complete,
         period_cycles: period,
+        energy: EnergyModel::for_machine(&machine, cfg.page_size),
     };
     let out = Comparison::new(setup, &cfg, reports);
     if let Some(png) = &args.plot {
@@ -268,8 +270,8 @@ fn table(out: &Comparison) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<15} {:>8} {:>10} {:>17} {:>8} {:>10} {:>8}",
-        "policy", "time", "L3 misses", "inter-chip", "remote", "thr.migr", "pg.migr"
+        "{:<15} {:>8} {:>10} {:>17} {:>8} {:>10} {:>8} {:>17}",
+        "policy", "time", "L3 misses", "inter-chip", "remote", "thr.migr", "pg.migr", "energy"
     );
     let most = out
         .results
@@ -285,18 +287,29 @@ fn table(out: &Comparison) -> String {
         let n = &r.normalised;
         let _ = writeln!(
             s,
-            "{:<15} {:>8.3} {:>10.3} {:>17} {:>7.1}% {:>10} {:>8}",
+            "{:<15} {:>8.3} {:>10.3} {:>17} {:>7.1}% {:>10} {:>8} {:>17}",
             r.policy,
             n.time,
             n.l3_misses,
             interchip(r.report.interchip_bytes(), base, most),
             100.0 * r.remote_ratio,
             r.report.thread_migrations,
-            r.report.page_migrations
+            r.report.page_migrations,
+            energy(r.energy.total, n.energy)
         );
     }
-    s.push_str("time and L3 misses relative to os (lower is better); inter-chip = bytes on the links, (×os) unless os moved under 1 % of the most any policy moved; remote = share of memory reads served by another node.\n");
+    s.push_str("time and L3 misses relative to os (lower is better); inter-chip = bytes on the links, (×os) unless os moved under 1 % of the most any policy moved; remote = share of memory reads served by another node; energy = estimated joules (core power x time, caches, DRAM, links; constants in crates/sim/src/energy.rs) and their ratio to os.\n");
     s
+}
+
+/// Estimated energy and its ratio to os, one word (as [`interchip`]).
+fn energy(joules: f64, ratio: f64) -> String {
+    let amount = if joules >= 1.0 {
+        format!("{joules:.3}J")
+    } else {
+        format!("{:.3}mJ", joules * 1e3)
+    };
+    format!("{amount}({ratio:.3}×)")
 }
 
 /// Inter-chip bytes, with the ratio to os only where os's figure (`base`) is not near
@@ -309,7 +322,7 @@ fn interchip(bytes: u64, base: u64, most: u64) -> String {
         format!("{:.1}KiB", bytes as f64 / 1024.0)
     };
     // One word, so that the table keeps one field per column for scripts
-    // (bench/sim_workloads.sh counts 7).
+    // (bench/sim_workloads.sh counts 8).
     if most == 0 {
         format!("{amount}(=os)")
     } else if base > 0 && base.saturating_mul(100) >= most {
