@@ -120,6 +120,15 @@ pub struct RunSetup {
     pub reference: Option<ReferenceComparison>,
 }
 
+/// Package and DRAM energy over the run, measured through RAPL (`/sys/class/powercap`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredEnergy {
+    /// Every package zone, in joules (null when none was readable).
+    pub package_j: Option<f64>,
+    /// Every DRAM zone, in joules (null when the machine exposes none).
+    pub dram_j: Option<f64>,
+}
+
 /// Everything `tdmap run` reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -182,6 +191,10 @@ pub struct RunReport {
     pub time_ms: TimesMs,
     /// The loop's busy time as a share of the wall time.
     pub overhead_pct: f64,
+    /// Energy measured through RAPL from the program's start to its end; null when RAPL
+    /// is unreadable. Absent in older reports.
+    #[serde(default)]
+    pub energy: Option<MeasuredEnergy>,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -251,6 +264,7 @@ impl RunReport {
                 total: ms(t.total()),
             },
             overhead_pct: 100.0 * t.total().as_secs_f64() / o.wall.as_secs_f64().max(1e-9),
+            energy: None,
         }
     }
 
