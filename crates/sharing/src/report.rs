@@ -257,16 +257,18 @@ impl AnalyzeReport {
                 .iter()
                 .map(|&c| format!("{:.0}", 100.0 * ratio(c, d.pages)))
                 .collect();
+            // Eq. 4 weights each page by its accesses; the histogram counts pages alike, so
+            // the two can disagree (a few hot private pages among many shared cold ones).
             let _ = writeln!(
                 s,
-                "  {:>7} pages: {} pages, avg exclusivity {:.3}",
+                "  {:>7} pages: {} pages, avg exclusivity {:.3} (access-weighted, Eq. 4)",
                 size(d.page_size),
                 d.pages,
                 d.avg_exclusivity
             );
             let _ = writeln!(
                 s,
-                "           % of pages at exclusivity 0,10..100%: {}",
+                "           per page, unweighted: % of pages at exclusivity 0,10..100%: {}",
                 hist.join(" ")
             );
         }

@@ -170,6 +170,48 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(OK)
 }
 
+/// The best static policy's modelled time against os's on one trace (SIMULATED), what
+/// `tdmap analyze --sim` prints beside its verdict.
+pub struct Gain {
+    /// os's modelled time in cycles.
+    pub os_cycles: u64,
+    /// best-static's.
+    pub best_cycles: u64,
+    /// The winning candidate.
+    pub winner: String,
+}
+
+impl Gain {
+    /// 1 - best-static / os: the share of os's time that the best static mapping saves.
+    pub fn gain(&self) -> f64 {
+        1.0 - self.best_cycles as f64 / self.os_cycles.max(1) as f64
+    }
+}
+
+/// Replays best-static's candidates (os among them) on `trace` with the period and seed
+/// `tdmap sim` would use.
+pub fn best_static_gain(trace: &Path, topo: &Topology, seed: u64) -> anyhow::Result<Gain> {
+    let mut cfg = SimConfig {
+        seed,
+        ..SimConfig::default()
+    };
+    let hz = Machine::new(topo, &cfg).map_err(input)?.hz;
+    let k = Knowledge::from_trace(trace).map_err(|e| bad_trace(trace, e))?;
+    cfg.tick_cycles = Some(k.profile.period(hz, 5, MIN_PERIODS));
+    let b = BestStatic::from_knowledge(k, trace, topo, &cfg).map_err(|e| bad_trace(trace, e))?;
+    let os = b
+        .tried
+        .iter()
+        .find(|(c, _)| c.label() == "os")
+        .map(|(_, r)| r.cycles_max)
+        .expect("os is always a candidate");
+    Ok(Gain {
+        os_cycles: os,
+        best_cycles: b.report().cycles_max,
+        winner: b.winner().label(),
+    })
+}
+
 /// The requested policies, `os` first, `oracle` as `best-static`; unknown names are bad
 /// input.
 fn policy_names(list: &str) -> anyhow::Result<Vec<String>> {
