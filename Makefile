@@ -145,6 +145,20 @@ bench-sim: setup
 sim-vs-cachegrind: setup
 	bash scripts/sim-vs-cachegrind.sh
 
+## The kMAF paper's Fig. 7 ordering as a check: every workload as an iterative run at 64
+## threads on xeon-x7550-4s, the table of modelled times relative to os (SIMULATED) and
+## oracle <= kmaf <= compact <= random, os near random, on the averages
+## (scripts/sim-ordering.sh; about 15 minutes on 2 cores; docs/sim-checks.md).
+.PHONY: sim-ordering
+sim-ordering: setup
+	bash scripts/sim-ordering.sh
+
+## tdmap analyze's verdict metrics beside the SIMULATED best-static gain on every workload
+## at 8 threads, run once and iterated (scripts/calibrate-verdict.sh; about 2 minutes).
+.PHONY: calibrate-verdict
+calibrate-verdict: setup
+	bash scripts/calibrate-verdict.sh
+
 ## The simulated gain table of every workload under every policy on xeon-x7550-4s, and
 ## the replay throughput (about 2 minutes on 2 cores; figures are SIMULATED).
 .PHONY: bench-sim-workloads

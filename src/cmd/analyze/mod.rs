@@ -108,6 +108,8 @@ pub fn run(args: Args) -> Result<i32> {
     let setup = setup(&name, &t.topo, &sizes, metric, args.top);
     let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
     rep.set_thread_nodes(t.nodes);
+    let pus_per_node = t.topo.num_pus() / t.topo.num_nodes().max(1);
+    rep.set_nodes_needed(rep.threads.div_ceil(pus_per_node.max(1)));
     rep.set_complete(t.complete);
     if let Some(path) = &args.heatmap {
         write_matrix_heatmap(path, t.model.matrix(metric), metric)?;
