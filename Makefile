@@ -188,6 +188,27 @@ bench-sim: setup
 	$(CARGO) bench -p tdmap-sim --bench throughput
 	$(CARGO) bench -p tdmap-sim --bench policies
 
+## tdmap sim's caches against valgrind's cachegrind on six single-threaded kernels
+## (tests/cachegrind/): access counts, D1 and LL data misses of both tools and their
+## ratios, each within 2 % (scripts/sim-vs-cachegrind.sh; about a minute).
+.PHONY: sim-vs-cachegrind
+sim-vs-cachegrind: setup
+	bash scripts/sim-vs-cachegrind.sh
+
+## The kMAF paper's Fig. 7 ordering as a check: every workload as an iterative run at 64
+## threads on xeon-x7550-4s, the table of modelled times relative to os (SIMULATED) and
+## oracle <= kmaf <= compact <= random, os near random, on the averages
+## (scripts/sim-ordering.sh; about 15 minutes on 2 cores; docs/sim-checks.md).
+.PHONY: sim-ordering
+sim-ordering: setup
+	bash scripts/sim-ordering.sh
+
+## tdmap analyze's verdict metrics beside the SIMULATED best-static gain on every workload
+## at 8 threads, run once and iterated (scripts/calibrate-verdict.sh; about 2 minutes).
+.PHONY: calibrate-verdict
+calibrate-verdict: setup
+	bash scripts/calibrate-verdict.sh
+
 ## The simulated gain table of every workload under every policy on xeon-x7550-4s, and
 ## the replay throughput (about 2 minutes on 2 cores; figures are SIMULATED).
 .PHONY: bench-sim-workloads

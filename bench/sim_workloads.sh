@@ -46,10 +46,10 @@ for spec in $SIZES; do
   cat "$OUT/$w.txt"
   echo
   acc=$(head -1 "$OUT/$w.txt" | sed 's/.* \([0-9]*\) accesses.*/\1/')
-  npol=$(awk 'NR>2 && NF==7' "$OUT/$w.txt" | wc -l)
+  npol=$(awk 'NR>2 && NF==8' "$OUT/$w.txt" | wc -l)
   total_acc=$(( total_acc + acc * npol ))
   total_ns=$(( total_ns + ns ))
-  awk -v w="$w" 'NR>2 && NF==7 {printf "%s %s %s\n", w, $1, $2}' "$OUT/$w.txt" >>"$summary"
+  awk -v w="$w" 'NR>2 && NF==8 {printf "%s %s %s\n", w, $1, $2}' "$OUT/$w.txt" >>"$summary"
 done
 
 echo "SIMULATED modelled execution time relative to os on $MACHINE ($THREADS threads, seed $SEED; lower is better)"

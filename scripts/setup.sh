@@ -17,6 +17,8 @@ PKGS=(
   # they are called by their explicit names (mpicc.openmpi, mpirun.openmpi, mpicc.mpich,
   # mpiexec.mpich).
   openmpi-bin libopenmpi-dev mpich libmpich-dev
+  # cachegrind, the reference of tests/cachegrind.rs and `make sim-vs-cachegrind`.
+  valgrind
   # scotch_gmap, the reference of tests/scotch_halo.rs (issue 20 must-show 2).
   scotch
   # `man tdmap` on the pages `make install` writes (checked by tests/install.sh).

@@ -233,9 +233,10 @@ fn the_papers_baselines_run_on_cginit_and_numa_balancing_moves_pages() {
     // Inter-chip traffic is an amount next to its ratio, never a bare ratio.
     for row in text.lines().skip(2).take(names.len()) {
         assert!(row.contains("iB("), "{row}");
+        assert!(row.contains("J("), "an energy column: {row}");
         assert_eq!(
             row.split_whitespace().count(),
-            7,
+            8,
             "one word per column: {row}"
         );
     }
@@ -368,5 +369,63 @@ fn kmaf_and_kmaf_paper_are_both_rows() {
             text.lines().any(|l| l.split_whitespace().next() == Some(p)),
             "no {p} row: {text}"
         );
+    }
+}
+
+/// Issue 18 item 8: `tdmap analyze --sim` prints the gain `tdmap sim` shows for
+/// best-static over os on the same trace and machine, and the potential it stands for
+/// (high from 5 %, low under 2 %), beside the metrics' verdict.
+#[test]
+fn analyze_sim_prints_the_gain_tdmap_sim_shows() {
+    for (name, size) in [("pairs", "128"), ("ep", "4096")] {
+        let trace = traced(name, size);
+        let rs = results(&trace, "oracle");
+        let gain = 1.0 - cycles(&rs, "best-static") as f64 / cycles(&rs, "os") as f64;
+        let out = Command::new(TDMAP)
+            .arg("analyze")
+            .arg(&trace)
+            .args(["--machine", MACHINE, "--sim", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.starts_with("{\n  \"format\": \"tdmap-analyze\""),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let s = &v["simulated"];
+        assert!(
+            (s["gain"].as_f64().unwrap() - gain).abs() < 1e-12,
+            "{name}: {s} vs {gain}"
+        );
+        let expected = match gain {
+            g if g >= 0.05 => "high potential",
+            g if g < 0.02 => "low potential",
+            _ => "moderate potential",
+        };
+        assert_eq!(s["potential"], expected, "{name}: {s}");
+        // The file still reads as an analyze report (tdmap run --reference).
+        tdmap_format::from_str::<tdmap_sharing::AnalyzeReport>(&text, &trace).unwrap();
+        let out = Command::new(TDMAP)
+            .arg("analyze")
+            .arg(&trace)
+            .args(["--machine", MACHINE, "--sim"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("simulated:"))
+            .expect(&text);
+        assert!(
+            line.contains(expected) && line.contains("SIMULATED"),
+            "{line}"
+        );
+        assert!(text.contains("(access-weighted, Eq. 4)"), "{text}");
     }
 }

@@ -12,6 +12,7 @@
 //! with and without tdmap. tdmap exits with the program's exit code (128 + signal number
 //! if a signal ended it), or 2 when the program cannot be started.
 
+mod energy;
 pub(crate) mod preload;
 mod reference;
 mod report;
@@ -171,6 +172,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut sampler = PerfSampler::open(&fs, child.pid(), &perf)
         .map_err(|e| input(format!("cannot sample page faults: {e}")))?;
     let events = sampler.scope();
+    let rapl = energy::reading();
     child
         .release()
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
@@ -192,7 +194,8 @@ pub fn run(args: Args) -> Result<i32> {
             announcer: announce.as_mut().map(|a| a as &mut dyn online::Announcer),
         },
     )?;
-    let report = report::build(&topo, &settings, prog, &outcome, events);
+    let mut report = report::build(&topo, &settings, prog, &outcome, events);
+    report.energy = energy::since(rapl);
     report::emit(&report, &args, &outcome, &topo)?;
     Ok(outcome.exit_code)
 }

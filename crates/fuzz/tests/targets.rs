@@ -569,6 +569,14 @@ fn json_sim() {
         accesses: 100,
         complete: true,
         period_cycles: 1000,
+        energy: EnergyModel::for_machine(
+            &Machine::new(
+                &tdmap_topo::preset("xeon-x7550-4s").unwrap(),
+                &SimConfig::default(),
+            )
+            .unwrap(),
+            4096,
+        ),
     };
     let reports = vec![
         sim_report("os", 200, 10),

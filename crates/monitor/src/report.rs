@@ -127,6 +127,15 @@ pub struct RunSetup {
     pub reference: Option<ReferenceComparison>,
 }
 
+/// Package and DRAM energy over the run, measured through RAPL (`/sys/class/powercap`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredEnergy {
+    /// Every package zone, in joules (null when none was readable).
+    pub package_j: Option<f64>,
+    /// Every DRAM zone, in joules (null when the machine exposes none).
+    pub dram_j: Option<f64>,
+}
+
 /// Everything `tdmap run` reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -193,6 +202,10 @@ pub struct RunReport {
     /// timeline). Added in version 1 as an optional field: empty in older files.
     #[serde(default)]
     pub timeline: Vec<Period>,
+    /// Energy measured through RAPL from the program's start to its end; null when RAPL
+    /// is unreadable. Absent in older reports.
+    #[serde(default)]
+    pub energy: Option<MeasuredEnergy>,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -270,6 +283,7 @@ impl RunReport {
             },
             overhead_pct: 100.0 * t.total().as_secs_f64() / o.wall.as_secs_f64().max(1e-9),
             timeline: o.timeline.clone(),
+            energy: None,
         }
     }
 

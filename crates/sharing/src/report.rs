@@ -21,6 +21,11 @@ const HIGH_VARIATION: f64 = 0.5;
 const HIGH_SHARED: f64 = 0.05;
 /// Average exclusivity (Eq. 4) from which pages mostly belong to one node.
 const HIGH_EXCLUSIVITY: f64 = 0.8;
+/// Bytes two threads share on average from which gathering threads that all share alike
+/// onto fewer nodes pays (calibrated on the workloads with `scripts/calibrate-verdict.sh`,
+/// docs/sim-checks.md: at 8 threads on xeon-x7550-4s, alltoall's pairs share 8 KiB and
+/// cginit's 33 KiB for a SIMULATED gain of 8-30 %; ep's share 256 B, read-only, for 0.3 %).
+const GATHER_SHARED_BYTES: f64 = 4096.0;
 /// Footprint over total cache from which data placement can matter (kMAF §2.2.2).
 const FOOTPRINT_OVER_CACHE: f64 = 4.0;
 
@@ -76,6 +81,14 @@ pub struct AnalyzeReport {
     pub matrix: SharingMatrix,
     /// The pairs that share most: (i, j, sharing), i < j.
     pub top_pairs: Vec<(usize, usize, u64)>,
+    /// Bytes of memory an average pair of threads both touched (the amount matrix's mean
+    /// off-diagonal cell). Absent in files of older builds: 0.
+    #[serde(default)]
+    pub mean_pair_shared_bytes: f64,
+    /// The fewest NUMA nodes whose PUs hold every thread; 0 when not known. Absent in
+    /// files of older builds: 0.
+    #[serde(default)]
+    pub nodes_needed: usize,
     /// The verdict on thread mapping.
     pub verdict_threads: String,
     /// The verdict on data mapping.
@@ -126,6 +139,9 @@ impl AnalyzeReport {
     ) -> Result<AnalyzeReport, SharingError> {
         let table = *model.table().config();
         let acc = model.matrix(Metric::Accesses);
+        let pairs = acc.n() * acc.n().saturating_sub(1);
+        let mean_pair_shared_bytes =
+            model.matrix(Metric::Amount).off_diagonal_sum() as f64 / pairs.max(1) as f64;
         let private: u64 = (0..acc.n()).map(|i| acc.get(i, i)).sum();
         let shared = acc.off_diagonal_sum() / 2;
         let data = setup
@@ -158,6 +174,8 @@ impl AnalyzeReport {
             metric: setup.metric,
             matrix: model.matrix(setup.metric).clone(),
             top_pairs: model.matrix(setup.metric).top_pairs(setup.top),
+            mean_pair_shared_bytes,
+            nodes_needed: 0,
             verdict_threads: String::new(),
             verdict_data: String::new(),
         };
@@ -179,11 +197,21 @@ impl AnalyzeReport {
     fn verdict(&mut self) {
         let het = self.variation >= HIGH_VARIATION;
         let lot = self.shared_access_fraction >= HIGH_SHARED;
-        self.verdict_threads = match (het, lot) {
-            (true, true) => "high potential: heterogeneous sharing and a lot of it; map threads that share onto nearby cores",
-            (true, false) => "low potential: heterogeneous but little sharing (as CG and DC in kMAF §2.3)",
-            (false, true) => "low potential: all threads share alike (as Vips in kMAF §2.3); any thread placement performs similarly",
-            (false, false) => "no potential: threads hardly share data",
+        // Threads that all share alike still gain from sharing one node's cache when they
+        // fit on fewer nodes than they are spread over (kMAF §2.3's Vips ran on the whole
+        // machine, where there is nothing to gather), if they share more than a few lines.
+        let mut spread = self.thread_nodes.clone();
+        spread.sort_unstable();
+        spread.dedup();
+        let gather = self.nodes_needed > 0
+            && self.nodes_needed < spread.len()
+            && self.mean_pair_shared_bytes >= GATHER_SHARED_BYTES;
+        self.verdict_threads = match (het, lot, gather) {
+            (true, true, _) => "high potential: heterogeneous sharing and a lot of it; map threads that share onto nearby cores",
+            (true, false, _) => "low potential: heterogeneous but little sharing (as CG and DC in kMAF §2.3)",
+            (false, true, true) => "high potential: all threads share alike and a lot, and fit on fewer nodes than they are spread over; gather them onto the fewest nodes that hold them (compact)",
+            (false, true, false) => "low potential: all threads share alike (as Vips in kMAF §2.3); any thread placement performs similarly",
+            (false, false, _) => "no potential: threads hardly share data",
         }
         .to_string();
         let Some(d) = self.data.first() else { return };
@@ -204,9 +232,17 @@ impl AnalyzeReport {
         self.complete = complete;
     }
 
-    /// Sets where each thread was assumed to run.
+    /// Sets where each thread was assumed to run (which the verdicts depend on).
     pub fn set_thread_nodes(&mut self, nodes: Vec<u32>) {
         self.thread_nodes = nodes;
+        self.verdict();
+    }
+
+    /// Sets the fewest NUMA nodes whose PUs hold every thread (which the verdicts depend
+    /// on).
+    pub fn set_nodes_needed(&mut self, nodes: usize) {
+        self.nodes_needed = nodes;
+        self.verdict();
     }
 
     /// The report as text.
@@ -257,16 +293,18 @@ impl AnalyzeReport {
                 .iter()
                 .map(|&c| format!("{:.0}", 100.0 * ratio(c, d.pages)))
                 .collect();
+            // Eq. 4 weights each page by its accesses; the histogram counts pages alike, so
+            // the two can disagree (a few hot private pages among many shared cold ones).
             let _ = writeln!(
                 s,
-                "  {:>7} pages: {} pages, avg exclusivity {:.3}",
+                "  {:>7} pages: {} pages, avg exclusivity {:.3} (access-weighted, Eq. 4)",
                 size(d.page_size),
                 d.pages,
                 d.avg_exclusivity
             );
             let _ = writeln!(
                 s,
-                "           % of pages at exclusivity 0,10..100%: {}",
+                "           per page, unweighted: % of pages at exclusivity 0,10..100%: {}",
                 hist.join(" ")
             );
         }
@@ -337,6 +375,70 @@ mod tests {
         };
         let h = Header::new(vec!["prog".into(), "3".into()], "local");
         AnalyzeReport::new(&setup, &h, &model).unwrap()
+    }
+
+    /// Four threads that all read and write the same `lines` lines, on four nodes.
+    fn all_alike(lines: u64) -> AnalyzeReport {
+        let config = TableConfig::all_sharers(4, 4);
+        let mut model = SharingModel::new(config, 4, &[0, 1, 2, 3]).unwrap();
+        for _ in 0..4 {
+            for t in 0..4 {
+                let addrs: Vec<u64> = (0..lines).map(|l| 0x10000 + 64 * l).collect();
+                model.accesses(t, &addrs).unwrap();
+            }
+        }
+        let setup = ReportSetup {
+            trace: "t.trace",
+            machine: "xeon-x7550-4s",
+            cache_bytes: 72 << 20,
+            page_sizes: &[4096],
+            metric: Metric::Accesses,
+            top: 2,
+        };
+        let h = Header::new(vec!["prog".into()], "local");
+        let mut r = AnalyzeReport::new(&setup, &h, &model).unwrap();
+        r.set_thread_nodes(vec![0, 1, 2, 3]);
+        r
+    }
+
+    #[test]
+    fn threads_sharing_alike_are_worth_gathering_only_when_they_fit_on_fewer_nodes() {
+        // 128 lines (8 KiB) shared by every pair, as alltoall's at 8 threads.
+        let mut r = all_alike(128);
+        assert!(
+            r.mean_pair_shared_bytes >= 8192.0,
+            "{}",
+            r.mean_pair_shared_bytes
+        );
+        assert!(
+            r.verdict_threads
+                .starts_with("low potential: all threads share alike"),
+            "{} (variation {}, shared {})",
+            r.verdict_threads,
+            r.variation,
+            r.shared_access_fraction
+        );
+        r.set_nodes_needed(1);
+        assert!(
+            r.verdict_threads
+                .starts_with("high potential: all threads share alike"),
+            "{}",
+            r.verdict_threads
+        );
+        r.set_nodes_needed(4);
+        assert!(
+            r.verdict_threads.starts_with("low potential"),
+            "a full machine: {}",
+            r.verdict_threads
+        );
+        // A few lines (ep's 256 B) are replicated in every cache at no cost.
+        let mut few = all_alike(4);
+        few.set_nodes_needed(1);
+        assert!(
+            few.verdict_threads.starts_with("low potential"),
+            "{}",
+            few.verdict_threads
+        );
     }
 
     fn parse<T: Versioned>(text: &str) -> Result<T, FormatError> {

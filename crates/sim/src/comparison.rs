@@ -2,6 +2,7 @@
 //! normalised to the `os` baseline. Format `tdmap-sim`, described in `docs/formats.md`.
 //! Every figure is SIMULATED (this crate's model), never a measurement.
 
+use crate::energy::{Energy, EnergyModel};
 use crate::{SimConfig, SimReport};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
@@ -36,6 +37,8 @@ pub struct Comparison {
     pub baseline: String,
     /// The simulator's full configuration, so that the run can be reproduced.
     pub config: SimConfig,
+    /// The per-operation energies behind each row's `energy` (version 2).
+    pub energy_model: EnergyModel,
     /// One row per policy, the baseline first.
     pub results: Vec<PolicyRow>,
 }
@@ -49,6 +52,8 @@ pub struct PolicyRow {
     pub normalised: Normalised,
     /// Share of memory reads served by another node.
     pub remote_ratio: f64,
+    /// The estimated energy in joules, by part (version 2).
+    pub energy: Energy,
     /// The raw counters.
     pub report: SimReport,
 }
@@ -66,6 +71,9 @@ pub struct Normalised {
     /// Bytes on inter-chip links.
     #[serde(deserialize_with = "null_is_infinite")]
     pub interchip: f64,
+    /// Estimated energy, all parts (version 2).
+    #[serde(deserialize_with = "null_is_infinite")]
+    pub energy: f64,
 }
 
 /// What a comparison was run on, besides the reports.
@@ -83,6 +91,8 @@ pub struct ComparisonSetup {
     pub complete: bool,
     /// The policy period in cycles.
     pub period_cycles: u64,
+    /// The machine's per-operation energies.
+    pub energy: EnergyModel,
 }
 
 fn complete_by_default() -> bool {
@@ -91,7 +101,9 @@ fn complete_by_default() -> bool {
 
 impl Versioned for Comparison {
     const FORMAT: &'static str = "tdmap-sim";
-    const VERSION: u32 = 1;
+    /// 2 added the energy estimate (`energy_model`, `results[].energy`,
+    /// `normalised.energy`); every version-1 field is unchanged.
+    const VERSION: u32 = 2;
     const WRITER: &'static str = "tdmap sim --json TRACE > FILE";
 
     fn check(&self) -> Result<(), String> {
@@ -109,18 +121,22 @@ impl Comparison {
     /// The comparison of `reports`, normalised to the first one (the baseline).
     pub fn new(setup: ComparisonSetup, config: &SimConfig, reports: Vec<SimReport>) -> Comparison {
         let base = reports.first().cloned();
+        let base_energy = base.as_ref().map(|b| Energy::of(b, &setup.energy).total);
         let results = reports
             .into_iter()
             .map(|r| {
                 let b = base.as_ref().unwrap_or(&r);
+                let energy = Energy::of(&r, &setup.energy);
                 PolicyRow {
                     policy: r.policy.clone(),
                     normalised: Normalised {
                         time: ratio(r.cycles_max, b.cycles_max),
                         l3_misses: ratio(r.l3_misses(), b.l3_misses()),
                         interchip: ratio(r.interchip_bytes(), b.interchip_bytes()),
+                        energy: energy.total / base_energy.unwrap_or(energy.total),
                     },
                     remote_ratio: r.remote_ratio(),
+                    energy,
                     report: r,
                 }
             })
@@ -139,6 +155,7 @@ impl Comparison {
             period_cycles: setup.period_cycles,
             baseline: base.map_or_else(|| "os".to_string(), |b| b.policy),
             config: config.clone(),
+            energy_model: setup.energy,
             results,
         }
     }
@@ -207,6 +224,14 @@ mod tests {
             accesses: 100,
             complete: true,
             period_cycles: 1000,
+            energy: EnergyModel::for_machine(
+                &crate::Machine::new(
+                    &tdmap_topo::preset("xeon-x7550-4s").unwrap(),
+                    &SimConfig::default(),
+                )
+                .unwrap(),
+                4096,
+            ),
         };
         let reports = vec![report("os", 200, 10), report("kmaf", 150, 0)];
         Comparison::new(setup, &SimConfig::default(), reports)
@@ -216,9 +241,11 @@ mod tests {
     fn a_sim_report_round_trips() {
         let c = sample();
         assert_eq!(c.results[1].normalised.time, 0.75);
+        // Faster, same threads, less remote memory: less energy.
+        assert!(c.results[1].normalised.energy < 0.75, "{:?}", c.results[1]);
         let text = c.to_json();
         assert!(
-            text.starts_with("{\n  \"format\": \"tdmap-sim\",\n  \"version\": 1,"),
+            text.starts_with("{\n  \"format\": \"tdmap-sim\",\n  \"version\": 2,"),
             "{text}"
         );
         assert_eq!(

@@ -73,6 +73,57 @@ pub struct SimConfig {
     pub fallback_latencies: Latencies,
     /// Event costs.
     pub costs: Costs,
+    /// The L1 data cache of every core, replacing the topology's (cachegrind's `--D1`).
+    #[serde(default)]
+    pub l1: Option<CacheSpec>,
+    /// The last-level cache, replacing every level above the L1 (cachegrind's `--LL`):
+    /// one per package, non-inclusive, as cachegrind's LL is (a D1 line stays when the
+    /// LL evicts it).
+    #[serde(default)]
+    pub ll: Option<CacheSpec>,
+}
+
+/// A cache level given by hand, in cachegrind's terms: total bytes, ways, line bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheSpec {
+    /// Bytes per instance.
+    pub size: u64,
+    /// Ways.
+    pub ways: u32,
+    /// Line size in bytes.
+    pub line: u64,
+}
+
+impl CacheSpec {
+    /// Parses cachegrind's `SIZE,ASSOC,LINE` (bytes, e.g. `32768,8,64`). The set count
+    /// must be a power of two and the line a power of two of at least 8 bytes, as
+    /// cachegrind requires.
+    pub fn parse(s: &str) -> Result<CacheSpec, String> {
+        let f: Vec<&str> = s.split(',').map(str::trim).collect();
+        let num = |x: &str| x.parse::<u64>().ok().filter(|&v| v > 0);
+        let [Some(size), Some(ways), Some(line)] = [0, 1, 2].map(|i| f.get(i).and_then(|x| num(x)))
+        else {
+            return Err(format!(
+                "{s:?}: give SIZE,ASSOC,LINE in bytes, e.g. 32768,8,64"
+            ));
+        };
+        if f.len() != 3 || !line.is_power_of_two() || line < 8 || ways > 1024 {
+            return Err(format!(
+                "{s:?}: give SIZE,ASSOC,LINE with a power-of-two LINE of at least 8 bytes and at most 1024 ways"
+            ));
+        }
+        let sets = size / (ways * line);
+        if sets == 0 || sets * ways * line != size || !sets.is_power_of_two() {
+            return Err(format!(
+                "{s:?}: SIZE / (ASSOC x LINE) must be a whole power of two (the set count)"
+            ));
+        }
+        Ok(CacheSpec {
+            size,
+            ways: ways as u32,
+            line,
+        })
+    }
 }
 
 impl Default for SimConfig {
@@ -89,6 +140,29 @@ impl Default for SimConfig {
             seed: 1,
             fallback_latencies: DEFAULT_LATENCIES,
             costs: Costs::default(),
+            l1: None,
+            ll: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cache_spec_is_cachegrinds_size_assoc_line() {
+        let c = CacheSpec::parse("32768,8,64").unwrap();
+        assert_eq!((c.size, c.ways, c.line), (32768, 8, 64));
+        for bad in [
+            "32768,8",
+            "32768,8,48",
+            "24576,8,64",
+            "0,8,64",
+            "a,b,c",
+            "32768,8,64,1",
+        ] {
+            assert!(CacheSpec::parse(bad).is_err(), "{bad}");
         }
     }
 }

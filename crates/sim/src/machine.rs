@@ -78,7 +78,16 @@ impl Machine {
                 pus.first().map_or(0, |&pu| topo.pus[pu].package)
             })
             .collect();
-        let (private, shared, line) = caches(topo, cfg, &lat, &core_of_pu, &pkg_of_core);
+        let (mut private, mut shared, mut line) =
+            caches(topo, cfg, &lat, &core_of_pu, &pkg_of_core);
+        given_caches(
+            cfg,
+            &lat,
+            &pkg_of_core,
+            &mut private,
+            &mut shared,
+            &mut line,
+        )?;
         Ok(Machine {
             node_of_pu: topo.pus.iter().map(|p| p.node).collect(),
             packages: pkg_of_core.iter().max().map_or(1, |m| m + 1),
@@ -213,6 +222,54 @@ fn caches(
     (private, shared, line)
 }
 
+/// Replaces the topology's levels by the configuration's `l1` and `ll` (cachegrind's
+/// `--D1` and `--LL`). The LL becomes the shared level, one per package: the shared level
+/// is the model's non-inclusive one, as cachegrind's LL is; the private L2 is dropped, as
+/// cachegrind has none.
+fn given_caches(
+    cfg: &SimConfig,
+    lat: &Latencies,
+    pkg_of_core: &[usize],
+    private: &mut Vec<CacheGeom>,
+    shared: &mut Option<SharedGeom>,
+    line: &mut u64,
+) -> Result<(), SimError> {
+    if let (Some(a), Some(b)) = (cfg.l1, cfg.ll) {
+        if a.line != b.line {
+            return Err(SimError::BadConfig {
+                why: format!(
+                    "the L1 line ({} B) and the LL line ({} B) differ; the model has one line size",
+                    a.line, b.line
+                ),
+            });
+        }
+    }
+    if let Some(c) = cfg.l1 {
+        private[0] = CacheGeom {
+            level: 1,
+            size: c.size,
+            ways: c.ways,
+            latency: level_latency(lat, 1),
+        };
+        *line = c.line;
+    }
+    if let Some(c) = cfg.ll {
+        private.truncate(1);
+        *shared = Some(SharedGeom {
+            geom: CacheGeom {
+                level: 3,
+                size: c.size,
+                ways: c.ways,
+                latency: level_latency(lat, 3),
+            },
+            domain_of_core: pkg_of_core.to_vec(),
+            domains: pkg_of_core.iter().max().map_or(1, |m| m + 1),
+        });
+        *line = c.line;
+    }
+    Ok(())
+}
+
 /// Cores that no shared cache covers (an uneven XML machine) use their package's index.
 fn fill_unmapped(mut d: Vec<usize>, pkg_of_core: &[usize]) -> Vec<usize> {
     for (c, v) in d.iter_mut().enumerate() {
@@ -250,6 +307,27 @@ mod tests {
         let s = m.shared.as_ref().unwrap();
         assert_eq!((s.geom.level, s.geom.latency, s.domains), (2, 5, 4));
         assert_eq!(m.mem_latency[2], 280, "two ring hops: 200 x 14/10");
+    }
+
+    #[test]
+    fn given_l1_and_ll_replace_the_hierarchy_as_cachegrind_has_it() {
+        let t = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let cfg = SimConfig {
+            l1: Some(crate::CacheSpec::parse("16384,4,32").unwrap()),
+            ll: Some(crate::CacheSpec::parse("1048576,16,32").unwrap()),
+            ..SimConfig::default()
+        };
+        let m = Machine::new(&t, &cfg).unwrap();
+        assert_eq!(m.line, 32);
+        assert_eq!(m.private.len(), 1, "no L2");
+        assert_eq!((m.private[0].size, m.private[0].ways), (16384, 4));
+        let s = m.shared.as_ref().unwrap();
+        assert_eq!((s.geom.size, s.geom.ways, s.domains), (1 << 20, 16, 4));
+        let bad = SimConfig {
+            ll: Some(crate::CacheSpec::parse("1048576,16,64").unwrap()),
+            ..cfg
+        };
+        assert!(Machine::new(&t, &bad).is_err(), "two line sizes");
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod meminfo;
 mod owner;
 pub mod perf;
 mod preloadable;
+pub mod rapl;
 mod signals;
 mod softdirty;
 mod spawn;

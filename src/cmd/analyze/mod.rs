@@ -2,7 +2,7 @@
 //! metrics, the top sharing pairs, a heatmap of the matrix and a verdict in §2.3's terms.
 
 use crate::exit::OK;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
 use tdmap_sharing::{AnalyzeReport, Grain, Metric, ReportSetup, Sharers};
@@ -39,6 +39,12 @@ pub struct Args {
     /// Write the matrix as a heatmap image (.png or .svg).
     #[arg(long, value_name = "FILE")]
     heatmap: Option<PathBuf>,
+    /// Also replay the trace in the simulator on --machine (os and every static
+    /// candidate of best-static) and print best-static's SIMULATED gain over os beside
+    /// the verdict: high potential from a 5 % gain, low under 2 %. Takes about as long
+    /// as `tdmap sim --policies os,oracle`.
+    #[arg(long)]
+    sim: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -102,19 +108,78 @@ pub fn run(args: Args) -> Result<i32> {
     let setup = setup(&name, &t.topo, &sizes, metric, args.top);
     let mut rep = AnalyzeReport::new(&setup, &t.header, &t.model)?;
     rep.set_thread_nodes(t.nodes.clone());
+    let pus_per_node = t.topo.num_pus() / t.topo.num_nodes().max(1);
+    rep.set_nodes_needed(rep.threads.div_ceil(pus_per_node.max(1)));
     rep.set_complete(t.complete);
     if let Some(path) = &args.heatmap {
         let places = Places::from_nodes(&t.topo, &t.nodes);
         let (m, program) = (t.model.matrix(metric), t.header.program.join(" "));
         write_matrix_heatmap(path, m, Counted::Trace(metric), &program, Some(&places))?;
     }
+    let sim = args
+        .sim
+        .then(|| super::sim::best_static_gain(&args.trace, &t.topo, 1))
+        .transpose()?;
     let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(out, "{}", rep.to_json())?;
-    } else {
-        write!(out, "{}", rep.text())?;
+    match (args.json, &sim) {
+        (true, None) => writeln!(out, "{}", rep.to_json())?,
+        (true, Some(g)) => writeln!(out, "{}", with_sim_json(&rep.to_json(), g, &t.topo.name)?)?,
+        (false, _) => {
+            write!(out, "{}", rep.text())?;
+            if let Some(g) = &sim {
+                writeln!(out, "{}", sim_line(g, &t.topo.name))?;
+            }
+        }
     }
     Ok(OK)
+}
+
+/// A simulated gain of best-static over os from which the potential is high
+/// (`scripts/calibrate-verdict.sh`, docs/sim-checks.md).
+const HIGH_GAIN: f64 = 0.05;
+/// The gain under which it is low; between the two, moderate.
+const LOW_GAIN: f64 = 0.02;
+
+/// The potential a simulated gain stands for.
+fn potential(gain: f64) -> &'static str {
+    if gain >= HIGH_GAIN {
+        "high potential"
+    } else if gain < LOW_GAIN {
+        "low potential"
+    } else {
+        "moderate potential"
+    }
+}
+
+fn sim_line(g: &super::sim::Gain, machine: &str) -> String {
+    format!(
+        "simulated:      {} (SIMULATED on {machine}: best-static = {} takes {:.3} of os's time, a gain of {:.1} %; high from {:.0} %, low under {:.0} %)",
+        potential(g.gain()),
+        g.winner,
+        1.0 - g.gain(),
+        100.0 * g.gain(),
+        100.0 * HIGH_GAIN,
+        100.0 * LOW_GAIN
+    )
+}
+
+/// The analyze report's JSON with a `simulated` object added last (an optional field, so
+/// the format's version stays; the header stays first).
+fn with_sim_json(report: &str, g: &super::sim::Gain, machine: &str) -> Result<String> {
+    let sim = serde_json::json!({
+        "machine": machine,
+        "os_cycles": g.os_cycles,
+        "best_static_cycles": g.best_cycles,
+        "winner": g.winner,
+        "gain": g.gain(),
+        "potential": potential(g.gain()),
+    });
+    let body = report
+        .trim_end()
+        .strip_suffix('}')
+        .context("an analyze report is an object")?;
+    let sim = serde_json::to_string_pretty(&sim)?.replace('\n', "\n  ");
+    Ok(format!("{},\n  \"simulated\": {sim}\n}}", body.trim_end()))
 }
 
 /// What an analyze report of trace `name` on `topo` is computed for.

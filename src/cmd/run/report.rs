@@ -110,6 +110,7 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
     if let Some(w) = lost_warning(r) {
         writeln!(s, "{w}")?;
     }
+    writeln!(s, "{}", super::energy::line(r.energy.as_ref()))?;
     writeln!(
         s,
         "mode {}, kMAF rules {}, sampler {}{}, {} perf events, algorithm {}, period {} ms, {} periods, {}-byte sub-blocks with {} sharers",

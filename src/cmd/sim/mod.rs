@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use tdmap_sim::policy::best_static::{self, BestStatic, Knowledge};
 use tdmap_sim::policy::ByName;
 use tdmap_sim::{
-    simulate_many, Comparison, ComparisonSetup, Machine, Normalised, Policy, Profile, RunError,
-    SimConfig, SimReport,
+    simulate_many, CacheSpec, Comparison, ComparisonSetup, EnergyModel, Machine, Normalised,
+    Policy, Profile, RunError, SimConfig, SimReport,
 };
 use tdmap_topo::Topology;
 
@@ -51,6 +51,15 @@ pub struct Args {
     /// is not modelled: each thread only pays for its own accesses).
     #[arg(long)]
     pub oversubscribe: bool,
+    /// The L1 data cache of every core as cachegrind's --D1 gives it: SIZE,ASSOC,LINE in
+    /// bytes (e.g. 32768,8,64), replacing the machine's.
+    #[arg(long, value_name = "SIZE,ASSOC,LINE")]
+    pub l1: Option<String>,
+    /// The last-level cache as cachegrind's --LL gives it (e.g. 8388608,16,64): one per
+    /// package, non-inclusive, and no L2 between it and the L1, as cachegrind models it
+    /// (scripts/sim-vs-cachegrind.sh compares the two).
+    #[arg(long, value_name = "SIZE,ASSOC,LINE")]
+    pub ll: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -75,11 +84,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             args.trace.display(), topo.name, topo.num_pus()
         )));
     }
+    let cache = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(CacheSpec::parse)
+            .transpose()
+            .map_err(|e| input(format!("{flag} {e}")))
+    };
     let mut cfg = SimConfig {
         seed: args.seed,
+        l1: cache("--l1", &args.l1)?,
+        ll: cache("--ll", &args.ll)?,
         ..SimConfig::default()
     };
-    let hz = Machine::new(&topo, &cfg).map_err(input)?.hz;
+    let machine = Machine::new(&topo, &cfg).map_err(input)?;
+    let hz = machine.hz;
     let knowledge = names
         .iter()
         .any(|n| n == best_static::NAMES[0] || n == best_static::WORST)
@@ -123,6 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         accesses: profile.total(),
         complete,
         period_cycles: period,
+        energy: EnergyModel::for_machine(&machine, cfg.page_size),
     };
     let out = Comparison::new(setup, &cfg, reports);
     if let Some(png) = &args.plot {
@@ -148,6 +167,48 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     Ok(OK)
+}
+
+/// The best static policy's modelled time against os's on one trace (SIMULATED), what
+/// `tdmap analyze --sim` prints beside its verdict.
+pub struct Gain {
+    /// os's modelled time in cycles.
+    pub os_cycles: u64,
+    /// best-static's.
+    pub best_cycles: u64,
+    /// The winning candidate.
+    pub winner: String,
+}
+
+impl Gain {
+    /// 1 - best-static / os: the share of os's time that the best static mapping saves.
+    pub fn gain(&self) -> f64 {
+        1.0 - self.best_cycles as f64 / self.os_cycles.max(1) as f64
+    }
+}
+
+/// Replays best-static's candidates (os among them) on `trace` with the period and seed
+/// `tdmap sim` would use.
+pub fn best_static_gain(trace: &Path, topo: &Topology, seed: u64) -> anyhow::Result<Gain> {
+    let mut cfg = SimConfig {
+        seed,
+        ..SimConfig::default()
+    };
+    let hz = Machine::new(topo, &cfg).map_err(input)?.hz;
+    let k = Knowledge::from_trace(trace).map_err(|e| bad_trace(trace, e))?;
+    cfg.tick_cycles = Some(k.profile.period(hz, 5, MIN_PERIODS));
+    let b = BestStatic::from_knowledge(k, trace, topo, &cfg).map_err(|e| bad_trace(trace, e))?;
+    let os = b
+        .tried
+        .iter()
+        .find(|(c, _)| c.label() == "os")
+        .map(|(_, r)| r.cycles_max)
+        .expect("os is always a candidate");
+    Ok(Gain {
+        os_cycles: os,
+        best_cycles: b.report().cycles_max,
+        winner: b.winner().label(),
+    })
 }
 
 /// The requested policies, `os` first, `oracle` as `best-static`; unknown names are bad
@@ -251,8 +312,8 @@ fn table(out: &Comparison) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<15} {:>8} {:>10} {:>17} {:>8} {:>10} {:>8}",
-        "policy", "time", "L3 misses", "inter-chip", "remote", "thr.migr", "pg.migr"
+        "{:<15} {:>8} {:>10} {:>17} {:>8} {:>10} {:>8} {:>17}",
+        "policy", "time", "L3 misses", "inter-chip", "remote", "thr.migr", "pg.migr", "energy"
     );
     let most = out
         .results
@@ -268,18 +329,29 @@ fn table(out: &Comparison) -> String {
         let n = &r.normalised;
         let _ = writeln!(
             s,
-            "{:<15} {:>8.3} {:>10.3} {:>17} {:>7.1}% {:>10} {:>8}",
+            "{:<15} {:>8.3} {:>10.3} {:>17} {:>7.1}% {:>10} {:>8} {:>17}",
             r.policy,
             n.time,
             n.l3_misses,
             interchip(r.report.interchip_bytes(), base, most),
             100.0 * r.remote_ratio,
             r.report.thread_migrations,
-            r.report.page_migrations
+            r.report.page_migrations,
+            energy(r.energy.total, n.energy)
         );
     }
-    s.push_str("time and L3 misses relative to os (lower is better); inter-chip = bytes on the links, (×os) unless os moved under 1 % of the most any policy moved; remote = share of memory reads served by another node.\n");
+    s.push_str("time and L3 misses relative to os (lower is better); inter-chip = bytes on the links, (×os) unless os moved under 1 % of the most any policy moved; remote = share of memory reads served by another node; energy = estimated joules (core power x time, caches, DRAM, links; constants in crates/sim/src/energy.rs) and their ratio to os.\n");
     s
+}
+
+/// Estimated energy and its ratio to os, one word (as [`interchip`]).
+fn energy(joules: f64, ratio: f64) -> String {
+    let amount = if joules >= 1.0 {
+        format!("{joules:.3}J")
+    } else {
+        format!("{:.3}mJ", joules * 1e3)
+    };
+    format!("{amount}({ratio:.3}×)")
 }
 
 /// Inter-chip bytes, with the ratio to os only where os's figure (`base`) is not near
@@ -292,7 +364,7 @@ fn interchip(bytes: u64, base: u64, most: u64) -> String {
         format!("{:.1}KiB", bytes as f64 / 1024.0)
     };
     // One word, so that the table keeps one field per column for scripts
-    // (bench/sim_workloads.sh counts 7).
+    // (bench/sim_workloads.sh counts 8).
     if most == 0 {
         format!("{amount}(=os)")
     } else if base > 0 && base.saturating_mul(100) >= most {

@@ -1,5 +1,5 @@
 //! The grouped bar chart of `tdmap sim --plot`, like the papers' Figures 7-9: one group
-//! per figure (time, L3 misses, inter-chip traffic), one bar per policy, each relative to
+//! per figure (time, L3 misses, inter-chip traffic, estimated energy), one bar per policy, each relative to
 //! `os`, with a line at 1.0, the y axis titled, each bar's value printed above it and a
 //! zero bar drawn as a visible mark.
 
@@ -36,10 +36,11 @@ pub fn chart(
     rows: &[(String, Normalised, f64)],
     title: &str,
 ) -> Result<Vec<u8>, png::EncodingError> {
-    let groups: [(&str, Figure); 3] = [
+    let groups: [(&str, Figure); 4] = [
         ("time", |n| n.time),
         ("L3 misses", |n| n.l3_misses),
         ("inter-chip", |n| n.interchip),
+        ("energy", |n| n.energy),
     ];
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
     let top = rows
@@ -150,6 +151,7 @@ mod tests {
             time: t,
             l3_misses: 1.0,
             interchip: f64::INFINITY,
+            energy: 0.9,
         };
         let rows = vec![
             ("os".to_string(), n(1.0), 0.5),
@@ -159,7 +161,7 @@ mod tests {
         assert_eq!(&png[1..4], b"PNG");
         let dec = png::Decoder::new(std::io::Cursor::new(png));
         let info = dec.read_info().unwrap().info().clone();
-        assert!(info.width as usize >= LEFT + 3 * (2 * BAR + GAP));
+        assert!(info.width as usize >= LEFT + 4 * (2 * BAR + GAP));
         assert_eq!(info.height as usize, TOP + PLOT_H + 90);
     }
 
@@ -170,6 +172,7 @@ mod tests {
             time: 0.0,
             l3_misses: 0.0,
             interchip: 0.0,
+            energy: 0.0,
         };
         let rows = vec![("os".to_string(), zero.clone(), 0.0)];
         let png = chart(&rows, "t").unwrap();
