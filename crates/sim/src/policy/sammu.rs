@@ -325,7 +325,7 @@ impl Policy for Sammu {
         true
     }
 
-    fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, out: &mut Actions) {
+    fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, _out: &mut Actions) {
         let sat = ev.kind == TlbEventKind::Saturated;
         let o = self.event(ev.thread, ev.node, ev.page, ev.page_node, ev.ac, sat);
         if let Some(node) = o.migrate_to {
