@@ -43,13 +43,15 @@ fn phases(n: u64, t: u64) -> Vec<Vec<SimAccess>> {
 
 /// The whole run: each phase's threads take turns of `slice` accesses.
 fn stream(n: u64, slice: usize) -> Vec<SimAccess> {
-    let per: Vec<Vec<Vec<SimAccess>>> = (0..THREADS as u64).map(|t| phases(n, t)).collect();
+    let mut per: Vec<std::vec::IntoIter<Vec<SimAccess>>> = (0..THREADS as u64)
+        .map(|t| phases(n, t).into_iter())
+        .collect();
     let mut out = Vec::new();
-    for p in 0..per[0].len() {
-        let mut pos = vec![0; THREADS];
-        while (0..THREADS).any(|t| pos[t] < per[t][p].len()) {
-            for t in 0..THREADS {
-                let ph = &per[t][p];
+    for _ in 0..=STEPS {
+        let phase: Vec<Vec<SimAccess>> = per.iter_mut().map(|p| p.next().unwrap()).collect();
+        let mut pos = [0; THREADS];
+        while (0..THREADS).any(|t| pos[t] < phase[t].len()) {
+            for (t, ph) in phase.iter().enumerate() {
                 let end = (pos[t] + slice).min(ph.len());
                 out.extend_from_slice(&ph[pos[t]..end]);
                 pos[t] = end;
