@@ -244,9 +244,9 @@ fn the_papers_baselines_run_on_cginit_and_numa_balancing_moves_pages() {
 /// Issue 18 item 4: on the FFT-like all-to-all transpose, sammu is within 2 % of os or
 /// better. Every page of the matrix being read is read by every thread, and in a trace of
 /// 8 threads on this machine's 2 cores each thread's column walk comes in a burst: with
-/// Table 1's NT fixed and each notification migrated at once, each burst pulled every page
-/// to the walking thread's node, and SAMMU started from a random placement of its own
-/// (1.095 of os on an `alltoall 8 128` trace; 1.89 with 1,323 page migrations at 256).
+/// each notification migrated at once, each burst pulled pages to the walking thread's
+/// node, and greedy kept permuting the threads on the noisy uniform matrix (1.095-1.144
+/// of os on `alltoall 8 128` traces; 1.89 with 1,323 page migrations at 256, now 1.06).
 /// `crates/sim/tests/sammu_alltoall.rs` checks the same on synthetic streams.
 #[test]
 fn sammu_is_within_2_percent_of_os_on_the_all_to_all_transpose() {

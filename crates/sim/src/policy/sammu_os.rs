@@ -5,10 +5,12 @@
 //! "Too many" is not quantified in the paper; here it is migrations that do not last: a
 //! page moved again within the sharing matrix's memory (the periods after which aging
 //! leaves a quarter of a count, 1 / (1 − [`AGING`]) = 4) was moved for a burst of one
-//! node's accesses, not for where the page is used. On an all-to-all transpose every
-//! page is read by every node, each thread's column walk saturates its node's counter in
-//! turn, and Eq. 6 with Table 1's NT = 10 sent each page after whichever node read it
-//! last: 1323 migrations in 296 periods and 1.89 of os on an `alltoall 8 256` trace.
+//! node's accesses, not for where the page is used. With 4-bit counters NT only matters
+//! between Table 1's 10 and 16 (no migration): a burst that saturates one node's counter
+//! (15 against 0) passes any NT up to 15. On the `alltoall` traces and streams of
+//! `tests/sammu_alltoall.rs` the rule does not fire (a page's moves there are more than
+//! 4 periods apart), so their figures come from the list and the thread mapping, not
+//! from NT.
 
 use crate::hash::FastMap;
 use tdmap_sharing::AGING;
