@@ -255,6 +255,7 @@ impl ByName {
         "random",
         "interleave",
         "sammu",
+        "sammu-greedy",
         "numa-balancing",
         "kmaf",
         "kmaf-paper",
@@ -279,6 +280,10 @@ impl ByName {
                 seed,
                 ..Default::default()
             })),
+            "sammu-greedy" => Box::new(super::Sammu::named(
+                "sammu-greedy",
+                super::SammuParams::greedy(seed),
+            )),
             "numa-balancing" => Box::new(super::NumaBalancing::new(seed)),
             "kmaf" | "kmaf-paper" | "kmaf-threads" | "kmaf-data" => {
                 let run = tdmap_monitor::Config::default();

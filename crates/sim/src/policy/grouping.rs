@@ -23,6 +23,18 @@ pub fn map_greedy(affinity: &[f64], n: usize, topo: &Topology) -> Vec<usize> {
         .unwrap_or_else(|_| greedy_map(affinity, n, topo))
 }
 
+/// `tdmap-map`'s `drb`: dual recursive bipartitioning by Scotch (SAMMU §2.7.1 maps with
+/// Scotch), seeded so that the same matrix gives the same mapping; [`map_greedy`] if it
+/// fails (a matrix it refuses, more threads than PUs).
+pub fn map_drb(affinity: &[f64], n: usize, topo: &Topology) -> Vec<usize> {
+    let opts = tdmap_map::Options {
+        seed: 1,
+        oversubscribe: n > topo.num_pus(),
+    };
+    tdmap_map::map_threads(tdmap_map::Algorithm::Drb, topo, affinity, n, &opts)
+        .unwrap_or_else(|_| map_greedy(affinity, n, topo))
+}
+
 /// Greedy hierarchical grouping of `n` threads given a symmetric affinity matrix.
 pub fn greedy_map(affinity: &[f64], n: usize, topo: &Topology) -> Vec<usize> {
     let mut out = vec![0; n];

@@ -3,14 +3,17 @@
 //! page migrations, and the periodic thread mapping with aging.
 //!
 //! The hardware half (the access counter AC of each TLB entry) lives in the simulator's
-//! TLB, which reports evictions and saturations here. The thread mapping algorithm is
-//! `tdmap-map`'s greedy grouping ([`map_greedy`]) behind [`MapFn`] (SAMMU used Scotch).
+//! TLB, which reports evictions and saturations here; the OS's list of pages to migrate
+//! and its NUMA threshold are in `sammu_os.rs`. The thread mapping algorithm is Scotch's
+//! dual recursive bipartitioning (`tdmap-map`'s `drb`, [`map_drb`]) as in §2.7.1, or
+//! `tdmap-map`'s greedy grouping ([`map_greedy`], policy `sammu-greedy`), behind
+//! [`MapFn`].
 
-use super::grouping::{map_greedy, MapFn};
+use super::grouping::{map_drb, map_greedy, MapFn};
 use super::remap::worth_remapping;
-use super::{Actions, Policy, PolicyCtx, TlbEvent, TlbEventKind};
+use super::{Actions, OsPolicy, PagePlacement, Policy, PolicyCtx, TlbEvent, TlbEventKind};
 use crate::hash::FastMap;
-use crate::policy::basic::{pu_order, ThreadOrder};
+use os::PageMover;
 use tdmap_monitor::DataHome;
 use tdmap_sharing::enough_sharing;
 
@@ -22,7 +25,8 @@ pub const NO_THREAD: u32 = u32::MAX;
 pub struct SammuParams {
     /// V_add (§2.4): at least 2; Table 1 uses 2.
     pub v_add: u8,
-    /// The NUMA threshold NT (Table 1: 10).
+    /// The NUMA threshold NT the OS starts from and never goes below (Table 1: 10); it
+    /// raises it when migrations churn (`sammu_os.rs`).
     pub nt: u8,
     /// The largest NUMA counter value (Table 1: 4-bit counters, 15).
     pub nc_max: u8,
@@ -41,7 +45,7 @@ pub struct SammuParams {
     pub min_sharing: f64,
     /// Seed of the OS's initial placement, which SAMMU starts from.
     pub seed: u64,
-    /// The thread mapping algorithm.
+    /// The thread mapping algorithm: Scotch's [`map_drb`] (§2.7.1) by default.
     pub map: MapFn,
 }
 
@@ -56,7 +60,18 @@ impl Default for SammuParams {
             remap_gain: 0.05,
             min_sharing: 0.1,
             seed: 1,
+            map: map_drb,
+        }
+    }
+}
+
+impl SammuParams {
+    /// SAMMU mapping threads with `tdmap-map`'s greedy grouping instead of Scotch.
+    pub fn greedy(seed: u64) -> Self {
+        SammuParams {
+            seed,
             map: map_greedy,
+            ..SammuParams::default()
         }
     }
 }
@@ -125,11 +140,18 @@ pub struct Sammu {
     private: Vec<f64>,
     n: usize,
     nodes: usize,
+    os: PageMover,
+    name: &'static str,
 }
 
 impl Sammu {
-    /// SAMMU with its parameters; sized by [`Policy::initial_mapping`].
+    /// SAMMU with its parameters, named `sammu`; sized by [`Policy::initial_mapping`].
     pub fn new(p: SammuParams) -> Self {
+        Sammu::named("sammu", p)
+    }
+
+    /// SAMMU under another name (`sammu-greedy`).
+    pub fn named(name: &'static str, p: SammuParams) -> Self {
         Sammu {
             p,
             pht: FastMap::default(),
@@ -137,7 +159,14 @@ impl Sammu {
             private: Vec::new(),
             n: 0,
             nodes: 0,
+            os: PageMover::new(p.nt, p.nc_max),
+            name,
         }
+    }
+
+    /// The NUMA threshold in force.
+    pub fn nt(&self) -> u8 {
+        self.os.nt
     }
 
     /// Sizes the tables for `threads` threads and `nodes` nodes.
@@ -190,7 +219,7 @@ impl Sammu {
         ac: u32,
         saturated: bool,
     ) -> Outcome {
-        let (p, n, sv_len) = (self.p, self.n, self.sv_len());
+        let (p, n, sv_len, nt) = (self.p, self.n, self.sv_len(), self.os.nt);
         let nodes = self.nodes.min(NC_MAX);
         let h = self.pht.entry(page).or_insert(Entry {
             at: 0,
@@ -231,7 +260,7 @@ impl Sammu {
         let notify = page_node != node
             && node < nodes
             && page_node < nodes
-            && h.nc[node] as i32 - h.nc[page_node] as i32 >= p.nt as i32;
+            && h.nc[node] as i32 - h.nc[page_node] as i32 >= nt as i32;
         Outcome {
             updated: true,
             migrate_to: notify.then_some(node),
@@ -283,29 +312,29 @@ impl Sammu {
 
 impl Policy for Sammu {
     fn name(&self) -> String {
-        "sammu".into()
+        self.name.into()
     }
 
+    /// SAMMU runs under Linux: its threads start where `os` places them.
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
         self.resize(ctx.threads, ctx.machine.nodes());
-        let order = pu_order(ctx.topo, ThreadOrder::Random(self.p.seed));
-        (0..ctx.threads).map(|t| order[t % order.len()]).collect()
+        OsPolicy::new("os", self.p.seed, PagePlacement::FirstTouch).initial_mapping(ctx)
     }
 
     fn wants_tlb_events(&self) -> bool {
         true
     }
 
-    fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, out: &mut Actions) {
+    fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, _out: &mut Actions) {
         let sat = ev.kind == TlbEventKind::Saturated;
         let o = self.event(ev.thread, ev.node, ev.page, ev.page_node, ev.ac, sat);
         if let Some(node) = o.migrate_to {
-            // §2.6.2: the OS reads the list of pages to migrate; it acts at once here.
-            out.page_moves.push((ev.page, node));
+            self.os.notify(ev.page, ev.page_node, node);
         }
     }
 
     fn on_tick(&mut self, ctx: &PolicyCtx, out: &mut Actions) {
+        self.os.drain(&mut out.page_moves);
         // §2.7.1: map every 100 ms, then age the matrix by 0.75.
         let a = self.affinity();
         if self.shared_enough(&a) {
@@ -323,6 +352,9 @@ impl Policy for Sammu {
         tdmap_sharing::age_weights(&mut self.private);
     }
 }
+
+#[path = "sammu_os.rs"]
+mod os;
 
 #[cfg(test)]
 #[path = "sammu_tests.rs"]

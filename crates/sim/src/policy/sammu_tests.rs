@@ -72,7 +72,10 @@ fn figure2_thread3_saturates_the_ac_of_page_p() {
     assert_eq!(h.sv, vec![3, 4], "thread 3 enters SV, thread 7 leaves");
     // Eq. 5: node 1 +2, the others -1, node 3 stays at 0 (saturated).
     assert_eq!(h.nc, vec![0, 5, 1, 0]);
-    // Eq. 6: NC[1] - NC[0] = 5 >= NT = 4: the OS is told to move P to node 1.
+    // Eq. 6: NC[1] - NC[0] = 5 >= NT = 4: the OS is told to move P to node 1, and does
+    // when it next reads the list (§2.6.2).
+    assert!(out.page_moves.is_empty());
+    with_ctx(&topo, |c| s.on_tick(c, &mut out));
     assert_eq!(out.page_moves, vec![(P, 1)]);
 }
 
@@ -121,8 +124,9 @@ fn at_update_rules() {
 
 #[test]
 fn nc_saturates_at_four_bits_and_no_migration_below_nt() {
-    let (_, mut s) = figure2();
-    s.p.nt = 10;
+    let mut s = Sammu::new(SammuParams::default());
+    s.resize(8, 4);
+    assert_eq!(s.nt(), 10, "Table 1");
     for _ in 0..20 {
         let o = s.event(5, 2, P, 2, 100, true);
         assert_eq!(o.migrate_to, None, "the page already is on node 2");
