@@ -33,8 +33,9 @@ pub struct Args {
     #[command(flatten)]
     pub machine: MachineArgs,
     /// Policies to compare, comma-separated; `os`, the baseline, is always run. Known:
-    /// os, compact, scatter, random, interleave, numa-balancing, sammu, kmaf (tdmap run's
-    /// loop and rules), kmaf-paper (the same loop with the paper's rules: drb, Eq. 6 at
+    /// os, compact, scatter, random, interleave, numa-balancing, sammu (threads mapped by
+    /// Scotch's dual recursive bipartitioning, as the paper does), sammu-greedy (the same
+    /// with greedy grouping), kmaf (tdmap run's loop and rules), kmaf-paper (the same loop with the paper's rules: drb, Eq. 6 at
     /// every fault, no margin), kmaf-threads and kmaf-data (kMAF Fig. 11's variants),
     /// worst (the trace-based paper's minimum-weight mapping), best-static (alias oracle:
     /// the fastest of every static policy and algorithm's mapping, each replayed).
