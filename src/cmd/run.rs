@@ -174,7 +174,7 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(pus) = &settings.fixed {
         engine = engine.with_fixed_mapping(pus.clone());
     }
-    let mut act = SysActuator::new(LinuxSys, child.pid(), &topo);
+    let mut act = SysActuator::new(LinuxSys, child.pid(), &topo).keyed_by_maps(fs.clone());
     let soft_dirty = settings.sampler.soft_dirty();
     let mut program = LiveProgram::new(&mut child, fs, soft_dirty);
     let outcome = online::run(

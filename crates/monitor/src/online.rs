@@ -2,17 +2,26 @@
 //! overflow between periods), feed the [`Engine`], and every period let it plan and act;
 //! stop when the program has ended and its last samples are in. Generic over the fault
 //! source (perf rings, or a replay in tests), the actuator, the program and the clock.
+//!
+//! Processes: the program may be several (forked children, a shell's or `mpirun`'s).
+//! Samples of every process it follows ([`Program::follows`]) are used; tasks are
+//! (process, thread), numbered by tid as one set (tids are unique across processes), and
+//! pages get the actuator's keys ([`Actuator::key`]), which are shared between processes
+//! that map the same object. A process that is not the user's is left alone
+//! ([`crate::ProcessTable`]).
 
 use crate::actuator::Actuator;
 use crate::engine::{Engine, Times};
 use crate::error::MonitorError;
 use crate::monitor::Fault;
 use crate::outcome::{HandlerReport, Outcome, SampleCounts};
-use std::collections::HashSet;
+use crate::procs::ProcessTable;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 use tdmap_sharing::{data_metrics, thread_metrics, Metric};
 use tdmap_sys::perf::{FaultSample, FaultSource};
+use tdmap_sys::procs::ProcessInfo;
 
 /// How long one wait for samples lasts at most when the program has no pidfd, so that its
 /// end is noticed within this delay.
@@ -32,6 +41,24 @@ pub trait Program {
     fn exit_fd(&self) -> Option<BorrowedFd<'_>>;
     /// Its live threads' tids, ascending (creation order).
     fn tasks(&mut self) -> Vec<u32>;
+    /// Whether samples of process `pid` are the program's: by default, of its first
+    /// process only.
+    fn follows(&mut self, pid: u32) -> bool {
+        pid == self.pid() as u32
+    }
+    /// What process `pid` runs, and whether it is the user's (see [`ProcessTable`]).
+    fn describe(&mut self, pid: u32) -> (ProcessInfo, bool) {
+        let info = ProcessInfo {
+            pid,
+            ..ProcessInfo::default()
+        };
+        (info, true)
+    }
+    /// The live tasks of every process followed, as (pid, tid), ascending by tid.
+    fn all_tasks(&mut self) -> Vec<(u32, u32)> {
+        let pid = self.pid() as u32;
+        self.tasks().into_iter().map(|t| (pid, t)).collect()
+    }
     /// Called after each period: extra faults made from outside (soft-dirty, kMAF
     /// §3.1.2) go here.
     fn after_period(&mut self) {}
@@ -136,6 +163,13 @@ pub fn run(
         chan: s.announcer,
         samples: 0,
     };
+    let mut procs = ProcessTable::default();
+    let (info, _) = prog.describe(pid);
+    // The started process is always process 0: actions on it wait while it is not the
+    // user's (Actuator::permitted), its samples are used.
+    procs.add(info, true);
+    let mut thread_pid: HashMap<u32, u32> = HashMap::new();
+    let mut untracked = BTreeSet::new();
     let mut pages = HashSet::new();
     let mut n = SampleCounts::default();
     let (mut buf, mut held, mut faults) = (Vec::new(), Vec::<FaultSample>::new(), Vec::new());
@@ -163,8 +197,15 @@ pub fn run(
         // order in which threads first faulted.
         buf.sort_by_key(|x| x.time);
         let before = buf.len();
-        buf.retain(|x| x.pid == pid);
+        buf.retain(|x| prog.follows(x.pid));
         n.other_process += (before - buf.len()) as u64;
+        for x in &buf {
+            if !procs.knows(x.pid) {
+                let (info, owned) = prog.describe(x.pid);
+                procs.add(info, owned);
+            }
+        }
+        buf.retain(|x| procs.admit(x.pid));
         held.append(&mut buf);
         // Held until the inject handler is known (or there is none): the announcement is
         // written before the program's main starts, so every sample of a program thread
@@ -177,7 +218,13 @@ pub fn run(
                 handler.samples += (before - held.len()) as u64;
             }
             faults.clear();
-            faults.extend(held.drain(..).map(fault));
+            for x in held.drain(..) {
+                thread_pid.entry(x.tid).or_insert(x.pid);
+                match act.key(x.pid, x.addr) {
+                    Some(key) => faults.push(fault(x, key)),
+                    None => n.unkeyed += 1,
+                }
+            }
             n.repeat += faults
                 .iter()
                 .filter(|f| !pages.insert(f.addr >> 12))
@@ -188,13 +235,21 @@ pub fn run(
                 .count() as u64;
             if engine.monitor().has_new_threads(&faults) {
                 // Threads created before this one but not seen faulting yet come first.
-                let mut tids = prog.tasks();
-                tids.retain(|&t| Some(t) != handler.tid());
+                let mut tasks = prog.all_tasks();
+                tasks.retain(|&(p, t)| Some(t) != handler.tid() && procs.admit_quiet(p));
+                for &(p, t) in &tasks {
+                    thread_pid.entry(t).or_insert(p);
+                }
+                let tids: Vec<u32> = tasks.iter().map(|x| x.1).collect();
                 engine.register_threads(&tids);
             }
             engine.times_mut().sampling += t0.elapsed();
             engine.ingest(&faults, act)?;
             count_threads(engine, &faults, &mut per_thread);
+            let index = engine.monitor().threads();
+            for f in faults.iter().filter(|f| !index.contains(f.tid)) {
+                untracked.insert((thread_pid.get(&f.tid).copied().unwrap_or(0), f.tid));
+            }
         } else {
             engine.times_mut().sampling += t0.elapsed();
         }
@@ -215,18 +270,20 @@ pub fn run(
     let times: Times = *engine.times_mut();
     let mon = engine.monitor();
     let matrix = mon.total_matrix(Metric::Accesses);
+    let tids = mon.threads().tids();
     Ok(Outcome {
         exit_code,
         wall: clock.now(),
         periods,
         samples: n,
-        threads: mon
-            .threads()
-            .tids()
+        threads: tids.iter().copied().zip(per_thread).collect(),
+        thread_pids: tids
             .iter()
-            .copied()
-            .zip(per_thread)
+            .map(|t| thread_pid.get(t).copied().unwrap_or(pid))
             .collect(),
+        processes: procs.list().to_vec(),
+        untracked: untracked.into_iter().collect(),
+        keying: act.keying().into(),
         amount: mon.total_matrix(Metric::Amount),
         metrics: thread_metrics(&matrix),
         matrix,
@@ -240,10 +297,11 @@ pub fn run(
     })
 }
 
-fn fault(x: FaultSample) -> Fault {
+/// The monitor's fault for sample `x`, whose page has key `key`.
+fn fault(x: FaultSample, key: u64) -> Fault {
     Fault {
         tid: x.tid,
-        addr: x.addr,
+        addr: key,
         cpu: x.cpu,
         page_size: x.page_size,
         page_node: None,

@@ -15,6 +15,7 @@ mod mem;
 mod meminfo;
 mod owner;
 pub mod perf;
+pub mod procs;
 mod signals;
 mod softdirty;
 mod spawn;

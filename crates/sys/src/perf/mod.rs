@@ -4,9 +4,11 @@
 //!
 //! One `PERF_COUNT_SW_PAGE_FAULTS` event is opened per online CPU, in one of two
 //! [`Scope`]s. Per process: the event belongs to the target task, with `inherit` so that
-//! the threads it creates later are counted too (an inherited per-task event with
-//! cpu = -1 cannot be mmapped). System-wide: the event counts every task on its CPU and
-//! the sampler keeps the target's samples only. The second is what `tdmap run` prefers:
+//! the threads and processes it creates later are counted too (an inherited per-task
+//! event with cpu = -1 cannot be mmapped; inheritance follows fork and clone). System-wide:
+//! the event counts every task on its CPU and the sampler keeps the samples of the target
+//! and of every process descending from it ([`crate::procs::Family`]: its children,
+//! their children, what a shell or `mpirun` starts). The second is what `tdmap run` prefers:
 //! a per-task event is switched out and in with its thread at every context switch, which
 //! cost programs that sleep in barriers thousands of times a second 4-7% more CPU time on
 //! the development VM, while a CPU-wide event costs nothing until a fault. It needs root,
@@ -27,6 +29,7 @@ mod ring;
 
 pub use record::Drained;
 
+use crate::procs::Family;
 use crate::{parse_list, FsRoot, SysError};
 use ring::Ring;
 use std::collections::VecDeque;
@@ -117,7 +120,7 @@ impl Default for SamplerConfig {
 pub struct PerfSampler {
     rings: Vec<Ring>,
     scope: Scope,
-    pid: u32,
+    family: Family,
 }
 
 impl PerfSampler {
@@ -149,7 +152,7 @@ impl PerfSampler {
         let me = |rings, scope| PerfSampler {
             rings,
             scope,
-            pid: pid as u32,
+            family: Family::new(fs.clone(), pid as u32),
         };
         if cfg.scope != Scope::Process {
             // CPU-wide events name no process: check the target as a per-task event
@@ -195,11 +198,11 @@ impl FaultSource for PerfSampler {
         }
         if self.scope == Scope::System {
             let before = out.len();
-            let pid = self.pid;
+            let family = &mut self.family;
             let mut k = 0;
             out.retain(|x| {
                 k += 1;
-                k <= from || x.pid == pid
+                k <= from || family.follows(x.pid)
             });
             let dropped = (before - out.len()) as u64;
             total.samples -= dropped;

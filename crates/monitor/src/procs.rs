@@ -1,0 +1,112 @@
+//! The processes of the program as the loop learns them from its samples: each one's
+//! index (the order of its first sample, the started process being 0, as in
+//! [`crate::keys::Keyer`]), what it runs and its MPI ranks, and whether it is followed.
+//! A process that is not the user's (a set-user-ID program a child executed) is left
+//! alone: its samples are dropped, nothing is pinned or moved through it, and the report
+//! names it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use tdmap_sys::procs::ProcessInfo;
+
+/// One process of the program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    /// Its index among the processes followed (None if left alone).
+    pub index: Option<u32>,
+    /// Its pid.
+    pub pid: u32,
+    /// Its command line when first seen.
+    pub command: String,
+    /// Its MPI world rank, when its environment names one.
+    pub rank: Option<u32>,
+    /// Its node-local MPI rank, when its environment names one.
+    pub local_rank: Option<u32>,
+    /// Samples of it dropped because it is not the user's (0 for a followed process).
+    pub dropped_samples: u64,
+}
+
+/// The processes seen so far, by pid.
+#[derive(Debug, Default, Clone)]
+pub struct ProcessTable {
+    by_pid: HashMap<u32, usize>,
+    list: Vec<Process>,
+    followed: u32,
+}
+
+impl ProcessTable {
+    /// Adds a process first seen now, described by `info`, followed if `owned`.
+    pub fn add(&mut self, info: ProcessInfo, owned: bool) {
+        if self.by_pid.contains_key(&info.pid) {
+            return;
+        }
+        let index = owned.then(|| {
+            self.followed += 1;
+            self.followed - 1
+        });
+        self.by_pid.insert(info.pid, self.list.len());
+        self.list.push(Process {
+            index,
+            pid: info.pid,
+            command: info.command,
+            rank: info.rank,
+            local_rank: info.local_rank,
+            dropped_samples: 0,
+        });
+    }
+
+    /// Whether `pid` is known (followed or left alone).
+    pub fn knows(&self, pid: u32) -> bool {
+        self.by_pid.contains_key(&pid)
+    }
+
+    /// Whether `pid` is known and followed; counts a dropped sample otherwise.
+    pub fn admit(&mut self, pid: u32) -> bool {
+        match self.by_pid.get(&pid).map(|&i| &mut self.list[i]) {
+            Some(p) if p.index.is_some() => true,
+            Some(p) => {
+                p.dropped_samples += 1;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `pid` is known and followed, counting nothing.
+    pub fn admit_quiet(&self, pid: u32) -> bool {
+        self.by_pid
+            .get(&pid)
+            .is_some_and(|&i| self.list[i].index.is_some())
+    }
+
+    /// The processes, in the order first seen.
+    pub fn list(&self) -> &[Process] {
+        &self.list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(pid: u32) -> ProcessInfo {
+        ProcessInfo {
+            pid,
+            command: format!("p{pid}"),
+            ..ProcessInfo::default()
+        }
+    }
+
+    #[test]
+    fn followed_processes_are_numbered_and_foreign_ones_left_alone() {
+        let mut t = ProcessTable::default();
+        t.add(info(10), true);
+        t.add(info(12), false);
+        t.add(info(11), true);
+        t.add(info(10), false);
+        assert!(t.admit(10) && t.admit(11) && !t.admit(12) && !t.admit(13));
+        let idx: Vec<_> = t.list().iter().map(|p| (p.pid, p.index)).collect();
+        assert_eq!(idx, vec![(10, Some(0)), (12, None), (11, Some(1))]);
+        assert_eq!(t.list()[1].dropped_samples, 1);
+    }
+}
