@@ -36,6 +36,11 @@ pub trait Actuator {
         let _ = pid;
         Some(addr)
     }
+    /// Learns a fork or an mmap of the program's processes, which [`Actuator::key`] may
+    /// need once the process has gone.
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        let _ = t;
+    }
     /// How [`Actuator::key`] keys pages, in words for the report.
     fn keying(&self) -> &'static str {
         "virtual addresses (one process)"

@@ -7,9 +7,14 @@
 //! process keys its pages as before.
 //!
 //! The maps are cached per process and read again when an address falls outside every
-//! cached mapping (a new mmap). Pure: whoever owns the keyer reads the maps.
+//! cached mapping (a new mmap). With system-wide perf events the kernel also reports
+//! forks and mmaps ([`Task`]): a child starts with its parent's maps, and each mmap is
+//! added as it happens, so a process that exits before its maps are read (a short
+//! forked child) still keys its shared pages by object. Pure: whoever owns the keyer
+//! reads the maps.
 
 use std::collections::HashMap;
+use tdmap_sys::perf::Task;
 use tdmap_sys::procs::Mapping;
 use tdmap_wire::pagekey::PageKey;
 
@@ -67,7 +72,8 @@ impl Keyer {
         let process = self.process(pid);
         let mut m = find(self.maps.get(&pid), addr);
         if m.is_none() {
-            if let Some(fresh) = read(pid) {
+            // A process that has exited has empty maps: the cache is all there is then.
+            if let Some(fresh) = read(pid).filter(|m| !m.is_empty()) {
                 self.maps.insert(pid, fresh);
                 m = find(self.maps.get(&pid), addr);
             }
@@ -114,6 +120,24 @@ impl Keyer {
                         Some((*pid, m.start + (offset - m.offset)))
                     })
                     .collect()
+            }
+        }
+    }
+
+    /// Learns a fork (the child maps what its parent maps) or an mmap (replacing what it
+    /// overlaps in the cache).
+    pub fn learn(&mut self, t: &Task) {
+        match *t {
+            Task::Fork { pid, ppid, .. } => {
+                if let (false, Some(m)) = (self.maps.contains_key(&pid), self.maps.get(&ppid)) {
+                    self.maps.insert(pid, m.clone());
+                }
+            }
+            Task::Mmap { pid, map, .. } => {
+                let maps = self.maps.entry(pid).or_default();
+                maps.retain(|m| m.end <= map.start || m.start >= map.end);
+                let at = maps.partition_point(|m| m.end <= map.start);
+                maps.insert(at, map);
             }
         }
     }
@@ -186,6 +210,38 @@ mod tests {
         assert_eq!(k.places(p1), vec![(11, 0x5000_0000)]);
         k.exited(10);
         assert_eq!(k.places(a), vec![(11, 0x9000_1040)], "moved through 11");
+    }
+
+    /// A process that has exited reads as empty maps (a zombie's): the cache is kept.
+    #[test]
+    fn the_empty_maps_of_an_exited_process_do_not_replace_the_cache() {
+        let mut k = Keyer::new(10);
+        let key = k.key(10, 0x7000_0040, &mut maps).unwrap();
+        assert_eq!(k.key(10, 0x7000_0040, &mut |_| Some(Vec::new())), Some(key));
+        assert_eq!(k.key(10, 0x1000, &mut |_| Some(Vec::new())), Some(0x1000));
+        assert_eq!(k.key(10, 0x7000_0040, &mut |_| Some(Vec::new())), Some(key));
+    }
+
+    /// A child forked and exited before its maps could be read: the kernel's records
+    /// alone key its pages, the inherited mapping and the one it made.
+    #[test]
+    fn fork_and_mmap_records_key_the_pages_of_a_process_already_gone() {
+        let mut k = Keyer::new(10);
+        let heap = k.key(10, 0x5000_0000, &mut maps).unwrap();
+        k.learn(&Task::Fork { pid: 12, ppid: 10, time: 0 });
+        let memfd = parse_maps("90000000-90003000 rw-s 00001000 00:01 77 /memfd:r")[0];
+        k.learn(&Task::Mmap { pid: 12, map: memfd, time: 0 });
+        let mut gone = |_| None;
+        assert_eq!(
+            k.key(12, 0x9000_0040, &mut gone),
+            k.key(10, 0x7000_1040, &mut maps),
+            "the memfd page is the parent's"
+        );
+        assert_ne!(k.key(12, 0x5000_0000, &mut gone), Some(heap), "its own heap page");
+        let anon = parse_maps("90001000-90002000 rw-p 00000000 00:00 0")[0];
+        k.learn(&Task::Mmap { pid: 12, map: anon, time: 0 });
+        let key = k.key(12, 0x9000_1000, &mut gone).unwrap();
+        assert!(!tdmap_wire::pagekey::is_shared(key), "remapped private over the memfd");
     }
 
     #[test]

@@ -48,6 +48,12 @@ impl<'t, S: Sys> SysActuator<'t, S> {
         self
     }
 
+    /// Whether task or process `id` (other than the started one, which the loop checks
+    /// through [`Actuator::permitted`]) is the user's: tdmap acts on no one else's.
+    fn ours(&self, id: u32) -> bool {
+        id == self.pid as u32 || self.sys.process_owned(id as i32).unwrap_or(false)
+    }
+
     /// The keyer (processes by index, shared objects).
     pub fn keyer(&self) -> &Keyer {
         &self.keyer
@@ -90,6 +96,13 @@ impl<S: Sys> SysActuator<'_, S> {
                 break;
             }
             for (pid, pages) in by_pid {
+                if !self.ours(pid) {
+                    for &(k, _) in &pages {
+                        next[k] += 1;
+                        fail[k] = EPERM;
+                    }
+                    continue;
+                }
                 let addrs: Vec<usize> = pages.iter().map(|p| p.1 as usize).collect();
                 let want: Option<Vec<i32>> = nodes.map(|n| pages.iter().map(|p| n[p.0]).collect());
                 match self.sys.move_pages(pid as i32, &addrs, want.as_deref()) {
@@ -125,6 +138,16 @@ impl<S: Sys> SysActuator<'_, S> {
 
 /// move_pages's status for a page that is not present (errno ENOENT).
 const ENOENT: i32 = 2;
+/// The errno of an action refused because the task is not the user's.
+const EPERM: i32 = 1;
+
+fn not_ours(call: &'static str) -> ActError {
+    ActError {
+        call,
+        errno: Some(EPERM),
+        what: "the task is not yours any more (a set-user-ID exec): left alone".into(),
+    }
+}
 
 fn act_error(call: &'static str, e: SysError) -> ActError {
     ActError {
@@ -136,6 +159,9 @@ fn act_error(call: &'static str, e: SysError) -> ActError {
 
 impl<S: Sys> Actuator for SysActuator<'_, S> {
     fn pin(&mut self, _thread: usize, tid: u32, pu: usize) -> Result<(), ActError> {
+        if !self.ours(tid) {
+            return Err(not_ours("sched_setaffinity"));
+        }
         let cpu = self.topo.pus[pu].os;
         self.sys
             .set_affinity(tid as i32, &[cpu])
@@ -171,6 +197,10 @@ impl<S: Sys> Actuator for SysActuator<'_, S> {
         let fs = self.maps.as_ref();
         self.keyer
             .key(pid, addr, &mut |p| procs::read_maps(fs?, p).ok())
+    }
+
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        self.keyer.learn(t);
     }
 
     fn keying(&self) -> &'static str {
@@ -228,8 +258,13 @@ impl Program for LiveProgram<'_> {
         self.family.follows(pid)
     }
 
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        self.family.forked(std::slice::from_ref(t));
+    }
+
     fn describe(&mut self, pid: u32) -> (ProcessInfo, bool) {
-        let owned = tdmap_sys::owned_by_caller(&self.fs, pid as i32).unwrap_or(false);
+        // Gone: its samples were taken while it ran as it was forked, the user's.
+        let owned = tdmap_sys::owned_by_caller(&self.fs, pid as i32).unwrap_or(true);
         (procs::process_info(&self.fs, pid), owned)
     }
 

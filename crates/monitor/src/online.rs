@@ -46,7 +46,14 @@ pub trait Program {
     fn follows(&mut self, pid: u32) -> bool {
         pid == self.pid() as u32
     }
-    /// What process `pid` runs, and whether it is the user's (see [`ProcessTable`]).
+    /// Learns a fork or an mmap the fault source reported (a child forked by a process
+    /// followed is followed, even once it has gone).
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        let _ = t;
+    }
+    /// What process `pid` runs, and whether it is the user's (see [`ProcessTable`]); a
+    /// process that has gone counts as the user's (nothing can be done to it any more,
+    /// and its samples were taken while it was followed).
     fn describe(&mut self, pid: u32) -> (ProcessInfo, bool) {
         let info = ProcessInfo {
             pid,
@@ -170,6 +177,7 @@ pub fn run(
     procs.add(info, true);
     let mut thread_pid: HashMap<u32, u32> = HashMap::new();
     let mut untracked = BTreeSet::new();
+    let mut tasks = Vec::new();
     let mut pages = HashSet::new();
     let mut n = SampleCounts::default();
     let (mut buf, mut held, mut faults) = (Vec::new(), Vec::<FaultSample>::new(), Vec::new());
@@ -188,6 +196,11 @@ pub fn run(
         let t0 = Instant::now();
         buf.clear();
         let d = src.drain(&mut buf)?;
+        src.take_tasks(&mut tasks);
+        for t in tasks.drain(..) {
+            prog.learn(&t);
+            act.learn(&t);
+        }
         (n.taken, n.lost, n.other_process) = (
             n.taken + d.samples,
             n.lost + d.lost,
@@ -261,6 +274,16 @@ pub fn run(
             engine.period(act)?;
             let t = Instant::now();
             prog.after_period();
+            // A process may have executed another program: a set-user-ID one is left
+            // alone from now on, and the report names what each one runs.
+            for p in procs.followed() {
+                let (info, owned) = prog.describe(p);
+                if p != pid && !owned {
+                    procs.leave_alone(info);
+                } else {
+                    procs.refresh(info);
+                }
+            }
             engine.times_mut().sampling += t.elapsed();
             periods += 1;
             next += s.period;

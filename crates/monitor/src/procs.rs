@@ -2,8 +2,9 @@
 //! index (the order of its first sample, the started process being 0, as in
 //! [`crate::keys::Keyer`]), what it runs and its MPI ranks, and whether it is followed.
 //! A process that is not the user's (a set-user-ID program a child executed) is left
-//! alone: its samples are dropped, nothing is pinned or moved through it, and the report
-//! names it.
+//! alone: its samples are dropped from then on, nothing is pinned or moved through it
+//! (the live actuator checks the owner before acting), and the report names it. A
+//! process can become another user's at an exec, so the loop checks again every period.
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -24,6 +25,8 @@ pub struct Process {
     pub local_rank: Option<u32>,
     /// Samples of it dropped because it is not the user's (0 for a followed process).
     pub dropped_samples: u64,
+    /// Whether it was left alone (not the user's, when first seen or after an exec).
+    pub left_alone: bool,
 }
 
 /// The processes seen so far, by pid.
@@ -48,11 +51,47 @@ impl ProcessTable {
         self.list.push(Process {
             index,
             pid: info.pid,
-            command: info.command,
+            command: if info.command.is_empty() {
+                info.name
+            } else {
+                info.command
+            },
             rank: info.rank,
             local_rank: info.local_rank,
             dropped_samples: 0,
+            left_alone: !owned,
         });
+    }
+
+    /// Leaves a followed process alone from now on (it became another user's), with what
+    /// it runs now.
+    pub fn leave_alone(&mut self, info: ProcessInfo) {
+        if let Some(&i) = self.by_pid.get(&info.pid) {
+            self.list[i].left_alone = true;
+        }
+        self.refresh(info);
+    }
+
+    /// What a process runs now (it may have executed another program since first seen);
+    /// what could not be read is kept.
+    pub fn refresh(&mut self, info: ProcessInfo) {
+        if let Some(&i) = self.by_pid.get(&info.pid) {
+            let p = &mut self.list[i];
+            if !info.command.is_empty() {
+                p.command = info.command;
+            }
+            p.rank = info.rank.or(p.rank);
+            p.local_rank = info.local_rank.or(p.local_rank);
+        }
+    }
+
+    /// The pids of the processes followed now.
+    pub fn followed(&self) -> Vec<u32> {
+        self.list
+            .iter()
+            .filter(|p| !p.left_alone)
+            .map(|p| p.pid)
+            .collect()
     }
 
     /// Whether `pid` is known (followed or left alone).
@@ -63,7 +102,7 @@ impl ProcessTable {
     /// Whether `pid` is known and followed; counts a dropped sample otherwise.
     pub fn admit(&mut self, pid: u32) -> bool {
         match self.by_pid.get(&pid).map(|&i| &mut self.list[i]) {
-            Some(p) if p.index.is_some() => true,
+            Some(p) if !p.left_alone => true,
             Some(p) => {
                 p.dropped_samples += 1;
                 false
@@ -76,7 +115,7 @@ impl ProcessTable {
     pub fn admit_quiet(&self, pid: u32) -> bool {
         self.by_pid
             .get(&pid)
-            .is_some_and(|&i| self.list[i].index.is_some())
+            .is_some_and(|&i| !self.list[i].left_alone)
     }
 
     /// The processes, in the order first seen.
@@ -108,5 +147,12 @@ mod tests {
         let idx: Vec<_> = t.list().iter().map(|p| (p.pid, p.index)).collect();
         assert_eq!(idx, vec![(10, Some(0)), (12, None), (11, Some(1))]);
         assert_eq!(t.list()[1].dropped_samples, 1);
+        t.leave_alone(ProcessInfo {
+            pid: 11,
+            command: "su".into(),
+            ..ProcessInfo::default()
+        });
+        assert!(!t.admit(11) && t.list()[2].left_alone && t.list()[2].command == "su");
+        assert_eq!(t.followed(), vec![10]);
     }
 }

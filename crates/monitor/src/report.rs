@@ -66,9 +66,12 @@ pub struct ThreadRow {
 /// One process of the program.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessRow {
-    /// Its index among the processes followed (0: the one started); None when it was left
-    /// alone (not the user's: a set-user-ID program).
+    /// Its index among the processes followed (0: the one started); None when it was
+    /// left alone from its first sample.
     pub index: Option<u32>,
+    /// Whether it was left alone: not the user's (a set-user-ID program), when first seen
+    /// or after an exec; its samples from then on were dropped.
+    pub left_alone: bool,
     /// Its pid.
     pub pid: u32,
     /// Its command line when first seen.
@@ -225,7 +228,7 @@ pub struct RunReport {
     pub processes: Vec<ProcessRow>,
     /// The threads (tasks: process, thread), numbered by tid across processes.
     pub threads: Vec<ThreadRow>,
-    /// Tasks beyond the task limit (--max-threads): their samples were not used.
+    /// Tasks beyond the task limit (the monitor's capacity, 256): their samples were not used.
     pub untracked: Vec<TaskRef>,
     /// The un-aged sharing matrix (accesses to shared sub-blocks).
     pub matrix: SharingMatrix,
@@ -318,6 +321,7 @@ impl RunReport {
                         .filter(|&k| o.thread_pids[k] == p.pid)
                         .collect(),
                     dropped_samples: p.dropped_samples,
+                    left_alone: p.left_alone,
                 })
                 .collect(),
             threads,

@@ -5,6 +5,7 @@
 //! processes, see `tdmap_wire::pagekey`). Every read goes through an [`FsRoot`]; the
 //! parsers are pure and tested on embedded text.
 
+use crate::perf::Task;
 use crate::{FsRoot, SysError};
 use std::collections::HashSet;
 
@@ -92,6 +93,24 @@ impl Family {
         false
     }
 
+    /// Learns from the kernel's fork records (`attr.task`) which new processes are
+    /// members: those forked by a member, in any order within the batch (the records
+    /// come from per-CPU rings).
+    pub fn forked(&mut self, tasks: &[Task]) {
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for t in tasks {
+                if let &Task::Fork { pid, ppid, .. } = t {
+                    if self.members.contains(&ppid) && self.members.insert(pid) {
+                        self.outside.remove(&pid);
+                        grew = true;
+                    }
+                }
+            }
+        }
+    }
+
     /// The members alive now, ascending (pids are handed out in creation order until
     /// they wrap).
     pub fn alive(&mut self) -> Vec<u32> {
@@ -110,8 +129,11 @@ impl Family {
 pub struct ProcessInfo {
     /// Its pid.
     pub pid: u32,
-    /// Its command line, arguments joined by spaces (its name from `stat` if empty).
+    /// Its command line, arguments joined by spaces (empty for a zombie or a kernel
+    /// thread).
     pub command: String,
+    /// Its name (`/proc/PID/stat`), for when the command line is empty.
+    pub name: String,
     /// Its MPI world rank, from its environment.
     pub rank: Option<u32>,
     /// Its node-local MPI rank, from its environment.
@@ -150,7 +172,7 @@ pub fn ranks(environ: &[u8]) -> (Option<u32>, Option<u32>) {
 /// or its environment is not ours to read) stay empty.
 pub fn process_info(fs: &FsRoot, pid: u32) -> ProcessInfo {
     let read = |name: &str| std::fs::read(fs.path(format!("/proc/{pid}/{name}"))).ok();
-    let mut command = read("cmdline")
+    let command = read("cmdline")
         .map(|c| {
             c.split(|&b| b == 0)
                 .filter(|a| !a.is_empty())
@@ -159,15 +181,16 @@ pub fn process_info(fs: &FsRoot, pid: u32) -> ProcessInfo {
                 .join(" ")
         })
         .unwrap_or_default();
-    if command.is_empty() {
-        if let Ok(stat) = fs.read(format!("/proc/{pid}/stat")) {
-            command = parse_stat(&stat).map_or("", |s| s.0).to_string();
-        }
-    }
+    let name = fs
+        .read(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| parse_stat(&stat).map(|s| s.0.to_string()))
+        .unwrap_or_default();
     let (rank, local_rank) = read("environ").map_or((None, None), |e| ranks(&e));
     ProcessInfo {
         pid,
         command,
+        name,
         rank,
         local_rank,
     }
@@ -275,6 +298,12 @@ mod tests {
         let mut f = Family::new(fs.clone(), 10);
         assert!(f.follows(13) && f.follows(12) && !f.follows(20) && !f.follows(1));
         assert!(!f.follows(99), "a process that is gone is not followed");
+        // Gone, but the kernel said who forked it (grandchild first: per-CPU rings).
+        f.forked(&[
+            Task::Fork { pid: 98, ppid: 99, time: 0 },
+            Task::Fork { pid: 99, ppid: 13, time: 0 },
+        ]);
+        assert!(f.follows(99) && f.follows(98));
         // 11 exits: its children go to init, but stay in the family.
         write(&dir, 12, "stat", "12 (x) S 1 1 1 0");
         std::fs::remove_dir_all(dir.join("proc/11")).unwrap();
@@ -286,11 +315,8 @@ mod tests {
         assert_eq!((info.command.as_str(), info.rank), ("x", Some(1)));
         let info = process_info(&fs, 12);
         assert_eq!((info.rank, info.local_rank), (Some(0), Some(0)));
-        assert_eq!(
-            process_info(&fs, 14).command,
-            "y",
-            "no cmdline: the stat name"
-        );
+        let info = process_info(&fs, 14);
+        assert_eq!((info.command.as_str(), info.name.as_str()), ("", "y"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

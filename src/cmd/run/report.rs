@@ -159,7 +159,8 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
             .collect();
         writeln!(
             s,
-            "untracked tasks (pid/tid, beyond the task limit; their samples were not used): {}",
+            "untracked tasks (pid/tid, beyond the task limit of {}; their samples were not used): {}",
+            r.threads.len(),
             names.join(" ")
         )?;
     }
@@ -223,7 +224,7 @@ fn write_processes(r: &RunReport, s: &mut String) -> std::fmt::Result {
     if r.processes.len() <= 1 {
         return Ok(());
     }
-    let followed = r.processes.iter().filter(|p| p.index.is_some()).count();
+    let followed = r.processes.iter().filter(|p| !p.left_alone).count();
     writeln!(
         s,
         "processes: {followed} followed; pages keyed by {}",
@@ -238,7 +239,7 @@ fn write_processes(r: &RunReport, s: &mut String) -> std::fmt::Result {
             (Some(w), None) => format!(" rank {w}"),
             _ => String::new(),
         };
-        match p.index {
+        match p.index.filter(|_| !p.left_alone) {
             Some(i) => writeln!(
                 s,
                 "  process {i} pid {}{rank}: {} threads {:?}: {}",
@@ -249,8 +250,8 @@ fn write_processes(r: &RunReport, s: &mut String) -> std::fmt::Result {
             )?,
             None => writeln!(
                 s,
-                "  left alone: pid {}{rank} is not yours (a set-user-ID program?), {} samples dropped: {}",
-                p.pid, p.dropped_samples, p.command
+                "  left alone: pid {}{rank} is not yours (a set-user-ID program?), {} threads {:?}, {} samples dropped: {}",
+                p.pid, p.threads.len(), p.threads, p.dropped_samples, p.command
             )?,
         }
     }

@@ -27,7 +27,7 @@ mod attr;
 mod record;
 mod ring;
 
-pub use record::Drained;
+pub use record::{Drained, Task};
 
 use crate::procs::Family;
 use crate::{parse_list, FsRoot, SysError};
@@ -62,6 +62,11 @@ pub trait FaultSource {
     /// Blocks until samples may be available, `also` is readable (e.g. the program's
     /// pidfd, so that its end is noticed at once) or `timeout` passes.
     fn wait(&mut self, timeout: Duration, also: Option<BorrowedFd<'_>>) -> Result<(), SysError>;
+    /// Moves the program's process events (forks, mmaps) drained so far to `out`, in
+    /// ring order; sources that report none leave it as is.
+    fn take_tasks(&mut self, out: &mut Vec<Task>) {
+        let _ = out;
+    }
 }
 
 /// poll(2)'s timeout for `timeout`, rounded up to whole milliseconds: rounded down, the
@@ -121,6 +126,9 @@ pub struct PerfSampler {
     rings: Vec<Ring>,
     scope: Scope,
     family: Family,
+    /// Process events of the program drained and not taken yet.
+    tasks: Vec<Task>,
+    scratch: Vec<Task>,
 }
 
 impl PerfSampler {
@@ -153,6 +161,8 @@ impl PerfSampler {
             rings,
             scope,
             family: Family::new(fs.clone(), pid as u32),
+            tasks: Vec::new(),
+            scratch: Vec::new(),
         };
         if cfg.scope != Scope::Process {
             // CPU-wide events name no process: check the target as a per-task event
@@ -190,13 +200,27 @@ impl PerfSampler {
 }
 
 impl FaultSource for PerfSampler {
+    fn take_tasks(&mut self, out: &mut Vec<Task>) {
+        out.append(&mut self.tasks);
+    }
+
     fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError> {
         let mut total = Drained::default();
         let from = out.len();
+        self.scratch.clear();
         for r in &mut self.rings {
-            total.add(r.drain(out)?);
+            total.add(r.drain(out, &mut self.scratch)?);
         }
         if self.scope == Scope::System {
+            // Forks first: a child's samples may be drained after it has exited, when
+            // its parents can no longer be read from /proc.
+            self.scratch.sort_by_key(Task::time);
+            self.family.forked(&self.scratch);
+            let family = &mut self.family;
+            self.tasks.extend(self.scratch.iter().filter(|t| match t {
+                Task::Fork { ppid, .. } => family.follows(*ppid),
+                Task::Mmap { pid, .. } => family.follows(*pid),
+            }));
             let before = out.len();
             let family = &mut self.family;
             let mut k = 0;
