@@ -133,6 +133,10 @@ impl Keyer {
                     self.maps.insert(pid, m.clone());
                 }
             }
+            // An exec replaces every mapping: what the cache held is stale.
+            Task::Exec { pid, .. } => {
+                self.maps.remove(&pid);
+            }
             Task::Mmap { pid, map, .. } => {
                 let maps = self.maps.entry(pid).or_default();
                 maps.retain(|m| m.end <= map.start || m.start >= map.end);
@@ -228,20 +232,39 @@ mod tests {
     fn fork_and_mmap_records_key_the_pages_of_a_process_already_gone() {
         let mut k = Keyer::new(10);
         let heap = k.key(10, 0x5000_0000, &mut maps).unwrap();
-        k.learn(&Task::Fork { pid: 12, ppid: 10, time: 0 });
+        k.learn(&Task::Fork {
+            pid: 12,
+            ppid: 10,
+            time: 0,
+        });
         let memfd = parse_maps("90000000-90003000 rw-s 00001000 00:01 77 /memfd:r")[0];
-        k.learn(&Task::Mmap { pid: 12, map: memfd, time: 0 });
+        k.learn(&Task::Mmap {
+            pid: 12,
+            map: memfd,
+            time: 0,
+        });
         let mut gone = |_| None;
         assert_eq!(
             k.key(12, 0x9000_0040, &mut gone),
             k.key(10, 0x7000_1040, &mut maps),
             "the memfd page is the parent's"
         );
-        assert_ne!(k.key(12, 0x5000_0000, &mut gone), Some(heap), "its own heap page");
+        assert_ne!(
+            k.key(12, 0x5000_0000, &mut gone),
+            Some(heap),
+            "its own heap page"
+        );
         let anon = parse_maps("90001000-90002000 rw-p 00000000 00:00 0")[0];
-        k.learn(&Task::Mmap { pid: 12, map: anon, time: 0 });
+        k.learn(&Task::Mmap {
+            pid: 12,
+            map: anon,
+            time: 0,
+        });
         let key = k.key(12, 0x9000_1000, &mut gone).unwrap();
-        assert!(!tdmap_wire::pagekey::is_shared(key), "remapped private over the memfd");
+        assert!(
+            !tdmap_wire::pagekey::is_shared(key),
+            "remapped private over the memfd"
+        );
     }
 
     #[test]

@@ -32,16 +32,35 @@ pub struct Process {
 /// The processes seen so far, by pid.
 #[derive(Debug, Default, Clone)]
 pub struct ProcessTable {
+    /// Program names of processes that executed one before their first sample.
+    execs: HashMap<u32, String>,
     by_pid: HashMap<u32, usize>,
     list: Vec<Process>,
     followed: u32,
 }
 
 impl ProcessTable {
+    /// Process `pid` executed program `name` (the kernel's short name): what it runs
+    /// from now on, when its command line cannot be read any more.
+    pub fn executed(&mut self, mut info: ProcessInfo, name: &str) {
+        if info.command.is_empty() {
+            info.command = name.to_string();
+        }
+        match self.by_pid.get(&info.pid) {
+            Some(&i) => self.list[i].command = info.command,
+            None => {
+                self.execs.insert(info.pid, info.command);
+            }
+        }
+    }
+
     /// Adds a process first seen now, described by `info`, followed if `owned`.
-    pub fn add(&mut self, info: ProcessInfo, owned: bool) {
+    pub fn add(&mut self, mut info: ProcessInfo, owned: bool) {
         if self.by_pid.contains_key(&info.pid) {
             return;
+        }
+        if let (true, Some(c)) = (info.command.is_empty(), self.execs.remove(&info.pid)) {
+            info.command = c;
         }
         let index = owned.then(|| {
             self.followed += 1;

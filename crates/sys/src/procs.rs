@@ -300,8 +300,16 @@ mod tests {
         assert!(!f.follows(99), "a process that is gone is not followed");
         // Gone, but the kernel said who forked it (grandchild first: per-CPU rings).
         f.forked(&[
-            Task::Fork { pid: 98, ppid: 99, time: 0 },
-            Task::Fork { pid: 99, ppid: 13, time: 0 },
+            Task::Fork {
+                pid: 98,
+                ppid: 99,
+                time: 0,
+            },
+            Task::Fork {
+                pid: 99,
+                ppid: 13,
+                time: 0,
+            },
         ]);
         assert!(f.follows(99) && f.follows(98));
         // 11 exits: its children go to init, but stay in the family.

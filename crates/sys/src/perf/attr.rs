@@ -24,6 +24,9 @@ const TASK: u64 = 1 << 13;
 /// their keys by object.
 const MMAP_DATA: u64 = 1 << 17;
 const MMAP2: u64 = 1 << 23;
+/// `attr.comm` and `attr.comm_exec`: a record at each exec, with the program's name.
+const COMM: u64 = 1 << 9;
+const COMM_EXEC: u64 = 1 << 24;
 /// `attr.sample_id_all`: fork and mmap records carry their time, so that those of
 /// different CPUs are applied in order.
 const SAMPLE_ID_ALL: u64 = 1 << 18;
@@ -72,7 +75,7 @@ impl Attr {
         if inherit {
             flags |= INHERIT;
         } else {
-            flags |= TASK | MMAP_DATA | MMAP2 | SAMPLE_ID_ALL;
+            flags |= TASK | MMAP_DATA | MMAP2 | COMM | COMM_EXEC | SAMPLE_ID_ALL;
         }
         if disabled {
             flags |= DISABLED;

@@ -21,6 +21,10 @@ const FORK_BYTES: usize = HEADER + 16 + 8;
 pub(crate) const RECORD_MMAP2: u32 = 10;
 /// Bytes of an mmap2 record up to its file name.
 const MMAP2_BYTES: usize = HEADER + 64;
+/// `PERF_RECORD_COMM` (with `attr.comm`): a task's name changed; pid, tid, name.
+pub(crate) const RECORD_COMM: u32 = 3;
+/// `PERF_RECORD_MISC_COMM_EXEC` in a comm record's header: the change is an exec.
+const MISC_COMM_EXEC: u16 = 1 << 13;
 /// `MAP_SHARED` in an mmap2 record's flags.
 const MAP_SHARED: u32 = 0x01;
 
@@ -38,6 +42,15 @@ pub enum Task {
         /// The perf clock at the fork (ns).
         time: u64,
     },
+    /// Process `pid` executed a program named `name` (the kernel's 16-byte comm).
+    Exec {
+        /// The process.
+        pid: u32,
+        /// The program's name, NUL-padded.
+        name: [u8; 16],
+        /// The perf clock at the exec (ns, from `sample_id_all`; 0 without it).
+        time: u64,
+    },
     /// Process `pid` mapped memory.
     Mmap {
         /// The process.
@@ -53,7 +66,7 @@ impl Task {
     /// When it happened: events from per-CPU rings are applied in this order.
     pub fn time(&self) -> u64 {
         match *self {
-            Task::Fork { time, .. } | Task::Mmap { time, .. } => time,
+            Task::Fork { time, .. } | Task::Exec { time, .. } | Task::Mmap { time, .. } => time,
         }
     }
 }
@@ -192,6 +205,7 @@ pub(crate) fn parse_tasks(
         }
         copy_out(ring, pos, &mut rec[..HEADER]);
         let (kind, size) = (u32_at(&rec, 0), u16::from_ne_bytes([rec[6], rec[7]]) as u64);
+        let misc = u16::from_ne_bytes([rec[4], rec[5]]);
         if size < HEADER as u64 || size > head - pos {
             return bad(pos, format!("record of type {kind} has size {size}"));
         }
@@ -215,6 +229,23 @@ pub(crate) fn parse_tasks(
                 if pid != ppid {
                     tasks.push(Task::Fork { pid, ppid, time });
                 }
+            }
+            RECORD_COMM if misc & MISC_COMM_EXEC != 0 && size as usize >= HEADER + 8 => {
+                let n = (size as usize).min(HEADER + 8 + 16);
+                copy_out(ring, pos, &mut rec[..n]);
+                let mut name = [0u8; 16];
+                name[..n - HEADER - 8].copy_from_slice(&rec[HEADER + 8..n]);
+                let end = name.iter().position(|&b| b == 0).unwrap_or(16);
+                name[end..].fill(0);
+                let mut time = [0u8; 8];
+                if size as usize >= HEADER + 16 + SAMPLE_ID_BYTES {
+                    copy_out(ring, pos + size - 16, &mut time);
+                }
+                tasks.push(Task::Exec {
+                    pid: u32_at(&rec, 8),
+                    name,
+                    time: u64::from_ne_bytes(time),
+                });
             }
             RECORD_MMAP2 if size as usize >= MMAP2_BYTES => {
                 copy_out(ring, pos, &mut rec[..MMAP2_BYTES]);
