@@ -204,7 +204,6 @@ mod tests {
         assert_ne!(p0, p1, "same address in two processes: two pages");
         // Unmapped address: keyed private after one more read (a new mmap may cover it).
         assert!(k.key(11, 0x1234_0000, &mut read).is_some());
-        drop(read);
         assert_eq!(reads, 3, "maps read once per process, again on a miss");
         assert_eq!(k.shared_keys(), 2);
         assert_eq!(
