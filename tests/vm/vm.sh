@@ -27,6 +27,7 @@ NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
 MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
 QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
+PROCSHARE_BIN=${PROCSHARE_BIN:-$repo/target/vm/procshare}
 WORKLOAD_DIR=${WORKLOAD_DIR:-$repo/target/vm/wl/gcc}
 REF_DIR=${REF_DIR:-$repo/target/vm/ref}
 
@@ -58,8 +59,8 @@ kernel=$(find_kernel)
 for c in qemu-system-x86_64 busybox cpio timeout ldd; do
   command -v "$c" >/dev/null || die "'$c' not found; run scripts/setup.sh as root"
 done
-for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN" "$QUARTERS_BIN"; do
-  [ -x "$b" ] || die "$b missing; build it: make vm-test (cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check; gcc -pthread -o target/vm/quarters tests/vm/quarters.c)"
+for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN" "$QUARTERS_BIN" "$PROCSHARE_BIN"; do
+  [ -x "$b" ] || die "$b missing; build it: make vm-test (cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check; gcc -pthread -o target/vm/quarters tests/vm/quarters.c; the same for tests/vm/procshare.c)"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tdmap-vm.XXXXXX")
@@ -100,6 +101,7 @@ for t in test_policies test_auto stencil_mai; do
   if [ -x "$MAI_TEST_DIR/$t" ]; then add_exe "$MAI_TEST_DIR/$t" "$t"; fi
 done
 add_exe "$QUARTERS_BIN" quarters
+add_exe "$PROCSHARE_BIN" procshare
 # The workloads (gcc builds) for corr-check.sh.
 for w in "$WORKLOAD_DIR"/*; do
   if [ -x "$w" ]; then add_exe "$w" "$(basename "$w")"; fi
@@ -109,6 +111,7 @@ cp "$here/init" "$root/init"
 cp "$here/guest-test.sh" "$root/guest-test.sh"
 cp "$here/run-check.sh" "$root/run-check.sh"
 cp "$here/corr-check.sh" "$root/corr-check.sh"
+cp "$here/procs-check.sh" "$root/procs-check.sh"
 cp "$here/corr-specs" "$root/corr-specs"
 mkdir -p "$root/ref"
 if [ -d "$REF_DIR" ]; then cp "$REF_DIR"/*.json "$root/ref/" 2>/dev/null || true; fi

@@ -284,7 +284,10 @@ impl Program for LiveProgram<'_> {
 
     fn after_period(&mut self) {
         if self.soft_dirty {
-            let _ = tdmap_sys::inject_soft_dirty_faults(&self.fs, self.child.pid());
+            // Every process followed: shared pages move by Eq. 6 from all their users.
+            for pid in self.family.alive() {
+                let _ = tdmap_sys::inject_soft_dirty_faults(&self.fs, pid as i32);
+            }
         }
     }
 }
