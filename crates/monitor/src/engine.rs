@@ -80,6 +80,11 @@ impl Engine {
         self.mon.register_threads(tids);
     }
 
+    /// Thread `tid` exited: later mappings leave it out (see [`Monitor::retire`]).
+    pub fn retire(&mut self, tid: u32) {
+        self.mon.retire(tid);
+    }
+
     /// What was decided and applied so far.
     pub fn counts(&self) -> &Counts {
         &self.counts

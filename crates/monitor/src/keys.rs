@@ -133,6 +133,8 @@ impl Keyer {
                     self.maps.insert(pid, m.clone());
                 }
             }
+            // Kept: samples of a thread drained after its exit are keyed with them.
+            Task::Exit { .. } => {}
             // An exec replaces every mapping: what the cache held is stale.
             Task::Exec { pid, .. } => {
                 self.maps.remove(&pid);

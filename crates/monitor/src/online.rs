@@ -200,6 +200,9 @@ pub fn run(
         for t in tasks.drain(..) {
             prog.learn(&t);
             act.learn(&t);
+            if let tdmap_sys::perf::Task::Exit { tid, .. } = t {
+                engine.retire(tid);
+            }
             if let tdmap_sys::perf::Task::Exec { pid, name, .. } = t {
                 let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
                 procs.executed(prog.describe(pid).0, &String::from_utf8_lossy(&name[..end]));

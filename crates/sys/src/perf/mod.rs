@@ -219,7 +219,9 @@ impl FaultSource for PerfSampler {
             let family = &mut self.family;
             self.tasks.extend(self.scratch.iter().filter(|t| match t {
                 Task::Fork { ppid, .. } => family.follows(*ppid),
-                Task::Mmap { pid, .. } | Task::Exec { pid, .. } => family.follows(*pid),
+                Task::Mmap { pid, .. } | Task::Exec { pid, .. } | Task::Exit { pid, .. } => {
+                    family.follows(*pid)
+                }
             }));
             let before = out.len();
             let family = &mut self.family;

@@ -12,6 +12,8 @@ pub(crate) const RECORD_LOST: u32 = 2;
 pub(crate) const RECORD_THROTTLE: u32 = 5;
 /// `PERF_RECORD_SAMPLE`.
 pub(crate) const RECORD_SAMPLE: u32 = 9;
+/// `PERF_RECORD_EXIT` (with `attr.task`): a task ended; same layout as a fork record.
+pub(crate) const RECORD_EXIT: u32 = 4;
 /// `PERF_RECORD_FORK` (with `attr.task`): a task was created; pid, ppid, tid, ptid, time.
 pub(crate) const RECORD_FORK: u32 = 7;
 /// Bytes of a fork record without `sample_id_all`: header, 4 u32, time.
@@ -42,6 +44,15 @@ pub enum Task {
         /// The perf clock at the fork (ns).
         time: u64,
     },
+    /// Thread `tid` of process `pid` ended.
+    Exit {
+        /// Its process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
+        /// The perf clock at the exit (ns).
+        time: u64,
+    },
     /// Process `pid` executed a program named `name` (the kernel's 16-byte comm).
     Exec {
         /// The process.
@@ -66,7 +77,10 @@ impl Task {
     /// When it happened: events from per-CPU rings are applied in this order.
     pub fn time(&self) -> u64 {
         match *self {
-            Task::Fork { time, .. } | Task::Exec { time, .. } | Task::Mmap { time, .. } => time,
+            Task::Fork { time, .. }
+            | Task::Exit { time, .. }
+            | Task::Exec { time, .. }
+            | Task::Mmap { time, .. } => time,
         }
     }
 }
@@ -229,6 +243,14 @@ pub(crate) fn parse_tasks(
                 if pid != ppid {
                     tasks.push(Task::Fork { pid, ppid, time });
                 }
+            }
+            RECORD_EXIT if size as usize >= FORK_BYTES => {
+                copy_out(ring, pos, &mut rec[..FORK_BYTES]);
+                tasks.push(Task::Exit {
+                    pid: u32_at(&rec, 8),
+                    tid: u32_at(&rec, 16),
+                    time: u64_at(&rec, 24),
+                });
             }
             RECORD_COMM if misc & MISC_COMM_EXEC != 0 && size as usize >= HEADER + 8 => {
                 let n = (size as usize).min(HEADER + 8 + 16);
@@ -395,7 +417,7 @@ pub(crate) mod tests {
         let mut bytes = sample_bytes(&s(0));
         bytes.extend(lost_bytes(42));
         bytes.extend(other_bytes(RECORD_THROTTLE, 24));
-        bytes.extend(other_bytes(4, 48)); // PERF_RECORD_EXIT
+        bytes.extend(other_bytes(8, 48)); // PERF_RECORD_READ
         bytes.extend(sample_bytes(&s(1)));
         let ring = ring_with(512, 100, &bytes);
         let mut out = Vec::new();
