@@ -190,3 +190,66 @@ fn a_setuid_child_is_left_alone_and_named() {
         }
     }
 }
+
+/// `--mapping` naming tasks by (process, thread): under `sh -c 'pairs 8 …; true'`
+/// process 0 is the shell and process 1 pairs. The file lists pairs' threads first and
+/// the shell last, so that reading it by thread index would pin the shell to pairs'
+/// first CPU: the shell goes to CPU 1, thread t of pairs to CPU t % 2.
+#[test]
+fn a_mapping_names_tasks_by_process_and_thread() {
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if cpus.trim() == "0" {
+        eprintln!("skipped: one CPU, every task would be on it");
+        return;
+    }
+    let tasks: Vec<(u32, u32, usize)> = (0..8)
+        .map(|t| (1, t, t as usize % 2))
+        .chain([(0, 0, 1)])
+        .collect();
+    let entries: Vec<String> = tasks
+        .iter()
+        .enumerate()
+        .map(|(k, (p, t, cpu))| {
+            format!(
+                r#"{{"thread": {k}, "pu": {cpu}, "os": {cpu}, "core": {cpu}, "package": 0, "node": 0, "task": {{"process": {p}, "thread": {t}}}}}"#
+            )
+        })
+        .collect();
+    let file = format!(
+        r#"{{"format": "tdmap-mapping", "version": 1, "machine": "local", "algorithm": "hand", "threads": {}, "distance": "hops", "seed": 0, "cost": 0, "compact_cost": 0, "random_cost": 0, "mapping": [{}]}}"#,
+        tasks.len(),
+        entries.join(", ")
+    );
+    let path =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tasks-{}.json", std::process::id()));
+    std::fs::write(&path, file).unwrap();
+    let script = format!("'{}' 8 65536; true", gcc("pairs").display());
+    let (_, r, code) = run_json(
+        &[
+            "--period",
+            "20",
+            "--whole-machine",
+            "--mapping",
+            path.to_str().unwrap(),
+        ],
+        Path::new("sh"),
+        &["-c", &script],
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(code, 0, "{r}");
+    let threads = r["threads"].as_array().unwrap();
+    let procs = r["processes"].as_array().unwrap();
+    let pid_of = |index: u64| procs.iter().find(|p| p["index"] == index).unwrap()["pid"].clone();
+    let of = |pid: &Value| -> Vec<&Value> {
+        let mut v: Vec<&Value> = threads.iter().filter(|t| &t["pid"] == pid).collect();
+        v.sort_by_key(|t| t["tid"].as_u64().unwrap());
+        v
+    };
+    let shell = of(&pid_of(0));
+    assert_eq!(shell[0]["pinned_cpu"], 1, "the shell: {r}");
+    let pairs = of(&pid_of(1));
+    assert_eq!(pairs.len(), 8, "{r}");
+    for (t, th) in pairs.iter().enumerate() {
+        assert_eq!(th["pinned_cpu"], t % 2, "thread {t} of pairs: {r}");
+    }
+}

@@ -171,9 +171,15 @@ pub fn run(args: Args) -> Result<i32> {
         .release()
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let mut engine = Engine::new(&topo, settings.cfg, settings.dry_run)?;
-    if let Some(pus) = &settings.fixed {
-        engine = engine.with_fixed_mapping(pus.clone());
-    }
+    engine = match &settings.fixed {
+        Some(mapping::Fixed::Threads(pus)) => engine.with_fixed_mapping(pus.clone()),
+        Some(mapping::Fixed::Tasks(t)) => engine.with_fixed_tasks(
+            t.iter()
+                .map(|&(n, pu)| ((n.process, n.thread), pu))
+                .collect(),
+        ),
+        None => engine,
+    };
     let mut act = SysActuator::new(LinuxSys, child.pid(), &topo).keyed_by_maps(fs.clone());
     let soft_dirty = settings.sampler.soft_dirty();
     let mut program = LiveProgram::new(&mut child, fs, soft_dirty);

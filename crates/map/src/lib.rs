@@ -33,7 +33,7 @@ pub mod worst;
 
 pub use cost::{cost, cost_sparse, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;
-pub use file::{MappingFile, Placement, Provenance};
+pub use file::{MappingFile, Placement, Provenance, TaskName};
 pub use matrix::{parse_csv, validate};
 pub use slots::Slots;
 pub use sparse::{parse_edges, parse_mtx, Sparse};

@@ -276,6 +276,13 @@ pub fn run(
         if let Some(code) = ended {
             break code;
         }
+        if engine.wants_task_names() {
+            engine.name_tasks(&task_names(
+                engine.monitor().threads().tids(),
+                &thread_pid,
+                &procs,
+            ));
+        }
         engine.pin_fixed(act);
         if clock.now() >= next {
             engine.period(act)?;
@@ -325,6 +332,23 @@ pub fn run(
         },
         times,
     })
+}
+
+/// Each thread's task name for `--mapping`: (its process's MPI world rank, else the
+/// process's index; its number among its process's threads, by tid: creation order).
+fn task_names(tids: &[u32], pid_of: &HashMap<u32, u32>, procs: &ProcessTable) -> Vec<(u32, u32)> {
+    tids.iter()
+        .map(|t| {
+            let pid = pid_of.get(t).copied().unwrap_or(0);
+            let p = procs.list().iter().find(|p| p.pid == pid);
+            let process = p.and_then(|p| p.rank.or(p.index)).unwrap_or(u32::MAX);
+            let thread = tids
+                .iter()
+                .filter(|&&o| o < *t && pid_of.get(&o) == Some(&pid))
+                .count() as u32;
+            (process, thread)
+        })
+        .collect()
 }
 
 /// The monitor's fault for sample `x`, whose page has key `key`.

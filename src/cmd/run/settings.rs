@@ -23,7 +23,7 @@ pub struct Settings {
     /// Apply nothing.
     pub dry_run: bool,
     /// A static mapping (`--mapping`): the logical PU of thread k.
-    pub fixed: Option<Vec<usize>>,
+    pub fixed: Option<super::mapping::Fixed>,
     /// Where samples come from.
     pub sampler: Sampler,
     /// libmai.so, preloaded with its automatic mode on (`--mai-auto`).
