@@ -34,10 +34,11 @@ s=$(awk -v n="$size" -v cells="$cells" -v pids="$pids" 'BEGIN {
     p++; sd += d; se += e; D[p] = d; E[p] = e
   }
   md = sd / p; me = se / p
-  for (q = 1; q <= p; q++) { a += (D[q] - md) * (E[q] - me); b += (D[q] - md) ^ 2; cc += (E[q] - me) ^ 2 }
-  printf "%.3f", (b > 0 ? a / sqrt(b * cc) : 0)
+  for (q = 1; q <= p; q++) { a += (D[q] - md) * (E[q] - me); b += (D[q] - md) * (D[q] - md); cc += (E[q] - me) * (E[q] - me) }
+  # busybox awk has no sqrt: the signed square of the correlation.
+  printf "%.3f", (b > 0 ? (a < 0 ? -1 : 1) * a * a / (b * cc) : 0)
 }')
-check "$(awk -v s="$s" 'BEGIN { print (s >= 0.9) ? 1 : 0 }')" "kernel sampler, forkshare 4: process matrix correlates $s with the pairs (0,1),(2,3)"
+check "$(awk -v s="$s" 'BEGIN { print (s >= 0.81) ? 1 : 0 }')" "kernel sampler, forkshare 4: process matrix correlates with the pairs (0,1),(2,3): r^2 = $s, needs r >= 0.9 (r^2 >= 0.81)"
 
 old=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo 0)
 echo 0 >/proc/sys/kernel/numa_balancing

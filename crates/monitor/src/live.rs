@@ -15,6 +15,7 @@ use std::os::fd::BorrowedFd;
 use tdmap_sys::procs::{self, Family, ProcessInfo};
 use tdmap_sys::{FsRoot, GatedChild, Sys, SysError};
 use tdmap_topo::Topology;
+use tdmap_wire::pagekey::is_shared;
 
 /// Acts on process `pid` through `sys`, translating the topology's logical PUs and nodes
 /// to the OS's numbers.
@@ -27,8 +28,8 @@ pub struct SysActuator<'t, S: Sys> {
     maps: Option<FsRoot>,
 }
 
-/// Pages of one call, by pid: (position in the call, address).
-type ByPid = BTreeMap<u32, Vec<(usize, u64)>>;
+/// Pages of one call, by (pid, shared): (position in the call, address).
+type ByPid = BTreeMap<(u32, bool), Vec<(usize, u64)>>;
 
 impl<'t, S: Sys> SysActuator<'t, S> {
     /// An actuator for process `pid` on `topo`, whose pages are keyed by address.
@@ -88,14 +89,17 @@ impl<S: Sys> SysActuator<'_, S> {
                     continue;
                 }
                 match places[k].get(next[k]) {
-                    Some(&(pid, addr)) => by_pid.entry(pid).or_default().push((k, addr)),
+                    Some(&(pid, addr)) => by_pid
+                        .entry((pid, is_shared(keys[k])))
+                        .or_default()
+                        .push((k, addr)),
                     None => st[k] = Some(-fail[k]),
                 }
             }
             if by_pid.is_empty() {
                 break;
             }
-            for (pid, pages) in by_pid {
+            for ((pid, shared), pages) in by_pid {
                 if !self.ours(pid) {
                     for &(k, _) in &pages {
                         next[k] += 1;
@@ -105,7 +109,14 @@ impl<S: Sys> SysActuator<'_, S> {
                 }
                 let addrs: Vec<usize> = pages.iter().map(|p| p.1 as usize).collect();
                 let want: Option<Vec<i32>> = nodes.map(|n| pages.iter().map(|p| n[p.0]).collect());
-                match self.sys.move_pages(pid as i32, &addrs, want.as_deref()) {
+                // Pages of a shared object may be mapped by other processes too.
+                let got = if shared && want.is_some() {
+                    self.sys
+                        .move_shared_pages(pid as i32, &addrs, want.as_deref())
+                } else {
+                    self.sys.move_pages(pid as i32, &addrs, want.as_deref())
+                };
+                match got {
                     Ok(got) => {
                         ok_calls += 1;
                         for (&(k, _), g) in pages.iter().zip(got) {
