@@ -92,7 +92,8 @@ fn check(mpi: &Mpi) {
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("run-mpi-{}.json", mpi.name));
     let plain = launch(mpi, &exe);
     let out = Command::new(env!("CARGO_BIN_EXE_tdmap"))
-        .args(["run", "--period", "20", "--dry-run", "--json", "--report"])
+        .args(["run", "--sampler", "kernel", "--period", "20", "--dry-run"])
+        .args(["--json", "--report"])
         .arg(&report)
         .arg("--")
         .arg(plain.get_program())

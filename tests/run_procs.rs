@@ -114,7 +114,7 @@ fn a_shell_around_the_program_shows_its_threads() {
         (format!("'{p}' 8 4096; exit 3"), 3),
     ] {
         let (stdout, r, got) = run_json(
-            &["--period", "20", "--dry-run"],
+            &["--period", "20", "--dry-run", "--sampler", "kernel"],
             Path::new("sh"),
             &["-c", &script],
         );
@@ -223,11 +223,13 @@ fn a_mapping_names_tasks_by_process_and_thread() {
     let path =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tasks-{}.json", std::process::id()));
     std::fs::write(&path, file).unwrap();
-    let script = format!("'{}' 8 65536; true", gcc("pairs").display());
+    let script = format!("'{}' 8 262144; true", gcc("pairs").display());
     let (_, r, code) = run_json(
         &[
             "--period",
             "20",
+            "--sampler",
+            "kernel",
             "--whole-machine",
             "--mapping",
             path.to_str().unwrap(),

@@ -203,6 +203,9 @@ pub fn run(
             if let tdmap_sys::perf::Task::Exit { tid, .. } = t {
                 engine.retire(tid);
             }
+            if let tdmap_sys::perf::Task::Fork { pid, ppid, .. } = t {
+                procs.forked(pid, ppid);
+            }
             if let tdmap_sys::perf::Task::Exec { pid, name, .. } = t {
                 let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
                 procs.executed(prog.describe(pid).0, &String::from_utf8_lossy(&name[..end]));

@@ -54,6 +54,15 @@ impl ProcessTable {
         }
     }
 
+    /// Process `pid` was forked by `ppid`: until it executes a program it runs its
+    /// parent's, the command to name it by when it ends before its own is read.
+    pub fn forked(&mut self, pid: u32, ppid: u32) {
+        if let Some(&i) = self.by_pid.get(&ppid) {
+            let c = self.list[i].command.clone();
+            self.execs.entry(pid).or_insert(c);
+        }
+    }
+
     /// Adds a process first seen now, described by `info`, followed if `owned`.
     pub fn add(&mut self, mut info: ProcessInfo, owned: bool) {
         if self.by_pid.contains_key(&info.pid) {

@@ -36,7 +36,11 @@ fn moves_go_through_each_process_and_an_exited_one_fails_alone() {
     let sys = RecordingSys::new();
     let mut act = SysActuator::new(&sys, 10, &topo).keyed_by_maps(FsRoot::new(&dir));
     let shared = act.key(11, 0x9000_1000).unwrap();
-    assert_eq!(act.key(10, 0x7000_1000), Some(shared), "one memfd page, two addresses");
+    assert_eq!(
+        act.key(10, 0x7000_1000),
+        Some(shared),
+        "one memfd page, two addresses"
+    );
     let heap10 = act.key(10, 0x5000_0000).unwrap();
     let heap11 = act.key(11, 0x5000_0000).unwrap();
     assert_ne!(heap10, heap11);
@@ -66,6 +70,10 @@ fn moves_go_through_each_process_and_an_exited_one_fails_alone() {
         .collect();
     assert!(moves.contains(&(11, vec![0x9000_1000])), "{moves:?}");
     assert!(moves.contains(&(11, vec![0x5000_0000])), "{moves:?}");
-    assert_eq!(moves.iter().filter(|m| m.0 == 10).count(), 2, "tried 10 first: {moves:?}");
+    assert_eq!(
+        moves.iter().filter(|m| m.0 == 10).count(),
+        2,
+        "tried 10 first: {moves:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
