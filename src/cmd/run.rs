@@ -11,6 +11,9 @@
 //! or to `--report FILE`; stdout is never written, so the program's stdout is the same
 //! with and without tdmap. tdmap exits with the program's exit code (128 + signal number
 //! if a signal ended it), or 2 when the program cannot be started.
+//!
+//! Every process the program starts is followed (docs/processes.md): its threads are
+//! tasks mapped with the others, its shared pages are keyed by their backing object.
 
 mod mapping;
 mod preload;
@@ -86,8 +89,9 @@ pub struct Args {
     #[arg(long)]
     data_only: bool,
     /// Apply this static mapping (`tdmap map --format json`) as threads appear: thread k
-    /// is the k-th thread seen faulting (see tdmap-monitor). Pages follow Eq. 6 unless
-    /// --threads-only.
+    /// is the k-th thread seen faulting (see tdmap-monitor), or, when every entry names a
+    /// task (`task`: process rank or index, thread in it; docs/formats.md), each task
+    /// of a program of several processes. Pages follow Eq. 6 unless --threads-only.
     #[arg(long, value_name = "FILE")]
     mapping: Option<PathBuf>,
     /// Preload libmai in automatic mode: it picks cyclic or bind_block for each large array.
