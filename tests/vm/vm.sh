@@ -11,7 +11,7 @@
 # Exit status: the guest's status (0 = all checks passed), 124 if the guest did not
 # finish within VM_TIMEOUT seconds (qemu is killed), 3 if the guest died without a
 # result, 2 if something the harness needs is missing.
-# Environment: VM_TIMEOUT (default 240), VM_KERNEL (default: newest
+# Environment: VM_TIMEOUT (default 360), VM_KERNEL (default: newest
 # /boot/vmlinuz-*-amd64), TDMAP_BIN, NUMA_CHECK_BIN (default: target/debug builds),
 # MAI_TEST_DIR (default target/c-tests: libmai's C tests, `make c-test` builds them; the
 # guest runs those present, with libmai.so found through their RUNPATH), WORKLOAD_DIR
@@ -21,7 +21,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-TIMEOUT=${VM_TIMEOUT:-240}
+TIMEOUT=${VM_TIMEOUT:-360}
 TDMAP_BIN=${TDMAP_BIN:-$repo/target/debug/tdmap}
 NUMA_CHECK_BIN=${NUMA_CHECK_BIN:-$repo/target/debug/examples/numa_check}
 FAULT_CHECK_BIN=${FAULT_CHECK_BIN:-$repo/target/debug/examples/fault_check}
