@@ -64,6 +64,7 @@ vm-test: setup c-test-build
 	@mkdir -p target/vm
 	gcc -O2 -Wall -pthread -o target/vm/quarters tests/vm/quarters.c
 	gcc -O2 -Wall -pthread -o target/vm/batches tests/exec/batches.c
+	gcc -O2 -Wall -pthread -o target/vm/procshare tests/vm/procshare.c
 	$(MAKE) -s -C workloads gcc BUILD=$(CURDIR)/target/vm/wl
 	$(CARGO) build -p tdmap-rt
 	$(MAKE) -s -C workloads tdmap TDMAP=$(CURDIR)/target/debug/tdmap BUILD=$(CURDIR)/target/vm/wl

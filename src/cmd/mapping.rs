@@ -7,8 +7,31 @@
 use crate::exit::input;
 use anyhow::{Context, Result};
 use std::path::Path;
-use tdmap_map::{Leniency, MappingFile};
+use tdmap_map::{Leniency, MappingFile, TaskName};
 use tdmap_topo::Topology;
+
+/// A static mapping on this machine (`tdmap run --mapping`), by thread index or by task.
+#[derive(Debug, Clone)]
+pub enum Fixed {
+    /// The logical PU of each thread, in thread order.
+    Threads(Vec<usize>),
+    /// The logical PU of each task named, when every entry names one (`task`: process
+    /// rank or index, thread in it), for programs of several processes.
+    Tasks(Vec<(TaskName, usize)>),
+}
+
+/// `file`'s mapping as logical PUs of `topo`, once [`check`] has given its CPUs (`cpus`,
+/// in thread order).
+pub fn fixed(path: &Path, file: &MappingFile, cpus: &[usize], topo: &Topology) -> Result<Fixed> {
+    match file.task_cpus() {
+        Some(tasks) => {
+            let os: Vec<usize> = tasks.iter().map(|t| t.1).collect();
+            let pus = to_pus(path, &os, topo)?;
+            Ok(Fixed::Tasks(tasks.iter().map(|t| t.0).zip(pus).collect()))
+        }
+        None => Ok(Fixed::Threads(to_pus(path, cpus, topo)?)),
+    }
+}
 
 /// Reads `path`: a bad file is bad input.
 pub fn read(path: &Path) -> Result<MappingFile> {

@@ -11,6 +11,9 @@
 //! or to `--report FILE`; stdout is never written, so the program's stdout is the same
 //! with and without tdmap. tdmap exits with the program's exit code (128 + signal number
 //! if a signal ended it), or 2 when the program cannot be started.
+//!
+//! Every process the program starts is followed (docs/processes.md): its threads are
+//! tasks mapped with the others, its shared pages are keyed by their backing object.
 
 mod energy;
 pub(crate) mod preload;
@@ -86,9 +89,11 @@ pub struct Args {
     #[arg(long)]
     data_only: bool,
     /// Apply this static mapping (`tdmap map --format json`) as threads appear: thread k
-    /// is the k-th thread seen faulting (see tdmap-monitor). Pages follow Eq. 6 unless
-    /// --threads-only. Checked first as `tdmap exec` checks it: a mapping made for another
-    /// machine (see --force), or naming CPUs outside this process's binding, is refused.
+    /// is the k-th thread seen faulting (see tdmap-monitor), or, when every entry names a
+    /// task (`task`: process rank or index, thread in it; docs/formats.md), each task
+    /// of a program of several processes. Pages follow Eq. 6 unless --threads-only.
+    /// Checked first as `tdmap exec` checks it: a mapping made for another machine (see
+    /// --force), or naming CPUs outside this process's binding, is refused.
     #[arg(long, value_name = "FILE")]
     mapping: Option<PathBuf>,
     /// Preload libmai in automatic mode: it picks cyclic or bind_block for each large array.
@@ -177,10 +182,16 @@ pub fn run(args: Args) -> Result<i32> {
         .release()
         .map_err(|e| input(format!("cannot run {}: {e}", prog.to_string_lossy())))?;
     let mut engine = Engine::new(&topo, settings.cfg, settings.dry_run)?;
-    if let Some(pus) = &settings.fixed {
-        engine = engine.with_fixed_mapping(pus.clone());
-    }
-    let mut act = SysActuator::new(LinuxSys, child.pid(), &topo);
+    engine = match &settings.fixed {
+        Some(crate::cmd::mapping::Fixed::Threads(pus)) => engine.with_fixed_mapping(pus.clone()),
+        Some(crate::cmd::mapping::Fixed::Tasks(t)) => engine.with_fixed_tasks(
+            t.iter()
+                .map(|&(n, pu)| ((n.process, n.thread), pu))
+                .collect(),
+        ),
+        None => engine,
+    };
+    let mut act = SysActuator::new(LinuxSys, child.pid(), &topo).keyed_by_maps(fs.clone());
     let soft_dirty = settings.sampler.soft_dirty();
     let mut program = LiveProgram::new(&mut child, fs, soft_dirty);
     let outcome = online::run(

@@ -57,5 +57,7 @@ if [ -z "$flags" ] && [ "$cpn" = 2 ] && [ "$dist" = "10,17;17,10" ]; then
   sh /report-check.sh || status=1
   # The matrix detected online against each workload's sharing (issue 7 must-show 1).
   sh /corr-check.sh || status=1
+  # Programs of several processes (issue 19 must-shows 1 and 4).
+  sh /procs-check.sh || status=1
 fi
 exit "$status"

@@ -31,6 +31,7 @@ for shape in 2x2 4x1; do
   [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| corr_check: 0 of' || run_ok=0; }
   [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| report_check: 0 of' || run_ok=0; }
   [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| exec_check: 0 of' || run_ok=0; }
+  [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| procs_check: 0 of' || run_ok=0; }
   if [ "$rc" -eq 0 ] && [ "$run_ok" -eq 1 ] && echo "$out" | grep -q '^guest| numa_check: 0 of' &&
     echo "$out" | grep -q '^guest| fault_check: 0 of'; then
     pass "$shape guest: all checks passed"

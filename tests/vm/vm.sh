@@ -30,6 +30,7 @@ MAI_TEST_DIR=${MAI_TEST_DIR:-$repo/target/c-tests}
 QUARTERS_BIN=${QUARTERS_BIN:-$repo/target/vm/quarters}
 BATCHES_BIN=${BATCHES_BIN:-$repo/target/vm/batches}
 RT_SO=${RT_SO:-$(dirname "$TDMAP_BIN")/libtdmap_rt.so}
+PROCSHARE_BIN=${PROCSHARE_BIN:-$repo/target/vm/procshare}
 WORKLOAD_DIR=${WORKLOAD_DIR:-$repo/target/vm/wl/gcc}
 REF_DIR=${REF_DIR:-$repo/target/vm/ref}
 
@@ -61,8 +62,8 @@ kernel=$(find_kernel)
 for c in qemu-system-x86_64 busybox cpio timeout ldd; do
   command -v "$c" >/dev/null || die "'$c' not found; run scripts/setup.sh as root"
 done
-for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN" "$QUARTERS_BIN"; do
-  [ -x "$b" ] || die "$b missing; build it: make vm-test (cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check; gcc -pthread -o target/vm/quarters tests/vm/quarters.c)"
+for b in "$TDMAP_BIN" "$NUMA_CHECK_BIN" "$FAULT_CHECK_BIN" "$QUARTERS_BIN" "$PROCSHARE_BIN"; do
+  [ -x "$b" ] || die "$b missing; build it: make vm-test (cargo build --bin tdmap -p tdmap-sys --example numa_check --example fault_check; gcc -pthread -o target/vm/quarters tests/vm/quarters.c; the same for tests/vm/procshare.c)"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tdmap-vm.XXXXXX")
@@ -108,6 +109,7 @@ if [ -x "$BATCHES_BIN" ] && [ -f "$RT_SO" ]; then
   add_exe "$RT_SO" libtdmap_rt.so
   add_exe "$BATCHES_BIN" batches
 fi
+add_exe "$PROCSHARE_BIN" procshare
 # The workloads (gcc builds) for corr-check.sh.
 for w in "$WORKLOAD_DIR"/*; do
   if [ -x "$w" ]; then add_exe "$w" "$(basename "$w")"; fi
@@ -118,6 +120,7 @@ cp "$here/guest-test.sh" "$root/guest-test.sh"
 cp "$here/run-check.sh" "$root/run-check.sh"
 cp "$here/report-check.sh" "$root/report-check.sh"
 cp "$here/corr-check.sh" "$root/corr-check.sh"
+cp "$here/procs-check.sh" "$root/procs-check.sh"
 cp "$here/corr-specs" "$root/corr-specs"
 cp "$here/exec-check.sh" "$root/exec-check.sh"
 mkdir -p "$root/ref"

@@ -83,6 +83,22 @@ pub struct Placement {
     /// The host's name, on a cluster (`cluster:` or `--hosts`). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The task this entry places, for a program of several processes (`tdmap run
+    /// --mapping`): then `thread` is only the entry's number. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskName>,
+}
+
+/// A task of a program of several processes, as a mapping file names it: its process
+/// (the MPI world rank when the processes have one, else the process's index: 0 for the
+/// one started, then in the order tdmap first saw them) and its thread in that process
+/// (0 for the first, in creation order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TaskName {
+    /// World rank, or process index.
+    pub process: u32,
+    /// Thread number within the process.
+    pub thread: u32,
 }
 
 /// How a mapping was chosen and what it costs, for [`MappingFile::new`].
@@ -168,6 +184,7 @@ impl MappingFile {
                         package: p.package,
                         node: p.node,
                         host: topo.is_cluster().then(|| topo.host_name(pu).to_string()),
+                        task: None,
                     }
                 })
                 .collect(),
@@ -188,6 +205,11 @@ impl MappingFile {
     /// Parses a mapping file's text; `path` only names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<MappingFile, FormatError> {
         tdmap_format::from_str(text, path)
+    }
+
+    /// The OS CPU of each task, when every entry names a task (see [`TaskName`]).
+    pub fn task_cpus(&self) -> Option<Vec<(TaskName, usize)>> {
+        self.mapping.iter().map(|p| Some((p.task?, p.os))).collect()
     }
 
     /// The OS CPU of each thread, in thread order (thread k at index k).

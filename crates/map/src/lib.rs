@@ -35,7 +35,7 @@ pub mod worst;
 
 pub use cost::{cost, cost_sparse, remote_access_ratio, Distance, PuDistance};
 pub use error::MapError;
-pub use file::{membind, MappingFile, Placement, Provenance, Unit};
+pub use file::{membind, MappingFile, Placement, Provenance, TaskName, Unit};
 pub use fit::{check as check_fit, FitError, Fitted, Leniency};
 pub use matrix::{parse_csv, validate};
 pub use slots::Slots;

@@ -30,6 +30,21 @@ pub trait Actuator {
     fn permitted(&mut self) -> bool {
         true
     }
+    /// The page key of `addr` in process `pid` ([`crate::keys`]), the unit the model and
+    /// the moves work on; None if it has none. By default the address: one process.
+    fn key(&mut self, pid: u32, addr: u64) -> Option<u64> {
+        let _ = pid;
+        Some(addr)
+    }
+    /// Learns a fork or an mmap of the program's processes, which [`Actuator::key`] may
+    /// need once the process has gone.
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        let _ = t;
+    }
+    /// How [`Actuator::key`] keys pages, in words for the report.
+    fn keying(&self) -> &'static str {
+        "virtual addresses (one process)"
+    }
 }
 
 /// Failures of one kind of action, by errno.

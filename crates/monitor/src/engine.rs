@@ -11,6 +11,7 @@ use crate::actuator::{Actuator, Counts};
 use crate::config::Config;
 use crate::error::MonitorError;
 use crate::monitor::{Fault, Monitor};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tdmap_topo::Topology;
 
@@ -19,6 +20,9 @@ use tdmap_topo::Topology;
 /// throughput of one call on this VM), small enough to keep one period's work short
 /// (a few ms).
 pub const BATCH: usize = 16384;
+
+/// The fixed PU of a thread the static mapping does not name: it is not pinned.
+const UNNAMED: usize = usize::MAX;
 
 /// Time spent in each part of the loop.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
@@ -44,8 +48,10 @@ impl Times {
 pub struct Engine {
     mon: Monitor,
     dry_run: bool,
-    /// A static mapping (`--mapping`): logical PU of thread k.
+    /// A static mapping (`--mapping`): logical PU of thread k ([`UNNAMED`]: none).
     fixed: Option<Vec<usize>>,
+    /// A static mapping by task: (process rank or index, thread in it) → logical PU.
+    fixed_tasks: Option<HashMap<(u32, u32), usize>>,
     counts: Counts,
     times: Times,
 }
@@ -58,6 +64,7 @@ impl Engine {
             mon: Monitor::new(topo, cfg)?,
             dry_run,
             fixed: None,
+            fixed_tasks: None,
             counts: Counts::default(),
             times: Times::default(),
         })
@@ -70,6 +77,32 @@ impl Engine {
         self
     }
 
+    /// Pins each task named in `tasks` ((process rank or index, thread in it) → logical
+    /// PU) to its PU as it appears (`tdmap run --mapping` with task names); the loop
+    /// names the threads ([`Engine::name_tasks`]).
+    pub fn with_fixed_tasks(mut self, tasks: HashMap<(u32, u32), usize>) -> Engine {
+        self.fixed = Some(Vec::new());
+        self.fixed_tasks = Some(tasks);
+        self
+    }
+
+    /// Whether the static mapping names tasks, so that the loop must name the threads.
+    pub fn wants_task_names(&self) -> bool {
+        self.fixed_tasks.is_some()
+    }
+
+    /// The task name of each thread index: their fixed PUs follow.
+    pub fn name_tasks(&mut self, names: &[(u32, u32)]) {
+        if let Some(t) = &self.fixed_tasks {
+            self.fixed = Some(
+                names
+                    .iter()
+                    .map(|n| t.get(n).copied().unwrap_or(UNNAMED))
+                    .collect(),
+            );
+        }
+    }
+
     /// The monitor (model, threads, mapping).
     pub fn monitor(&self) -> &Monitor {
         &self.mon
@@ -78,6 +111,11 @@ impl Engine {
     /// Gives indexes to live threads in creation order (see [`Monitor::register_threads`]).
     pub fn register_threads(&mut self, tids: &[u32]) {
         self.mon.register_threads(tids);
+    }
+
+    /// Thread `tid` exited: later mappings leave it out (see [`Monitor::retire`]).
+    pub fn retire(&mut self, tid: u32) {
+        self.mon.retire(tid);
     }
 
     /// What was decided and applied so far.
@@ -123,6 +161,7 @@ impl Engine {
         let todo: Vec<(usize, usize)> = (0..n)
             .filter(|&k| self.counts.planned.get(k).copied().flatten().is_none())
             .map(|k| (k, fixed[k]))
+            .filter(|&(_, pu)| pu != UNNAMED)
             .collect();
         if todo.is_empty() || !self.may_act(act) {
             return;

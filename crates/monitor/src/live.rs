@@ -1,12 +1,21 @@
 //! The loop's live side: the kernel as an [`Actuator`] through tdmap-sys's [`Sys`] trait
 //! (so tests put a recording fake in its place), and a started program as a [`Program`].
+//!
+//! A program may be several processes: the actuator keys pages ([`Keyer`]) and moves
+//! each page through a process that maps it (a shared page through the first live one),
+//! one move_pages call per process, so that a process that exits during a batch fails
+//! only its own pages, counted with their errno.
 
 use crate::actuator::{ActError, Actuator};
 use crate::error::MonitorError;
+use crate::keys::{Keyer, KEYING};
 use crate::online::Program;
+use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
+use tdmap_sys::procs::{self, Family, ProcessInfo};
 use tdmap_sys::{FsRoot, GatedChild, Sys, SysError};
 use tdmap_topo::Topology;
+use tdmap_wire::pagekey::is_shared;
 
 /// Acts on process `pid` through `sys`, translating the topology's logical PUs and nodes
 /// to the OS's numbers.
@@ -14,12 +23,41 @@ pub struct SysActuator<'t, S: Sys> {
     sys: S,
     pid: i32,
     topo: &'t Topology,
+    keyer: Keyer,
+    /// Where maps are read, when pages are keyed across processes.
+    maps: Option<FsRoot>,
 }
 
+/// Pages of one call, by (pid, shared): (position in the call, address).
+type ByPid = BTreeMap<(u32, bool), Vec<(usize, u64)>>;
+
 impl<'t, S: Sys> SysActuator<'t, S> {
-    /// An actuator for process `pid` on `topo`.
+    /// An actuator for process `pid` on `topo`, whose pages are keyed by address.
     pub fn new(sys: S, pid: i32, topo: &'t Topology) -> Self {
-        SysActuator { sys, pid, topo }
+        SysActuator {
+            sys,
+            pid,
+            topo,
+            keyer: Keyer::new(pid as u32),
+            maps: None,
+        }
+    }
+
+    /// Keys pages across processes from their maps read under `fs` ([`crate::keys`]).
+    pub fn keyed_by_maps(mut self, fs: FsRoot) -> Self {
+        self.maps = Some(fs);
+        self
+    }
+
+    /// Whether task or process `id` (other than the started one, which the loop checks
+    /// through [`Actuator::permitted`]) is the user's: tdmap acts on no one else's.
+    fn ours(&self, id: u32) -> bool {
+        id == self.pid as u32 || self.sys.process_owned(id as i32).unwrap_or(false)
+    }
+
+    /// The keyer (processes by index, shared objects).
+    pub fn keyer(&self) -> &Keyer {
+        &self.keyer
     }
 
     /// The kernel behind it.
@@ -34,6 +72,94 @@ impl<'t, S: Sys> SysActuator<'t, S> {
     }
 }
 
+impl<S: Sys> SysActuator<'_, S> {
+    /// move_pages on the pages of `keys` (to `nodes`, or a query), one call per process:
+    /// each page's status, or a negative errno. A page whose process is gone (the call
+    /// failed as a whole) is tried through the next process that maps it; when none is
+    /// left it fails with that call's errno. Fails only when every call failed.
+    fn call(&mut self, keys: &[u64], nodes: Option<&[i32]>) -> Result<Vec<i32>, ActError> {
+        let places: Vec<Vec<(u32, u64)>> = keys.iter().map(|&k| self.keyer.places(k)).collect();
+        let n = keys.len();
+        let (mut st, mut next, mut fail) = (vec![None; n], vec![0; n], vec![ENOENT; n]);
+        let (mut last_err, mut ok_calls) = (None, 0);
+        loop {
+            let mut by_pid = ByPid::new();
+            for k in 0..n {
+                if st[k].is_some() {
+                    continue;
+                }
+                match places[k].get(next[k]) {
+                    Some(&(pid, addr)) => by_pid
+                        .entry((pid, is_shared(keys[k])))
+                        .or_default()
+                        .push((k, addr)),
+                    None => st[k] = Some(-fail[k]),
+                }
+            }
+            if by_pid.is_empty() {
+                break;
+            }
+            for ((pid, shared), pages) in by_pid {
+                if !self.ours(pid) {
+                    for &(k, _) in &pages {
+                        next[k] += 1;
+                        fail[k] = EPERM;
+                    }
+                    continue;
+                }
+                let addrs: Vec<usize> = pages.iter().map(|p| p.1 as usize).collect();
+                let want: Option<Vec<i32>> = nodes.map(|n| pages.iter().map(|p| n[p.0]).collect());
+                // Pages of a shared object may be mapped by other processes too.
+                let got = if shared && want.is_some() {
+                    self.sys
+                        .move_shared_pages(pid as i32, &addrs, want.as_deref())
+                } else {
+                    self.sys.move_pages(pid as i32, &addrs, want.as_deref())
+                };
+                match got {
+                    Ok(got) => {
+                        ok_calls += 1;
+                        for (&(k, _), g) in pages.iter().zip(got) {
+                            // Not present in this process's page tables: a shared page
+                            // may be present in another's.
+                            if g == -ENOENT {
+                                next[k] += 1;
+                            } else {
+                                st[k] = Some(g);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        self.keyer.exited(pid);
+                        for &(k, _) in &pages {
+                            next[k] += 1;
+                            fail[k] = e.errno().unwrap_or(0);
+                        }
+                        last_err = Some(e);
+                    }
+                }
+            }
+        }
+        match last_err {
+            Some(e) if ok_calls == 0 => Err(act_error("move_pages", e)),
+            _ => Ok(st.into_iter().map(|s| s.unwrap_or(-ENOENT)).collect()),
+        }
+    }
+}
+
+/// move_pages's status for a page that is not present (errno ENOENT).
+const ENOENT: i32 = 2;
+/// The errno of an action refused because the task is not the user's.
+const EPERM: i32 = 1;
+
+fn not_ours(call: &'static str) -> ActError {
+    ActError {
+        call,
+        errno: Some(EPERM),
+        what: "the task is not yours any more (a set-user-ID exec): left alone".into(),
+    }
+}
+
 fn act_error(call: &'static str, e: SysError) -> ActError {
     ActError {
         call,
@@ -44,6 +170,9 @@ fn act_error(call: &'static str, e: SysError) -> ActError {
 
 impl<S: Sys> Actuator for SysActuator<'_, S> {
     fn pin(&mut self, _thread: usize, tid: u32, pu: usize) -> Result<(), ActError> {
+        if !self.ours(tid) {
+            return Err(not_ours("sched_setaffinity"));
+        }
         let cpu = self.topo.pus[pu].os;
         self.sys
             .set_affinity(tid as i32, &[cpu])
@@ -51,24 +180,17 @@ impl<S: Sys> Actuator for SysActuator<'_, S> {
     }
 
     fn locate(&mut self, pages: &[u64]) -> Result<Vec<Option<usize>>, ActError> {
-        let addrs: Vec<usize> = pages.iter().map(|&p| p as usize).collect();
-        let now = self
-            .sys
-            .move_pages(self.pid, &addrs, None)
-            .map_err(|e| act_error("move_pages", e))?;
-        Ok(now.iter().map(|&n| self.logical(n)).collect())
+        let st = self.call(pages, None)?;
+        Ok(st.iter().map(|&n| self.logical(n)).collect())
     }
 
     fn move_pages(&mut self, moves: &[(u64, usize)]) -> Result<Vec<Result<(), i32>>, ActError> {
-        let addrs: Vec<usize> = moves.iter().map(|m| m.0 as usize).collect();
+        let keys: Vec<u64> = moves.iter().map(|m| m.0).collect();
         let nodes: Vec<i32> = moves
             .iter()
             .map(|m| self.topo.node_os_index(m.1) as i32)
             .collect();
-        let st = self
-            .sys
-            .move_pages(self.pid, &addrs, Some(&nodes))
-            .map_err(|e| act_error("move_pages", e))?;
+        let st = self.call(&keys, Some(&nodes))?;
         // A page that ended elsewhere without an error status was moved by someone else
         // meanwhile: counted as failed, with errno 0.
         Ok(st
@@ -82,6 +204,23 @@ impl<S: Sys> Actuator for SysActuator<'_, S> {
             .collect())
     }
 
+    fn key(&mut self, pid: u32, addr: u64) -> Option<u64> {
+        let fs = self.maps.as_ref();
+        self.keyer
+            .key(pid, addr, &mut |p| procs::read_maps(fs?, p).ok())
+    }
+
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        self.keyer.learn(t);
+    }
+
+    fn keying(&self) -> &'static str {
+        match self.maps {
+            Some(_) => KEYING,
+            None => "virtual addresses (one process)",
+        }
+    }
+
     fn permitted(&mut self) -> bool {
         self.sys.process_owned(self.pid).unwrap_or(false)
     }
@@ -92,16 +231,19 @@ pub struct LiveProgram<'c> {
     child: &'c mut GatedChild,
     fs: FsRoot,
     soft_dirty: bool,
+    family: Family,
 }
 
 impl<'c> LiveProgram<'c> {
     /// Watches `child`; with `soft_dirty`, every period ends by write-protecting its
     /// pages through `/proc/PID/clear_refs` (kMAF §3.1.2's extra faults, from outside).
     pub fn new(child: &'c mut GatedChild, fs: FsRoot, soft_dirty: bool) -> Self {
+        let family = Family::new(fs.clone(), child.pid() as u32);
         LiveProgram {
             child,
             fs,
             soft_dirty,
+            family,
         }
     }
 }
@@ -123,9 +265,40 @@ impl Program for LiveProgram<'_> {
         tdmap_sys::task_ids(&self.fs, self.child.pid()).unwrap_or_default()
     }
 
+    fn follows(&mut self, pid: u32) -> bool {
+        self.family.follows(pid)
+    }
+
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        self.family.forked(std::slice::from_ref(t));
+    }
+
+    fn describe(&mut self, pid: u32) -> (ProcessInfo, bool) {
+        // Gone: its samples were taken while it ran as it was forked, the user's.
+        let owned = tdmap_sys::owned_by_caller(&self.fs, pid as i32).unwrap_or(true);
+        (procs::process_info(&self.fs, pid), owned)
+    }
+
+    fn all_tasks(&mut self) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = self
+            .family
+            .alive()
+            .into_iter()
+            .flat_map(|pid| {
+                let tids = tdmap_sys::task_ids(&self.fs, pid as i32).unwrap_or_default();
+                tids.into_iter().map(move |t| (pid, t))
+            })
+            .collect();
+        out.sort_unstable_by_key(|x| x.1);
+        out
+    }
+
     fn after_period(&mut self) {
         if self.soft_dirty {
-            let _ = tdmap_sys::inject_soft_dirty_faults(&self.fs, self.child.pid());
+            // Every process followed: shared pages move by Eq. 6 from all their users.
+            for pid in self.family.alive() {
+                let _ = tdmap_sys::inject_soft_dirty_faults(&self.fs, pid as i32);
+            }
         }
     }
 }

@@ -71,6 +71,8 @@ pub struct Monitor {
     ignored: u64,
     periods: u64,
     home: DataHome,
+    /// tids of threads that exited: dropped from later mappings.
+    exited: std::collections::HashSet<u32>,
 }
 
 impl Monitor {
@@ -95,6 +97,7 @@ impl Monitor {
             ignored: 0,
             periods: 0,
             home: DataHome::new(cap, topo.num_nodes().max(1)),
+            exited: Default::default(),
         })
     }
 
@@ -251,8 +254,32 @@ impl Monitor {
             seed: self.cfg.seed,
             oversubscribe: true,
         };
-        let new = map_threads(self.cfg.algorithm, &self.topo, &m, n, &opts)?;
         let old = self.mapping.clone().unwrap_or_default();
+        let tids = self.threads.tids();
+        let live: Vec<usize> = (0..n)
+            .filter(|&k| !self.exited.contains(&tids[k]))
+            .collect();
+        let new = if live.len() == n {
+            map_threads(self.cfg.algorithm, &self.topo, &m, n, &opts)?
+        } else {
+            // Tasks that exited are dropped: the live ones are mapped among themselves,
+            // and an exited one keeps its PU (nothing is pinned for it any more).
+            let sub: Vec<f64> = live
+                .iter()
+                .flat_map(|&i| live.iter().map(|&j| (i, j)).collect::<Vec<_>>())
+                .map(|(i, j)| m[i * n + j])
+                .collect();
+            let placed = if live.is_empty() {
+                Vec::new()
+            } else {
+                map_threads(self.cfg.algorithm, &self.topo, &sub, live.len(), &opts)?
+            };
+            let mut full: Vec<usize> = (0..n).map(|k| old.get(k).copied().unwrap_or(0)).collect();
+            for (p, &k) in live.iter().enumerate() {
+                full[k] = placed[p];
+            }
+            full
+        };
         // The mapping in force, with any new thread placed where the new mapping says.
         let cur: Vec<usize> = old.iter().chain(&new[old.len()..]).copied().collect();
         let [old_cost, new_cost] = self.costs(&m, [&cur, &new])?;
@@ -264,7 +291,9 @@ impl Monitor {
         } else {
             return Ok(None);
         };
-        let changed: Vec<usize> = (0..n).filter(|&k| old.get(k) != Some(&chosen[k])).collect();
+        let changed: Vec<usize> = (0..n)
+            .filter(|&k| old.get(k) != Some(&chosen[k]) && live.contains(&k))
+            .collect();
         if self.mapping.is_none() && self.cfg.data && self.cfg.reset_nvs_at_first_mapping {
             // Until now threads ran wherever the scheduler put them, so the NUMA vectors
             // say where they happened to be, not where they will run: a page could pass
@@ -382,6 +411,13 @@ impl Monitor {
                 migration_target(nv, Some(cur)).map(|n| (*a, n as usize))
             })
             .collect()
+    }
+
+    /// Thread `tid` exited: later mappings leave it out.
+    pub fn retire(&mut self, tid: u32) {
+        if self.threads.contains(tid) {
+            self.exited.insert(tid);
+        }
     }
 
     /// kMAF §3.3: a page was moved, so its NUMA vector is halved.

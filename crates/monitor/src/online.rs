@@ -2,17 +2,26 @@
 //! overflow between periods), feed the [`Engine`], and every period let it plan and act;
 //! stop when the program has ended and its last samples are in. Generic over the fault
 //! source (perf rings, or a replay in tests), the actuator, the program and the clock.
+//!
+//! Processes: the program may be several (forked children, a shell's or `mpirun`'s).
+//! Samples of every process it follows ([`Program::follows`]) are used; tasks are
+//! (process, thread), numbered by tid as one set (tids are unique across processes), and
+//! pages get the actuator's keys ([`Actuator::key`]), which are shared between processes
+//! that map the same object. A process that is not the user's is left alone
+//! ([`crate::ProcessTable`]).
 
 use crate::actuator::Actuator;
 use crate::engine::{Engine, Times};
 use crate::error::MonitorError;
 use crate::monitor::Fault;
 use crate::outcome::{HandlerReport, Outcome, Period, SampleCounts};
-use std::collections::HashSet;
+use crate::procs::ProcessTable;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 use tdmap_sharing::{data_metrics, thread_metrics, Metric};
 use tdmap_sys::perf::{FaultSample, FaultSource};
+use tdmap_sys::procs::ProcessInfo;
 
 /// How long one wait for samples lasts at most when the program has no pidfd, so that its
 /// end is noticed within this delay.
@@ -32,6 +41,31 @@ pub trait Program {
     fn exit_fd(&self) -> Option<BorrowedFd<'_>>;
     /// Its live threads' tids, ascending (creation order).
     fn tasks(&mut self) -> Vec<u32>;
+    /// Whether samples of process `pid` are the program's: by default, of its first
+    /// process only.
+    fn follows(&mut self, pid: u32) -> bool {
+        pid == self.pid() as u32
+    }
+    /// Learns a fork or an mmap the fault source reported (a child forked by a process
+    /// followed is followed, even once it has gone).
+    fn learn(&mut self, t: &tdmap_sys::perf::Task) {
+        let _ = t;
+    }
+    /// What process `pid` runs, and whether it is the user's (see [`ProcessTable`]); a
+    /// process that has gone counts as the user's (nothing can be done to it any more,
+    /// and its samples were taken while it was followed).
+    fn describe(&mut self, pid: u32) -> (ProcessInfo, bool) {
+        let info = ProcessInfo {
+            pid,
+            ..ProcessInfo::default()
+        };
+        (info, true)
+    }
+    /// The live tasks of every process followed, as (pid, tid), ascending by tid.
+    fn all_tasks(&mut self) -> Vec<(u32, u32)> {
+        let pid = self.pid() as u32;
+        self.tasks().into_iter().map(|t| (pid, t)).collect()
+    }
     /// Called after each period: extra faults made from outside (soft-dirty, kMAF
     /// §3.1.2) go here.
     fn after_period(&mut self) {}
@@ -136,6 +170,14 @@ pub fn run(
         chan: s.announcer,
         samples: 0,
     };
+    let mut procs = ProcessTable::default();
+    let (info, _) = prog.describe(pid);
+    // The started process is always process 0: actions on it wait while it is not the
+    // user's (Actuator::permitted), its samples are used.
+    procs.add(info, true);
+    let mut thread_pid: HashMap<u32, u32> = HashMap::new();
+    let mut untracked = BTreeSet::new();
+    let mut tasks = Vec::new();
     let mut pages = HashSet::new();
     let mut n = SampleCounts::default();
     let (mut buf, mut held, mut faults) = (Vec::new(), Vec::<FaultSample>::new(), Vec::new());
@@ -162,6 +204,21 @@ pub fn run(
         let t0 = Instant::now();
         buf.clear();
         let d = src.drain(&mut buf)?;
+        src.take_tasks(&mut tasks);
+        for t in tasks.drain(..) {
+            prog.learn(&t);
+            act.learn(&t);
+            if let tdmap_sys::perf::Task::Exit { tid, .. } = t {
+                engine.retire(tid);
+            }
+            if let tdmap_sys::perf::Task::Fork { pid, ppid, .. } = t {
+                procs.forked(pid, ppid);
+            }
+            if let tdmap_sys::perf::Task::Exec { pid, name, .. } = t {
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                procs.executed(prog.describe(pid).0, &String::from_utf8_lossy(&name[..end]));
+            }
+        }
         (n.taken, n.lost, n.other_process) = (
             n.taken + d.samples,
             n.lost + d.lost,
@@ -171,8 +228,15 @@ pub fn run(
         // order in which threads first faulted.
         buf.sort_by_key(|x| x.time);
         let before = buf.len();
-        buf.retain(|x| x.pid == pid);
+        buf.retain(|x| prog.follows(x.pid));
         n.other_process += (before - buf.len()) as u64;
+        for x in &buf {
+            if !procs.knows(x.pid) {
+                let (info, owned) = prog.describe(x.pid);
+                procs.add(info, owned);
+            }
+        }
+        buf.retain(|x| procs.admit(x.pid));
         held.append(&mut buf);
         // Held until the inject handler is known (or there is none): the announcement is
         // written before the program's main starts, so every sample of a program thread
@@ -185,7 +249,13 @@ pub fn run(
                 handler.samples += (before - held.len()) as u64;
             }
             faults.clear();
-            faults.extend(held.drain(..).map(fault));
+            for x in held.drain(..) {
+                thread_pid.entry(x.tid).or_insert(x.pid);
+                match act.key(x.pid, x.addr) {
+                    Some(key) => faults.push(fault(x, key)),
+                    None => n.unkeyed += 1,
+                }
+            }
             n.repeat += faults
                 .iter()
                 .filter(|f| !pages.insert(f.addr >> 12))
@@ -196,13 +266,21 @@ pub fn run(
                 .count() as u64;
             if engine.monitor().has_new_threads(&faults) {
                 // Threads created before this one but not seen faulting yet come first.
-                let mut tids = prog.tasks();
-                tids.retain(|&t| Some(t) != handler.tid());
+                let mut tasks = prog.all_tasks();
+                tasks.retain(|&(p, t)| Some(t) != handler.tid() && procs.admit_quiet(p));
+                for &(p, t) in &tasks {
+                    thread_pid.entry(t).or_insert(p);
+                }
+                let tids: Vec<u32> = tasks.iter().map(|x| x.1).collect();
                 engine.register_threads(&tids);
             }
             engine.times_mut().sampling += t0.elapsed();
             engine.ingest(&faults, act)?;
             count_threads(engine, &faults, &mut per_thread);
+            let index = engine.monitor().threads();
+            for f in faults.iter().filter(|f| !index.contains(f.tid)) {
+                untracked.insert((thread_pid.get(&f.tid).copied().unwrap_or(0), f.tid));
+            }
         } else {
             engine.times_mut().sampling += t0.elapsed();
         }
@@ -210,12 +288,29 @@ pub fn run(
             close(engine, n.taken, clock.now());
             break code;
         }
+        if engine.wants_task_names() {
+            engine.name_tasks(&task_names(
+                engine.monitor().threads().tids(),
+                &thread_pid,
+                &procs,
+            ));
+        }
         engine.pin_fixed(act);
         if clock.now() >= next {
             engine.period(act)?;
             close(engine, n.taken, clock.now());
             let t = Instant::now();
             prog.after_period();
+            // A process may have executed another program: a set-user-ID one is left
+            // alone from now on, and the report names what each one runs.
+            for p in procs.followed() {
+                let (info, owned) = prog.describe(p);
+                if p != pid && !owned {
+                    procs.leave_alone(info);
+                } else {
+                    procs.refresh(info);
+                }
+            }
             engine.times_mut().sampling += t.elapsed();
             periods += 1;
             next += s.period;
@@ -225,18 +320,20 @@ pub fn run(
     let times: Times = *engine.times_mut();
     let mon = engine.monitor();
     let matrix = mon.total_matrix(Metric::Accesses);
+    let tids = mon.threads().tids();
     Ok(Outcome {
         exit_code,
         wall: clock.now(),
         periods,
         samples: n,
-        threads: mon
-            .threads()
-            .tids()
+        threads: tids.iter().copied().zip(per_thread).collect(),
+        thread_pids: tids
             .iter()
-            .copied()
-            .zip(per_thread)
+            .map(|t| thread_pid.get(t).copied().unwrap_or(pid))
             .collect(),
+        processes: procs.list().to_vec(),
+        untracked: untracked.into_iter().collect(),
+        keying: act.keying().into(),
         amount: mon.total_matrix(Metric::Amount),
         metrics: thread_metrics(&matrix),
         matrix,
@@ -251,10 +348,28 @@ pub fn run(
     })
 }
 
-fn fault(x: FaultSample) -> Fault {
+/// Each thread's task name for `--mapping`: (its process's MPI world rank, else the
+/// process's index; its number among its process's threads, by tid: creation order).
+fn task_names(tids: &[u32], pid_of: &HashMap<u32, u32>, procs: &ProcessTable) -> Vec<(u32, u32)> {
+    tids.iter()
+        .map(|t| {
+            let pid = pid_of.get(t).copied().unwrap_or(0);
+            let p = procs.list().iter().find(|p| p.pid == pid);
+            let process = p.and_then(|p| p.rank.or(p.index)).unwrap_or(u32::MAX);
+            let thread = tids
+                .iter()
+                .filter(|&&o| o < *t && pid_of.get(&o) == Some(&pid))
+                .count() as u32;
+            (process, thread)
+        })
+        .collect()
+}
+
+/// The monitor's fault for sample `x`, whose page has key `key`.
+fn fault(x: FaultSample, key: u64) -> Fault {
     Fault {
         tid: x.tid,
-        addr: x.addr,
+        addr: key,
         cpu: x.cpu,
         page_size: x.page_size,
         page_node: None,

@@ -3,6 +3,7 @@
 
 use crate::actuator::Counts;
 use crate::engine::Times;
+use crate::procs::Process;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tdmap_sharing::{DataMetrics, SharingMatrix, ThreadMetrics};
@@ -19,9 +20,12 @@ pub struct SampleCounts {
     pub huge_page: u64,
     /// Samples the kernel dropped (full rings).
     pub lost: u64,
-    /// Samples of other processes (system-wide events) and of the program's children,
-    /// not used.
+    /// Samples of processes the program does not follow (system-wide events), not used.
     pub other_process: u64,
+    /// Samples whose page has no key (more processes or a larger shared object than
+    /// keys hold), not used.
+    #[serde(default)]
+    pub unkeyed: u64,
     /// Samples of threads beyond the monitor's capacity.
     pub ignored_threads: u64,
 }
@@ -83,6 +87,14 @@ pub struct Outcome {
     pub samples: SampleCounts,
     /// tid of each thread index, with its sample count.
     pub threads: Vec<(u32, u64)>,
+    /// pid of each thread index.
+    pub thread_pids: Vec<u32>,
+    /// The processes seen, followed or left alone, in the order first seen.
+    pub processes: Vec<Process>,
+    /// Tasks (pid, tid) beyond the monitor's capacity: their samples were not used.
+    pub untracked: Vec<(u32, u32)>,
+    /// How pages were keyed.
+    pub keying: String,
     /// The un-aged sharing matrix of the whole run (accesses to shared sub-blocks).
     pub matrix: SharingMatrix,
     /// The same for the amount of shared memory (bytes of sub-blocks shared).

@@ -3,7 +3,10 @@
 //!
 //! Versions: 1, first typed version (`migrations` holds applied and planned counts apart;
 //! per thread `pinned_cpu` is set only for a pin that was applied, `planned_cpu` for every
-//! decided one, so a `--dry-run` report has no pinned thread).
+//! decided one, so a `--dry-run` report has no pinned thread); 2, programs of several
+//! processes (issue 19): a `processes` list (command, MPI ranks, threads, left alone),
+//! per thread its `pid` and `process`, the `page_keys` used, the `untracked` tasks beyond
+//! the task limit, `samples.unkeyed`, and for the inject sampler what its `children` use.
 
 use crate::actuator::Counts;
 use crate::config::Config;
@@ -15,13 +18,25 @@ use tdmap_topo::Topology;
 impl tdmap_format::Versioned for RunReport {
     const FORMAT: &'static str = "tdmap-run-report";
     /// 1: the first typed run report (applied and planned actions apart).
-    const VERSION: u32 = 1;
+    /// 2: several processes (processes, per-thread pid and process, page keys, untracked).
+    const VERSION: u32 = 2;
     const WRITER: &'static str = "tdmap run --json --report FILE";
 
     fn check(&self) -> Result<(), String> {
         let (n, m) = (self.threads.len(), self.matrix.n());
         if n != m || self.matrix_amount.n() != m {
             return Err(format!("{n} threads but {m}-thread matrices"));
+        }
+        let procs = self.processes.iter().filter(|p| p.index.is_some()).count();
+        if let Some(t) = self
+            .threads
+            .iter()
+            .find(|t| t.process.is_some_and(|p| p as usize >= procs))
+        {
+            return Err(format!(
+                "thread {} names process {:?} of {procs}",
+                t.thread, t.process
+            ));
         }
         Ok(())
     }
@@ -34,6 +49,10 @@ pub struct ThreadRow {
     pub thread: usize,
     /// Its OS tid.
     pub tid: u32,
+    /// Its process's pid.
+    pub pid: u32,
+    /// Its process's index in `processes` (None if the process was not seen sampling).
+    pub process: Option<u32>,
     /// Its samples.
     pub samples: u64,
     /// OS CPU tdmap pinned it to last; None if no pin was applied (always with --dry-run).
@@ -51,6 +70,43 @@ pub struct ThreadRow {
     pub pin_state: Option<String>,
 }
 
+/// One process of the program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    /// Its index among the processes followed (0: the one started); None when it was
+    /// left alone from its first sample.
+    pub index: Option<u32>,
+    /// Whether it was left alone: not the user's (a set-user-ID program), when first seen
+    /// or after an exec; its samples from then on were dropped.
+    pub left_alone: bool,
+    /// Its pid.
+    pub pid: u32,
+    /// Its command line when first seen.
+    pub command: String,
+    /// Its MPI world rank (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID).
+    pub rank: Option<u32>,
+    /// Its node-local MPI rank (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID).
+    pub local_rank: Option<u32>,
+    /// Its threads, by thread index.
+    pub threads: Vec<usize>,
+    /// Samples dropped because it was left alone.
+    pub dropped_samples: u64,
+}
+
+/// A task beyond the task limit: its samples were not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// Its process.
+    pub pid: u32,
+    /// Its thread.
+    pub tid: u32,
+}
+
+/// What the inject runtime does in the program's other processes.
+pub const INJECT_CHILDREN: &str = "the started process injects; its children (forked, or \
+    started by a shell or mpirun) have no handler thread and give the kernel sampler's \
+    faults only";
+
 /// The inject sampler's settings and handler, when it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InjectInfo {
@@ -62,6 +118,8 @@ pub struct InjectInfo {
     pub handler_tid: Option<u32>,
     /// Samples of the handler thread itself (left out of the model).
     pub handler_samples: u64,
+    /// Which processes inject ([`INJECT_CHILDREN`]).
+    pub children: String,
 }
 
 /// The detection against `--reference`.
@@ -180,8 +238,14 @@ pub struct RunReport {
     pub sharers: String,
     /// Samples by fate.
     pub samples: SampleCounts,
-    /// The threads.
+    /// How pages were keyed: by address, or across processes by backing object.
+    pub page_keys: String,
+    /// The processes, followed or left alone, in the order first seen.
+    pub processes: Vec<ProcessRow>,
+    /// The threads (tasks: process, thread), numbered by tid across processes.
     pub threads: Vec<ThreadRow>,
+    /// Tasks beyond the task limit (the monitor's capacity, 256): their samples were not used.
+    pub untracked: Vec<TaskRef>,
     /// The un-aged sharing matrix (accesses to shared sub-blocks).
     pub matrix: SharingMatrix,
     /// The amount of shared memory per pair (bytes).
@@ -225,6 +289,12 @@ impl RunReport {
             .map(|(k, &(tid, samples))| ThreadRow {
                 thread: k,
                 tid,
+                pid: o.thread_pids.get(k).copied().unwrap_or(0),
+                process: o
+                    .processes
+                    .iter()
+                    .find(|p| Some(&p.pid) == o.thread_pids.get(k))
+                    .and_then(|p| p.index),
                 samples,
                 pinned_cpu: os(at(&a.pinned, k)),
                 planned_cpu: os(at(&a.planned, k)),
@@ -255,6 +325,7 @@ impl RunReport {
                 pages_per_period: pages,
                 handler_tid: o.handler.tid,
                 handler_samples: o.handler.samples,
+                children: INJECT_CHILDREN.into(),
             }),
             mai_auto: s.mai_auto,
             mode: mode(&s.cfg, s.dry_run, s.fixed_mapping).into(),
@@ -267,7 +338,29 @@ impl RunReport {
             sub_block: c.sub_block,
             sharers: c.sharers.to_string(),
             samples: o.samples,
+            page_keys: o.keying.clone(),
+            processes: o
+                .processes
+                .iter()
+                .map(|p| ProcessRow {
+                    index: p.index,
+                    pid: p.pid,
+                    command: p.command.clone(),
+                    rank: p.rank,
+                    local_rank: p.local_rank,
+                    threads: (0..o.thread_pids.len())
+                        .filter(|&k| o.thread_pids[k] == p.pid)
+                        .collect(),
+                    dropped_samples: p.dropped_samples,
+                    left_alone: p.left_alone,
+                })
+                .collect(),
             threads,
+            untracked: o
+                .untracked
+                .iter()
+                .map(|&(pid, tid)| TaskRef { pid, tid })
+                .collect(),
             matrix: o.matrix.clone(),
             matrix_amount: o.amount.clone(),
             metrics: o.metrics,

@@ -205,6 +205,10 @@ fn a_dry_run_asks_nothing_of_the_kernel_and_says_would() {
         periods: 2,
         samples: Default::default(),
         threads: (100..104).map(|t| (t, 6)).collect(),
+        thread_pids: vec![100; 4],
+        processes: Vec::new(),
+        untracked: Vec::new(),
+        keying: "virtual addresses".into(),
         matrix: tdmap_sharing::SharingMatrix::new(4),
         amount: tdmap_sharing::SharingMatrix::new(4),
         metrics: tdmap_sharing::thread_metrics(&tdmap_sharing::SharingMatrix::new(4)),
@@ -241,7 +245,7 @@ fn a_dry_run_asks_nothing_of_the_kernel_and_says_would() {
     let path = std::path::Path::new("r.json");
     let text = tdmap_format::to_string(&r);
     let back: RunReport = tdmap_format::from_str(&text, path).unwrap();
-    let future = text.replace("\"version\": 1,", "\"version\": 99,");
+    let future = text.replace("\"version\": 2,", "\"version\": 99,");
     let err = tdmap_format::from_str::<RunReport>(&future, path).unwrap_err();
     assert!(err.to_string().contains("version 99"), "{err}");
     assert_eq!(

@@ -161,3 +161,46 @@ fn the_timeline_has_every_period_and_adds_up_to_the_totals() {
     assert!(o.timeline.windows(2).all(|w| w[0].end_ms < w[1].end_ms));
     assert_eq!(o.timeline[0].end_ms, PERIOD.as_millis() as u64);
 }
+
+/// Issue 19: tasks beyond the task limit are named in the outcome, with their process,
+/// and their samples are not used; a sample of a process the program does not follow
+/// is counted apart.
+#[test]
+fn tasks_beyond_the_limit_are_named_untracked() {
+    let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+    let clock = FakeClock(Cell::new(Duration::ZERO));
+    let mut foreign = s(900, 0x5000, 5);
+    foreign.pid = 900;
+    let batch = vec![
+        s(PID, 0x1000, 1),
+        s(302, 0x3000, 2),
+        s(303, 0x3008, 3),
+        foreign,
+    ];
+    let mut src = Source {
+        inner: ReplaySource::new([(batch, 0)]),
+        clock: &clock,
+    };
+    let sys = RecordingSys::new();
+    let mut act = SysActuator::new(&sys, PID as i32, &topo);
+    let mut prog = Prog {
+        waits: Cell::new(3),
+    };
+    let cfg = Config {
+        max_threads: 2,
+        ..Config::default()
+    };
+    let mut engine = Engine::new(&topo, cfg, true).unwrap();
+    let settings = LoopSettings {
+        period: PERIOD,
+        announcer: None,
+    };
+    let o = online::run(&mut engine, &mut src, &mut act, &mut prog, &clock, settings).unwrap();
+    // The live tasks are numbered in tid order (PID, 301, 302, 303): two fit.
+    let tids: Vec<u32> = o.threads.iter().map(|t| t.0).collect();
+    assert_eq!(tids, vec![PID, HANDLER]);
+    assert_eq!(o.untracked, vec![(PID, 302), (PID, 303)]);
+    assert_eq!(o.samples.other_process, 1);
+    assert_eq!(o.processes.len(), 1);
+    assert_eq!(o.thread_pids, vec![PID, PID]);
+}

@@ -39,6 +39,8 @@ struct State {
     move_errno: HashMap<usize, i32>,
     /// Whether the process belongs to the caller.
     foreign: bool,
+    /// Processes that have exited: move_pages on them fails with ESRCH.
+    gone: Vec<i32>,
 }
 
 /// A fake [`Sys`] that records its calls.
@@ -51,6 +53,11 @@ impl RecordingSys {
     /// A fake with no page present and every call succeeding.
     pub fn new() -> RecordingSys {
         RecordingSys::default()
+    }
+
+    /// Process `pid` exits: move_pages on it fails as a whole with ESRCH.
+    pub fn exit_process(&self, pid: i32) {
+        self.state.borrow_mut().gone.push(pid);
     }
 
     /// Places `page` (its address) on OS node `node`.
@@ -143,6 +150,9 @@ impl Sys for RecordingSys {
             pages: pages.to_vec(),
             nodes: nodes.map(<[i32]>::to_vec),
         });
+        if st.gone.contains(&pid) {
+            return Err(errno("move_pages", libc::ESRCH));
+        }
         let enoent = -libc::ENOENT;
         let mut out = Vec::with_capacity(pages.len());
         for (k, &p) in pages.iter().enumerate() {

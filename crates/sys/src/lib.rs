@@ -16,6 +16,7 @@ mod meminfo;
 mod owner;
 pub mod perf;
 mod preloadable;
+pub mod procs;
 pub mod rapl;
 mod signals;
 mod softdirty;
@@ -89,6 +90,17 @@ pub trait Sys {
         let _ = (pid, pages, nodes);
         Err(not_modelled("move_pages"))
     }
+    /// [`Sys::move_pages`] of pages that other processes may map too (a `MAP_SHARED`
+    /// mapping): the kernel moves them only with `MPOL_MF_MOVE_ALL`, which needs
+    /// CAP_SYS_NICE. Fakes that do not tell the two apart keep the default.
+    fn move_shared_pages(
+        &self,
+        pid: i32,
+        pages: &[usize],
+        nodes: Option<&[i32]>,
+    ) -> Result<Vec<i32>, SysError> {
+        self.move_pages(pid, pages, nodes)
+    }
     /// Sets the memory policy of the page-aligned range `[addr, addr + len)`.
     fn mbind(
         &self,
@@ -141,6 +153,14 @@ impl<S: Sys + ?Sized> Sys for &S {
         nodes: Option<&[i32]>,
     ) -> Result<Vec<i32>, SysError> {
         (**self).move_pages(pid, pages, nodes)
+    }
+    fn move_shared_pages(
+        &self,
+        pid: i32,
+        pages: &[usize],
+        nodes: Option<&[i32]>,
+    ) -> Result<Vec<i32>, SysError> {
+        (**self).move_shared_pages(pid, pages, nodes)
     }
     fn mbind(
         &self,

@@ -71,6 +71,15 @@ impl Sys for LinuxSys {
         mem::move_pages(pid, pages, nodes)
     }
 
+    fn move_shared_pages(
+        &self,
+        pid: i32,
+        pages: &[usize],
+        nodes: Option<&[i32]>,
+    ) -> Result<Vec<i32>, SysError> {
+        mem::move_shared_pages(pid, pages, nodes)
+    }
+
     fn mbind(
         &self,
         addr: usize,

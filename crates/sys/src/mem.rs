@@ -21,6 +21,8 @@ const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
 /// `mbind` flags.
 const MPOL_MF_STRICT: libc::c_uint = 1 << 0;
 const MPOL_MF_MOVE: libc::c_uint = 1 << 1;
+/// move_pages(2): also move pages other processes map (needs CAP_SYS_NICE).
+const MPOL_MF_MOVE_ALL: libc::c_int = 1 << 2;
 
 /// The number of nodes a mask can name.
 pub const MAX_NODES: usize = 1024;
@@ -147,6 +149,25 @@ pub(crate) fn move_pages(
     pages: &[usize],
     nodes: Option<&[i32]>,
 ) -> Result<Vec<i32>, SysError> {
+    move_pages_flags(pid, pages, nodes, 0)
+}
+
+/// [`move_pages`] of pages other processes map too (`MPOL_MF_MOVE_ALL`): without it the
+/// kernel refuses each such page with EACCES.
+pub(crate) fn move_shared_pages(
+    pid: i32,
+    pages: &[usize],
+    nodes: Option<&[i32]>,
+) -> Result<Vec<i32>, SysError> {
+    move_pages_flags(pid, pages, nodes, MPOL_MF_MOVE_ALL)
+}
+
+fn move_pages_flags(
+    pid: i32,
+    pages: &[usize],
+    nodes: Option<&[i32]>,
+    flags: libc::c_int,
+) -> Result<Vec<i32>, SysError> {
     if let Some(n) = nodes {
         if n.len() != pages.len() {
             return Err(SysError::Invalid {
@@ -168,7 +189,7 @@ pub(crate) fn move_pages(
             pages.as_ptr(),
             nodes_ptr,
             status.as_mut_ptr(),
-            0 as libc::c_int,
+            flags,
         )
     };
     check("move_pages", rc)?;

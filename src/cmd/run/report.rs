@@ -132,6 +132,7 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
         "samples: {} taken ({} on pages sampled before, {} on huge pages), {} lost, {} of other processes, {} of untracked threads",
         sm.taken, sm.repeat, sm.huge_page, sm.lost, sm.other_process, sm.ignored_threads
     )?;
+    write_processes(r, s)?;
     writeln!(s, "threads seen: {}", r.threads.len())?;
     for t in &r.threads {
         let node = t.node.map(|n| format!(" (node {n})")).unwrap_or_default();
@@ -149,8 +150,28 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
         };
         writeln!(
             s,
-            "  thread {} tid {} samples {} {}",
-            t.thread, t.tid, t.samples, pin
+            "  thread {} tid {}{} samples {} {}",
+            t.thread,
+            t.tid,
+            match (r.processes.len() > 1, t.process) {
+                (true, Some(p)) => format!(" (process {p})"),
+                _ => String::new(),
+            },
+            t.samples,
+            pin
+        )?;
+    }
+    if !r.untracked.is_empty() {
+        let names: Vec<String> = r
+            .untracked
+            .iter()
+            .map(|t| format!("{}/{}", t.pid, t.tid))
+            .collect();
+        writeln!(
+            s,
+            "untracked tasks (pid/tid, beyond the task limit of {}; their samples were not used): {}",
+            r.threads.len(),
+            names.join(" ")
         )?;
     }
     writeln!(
@@ -206,6 +227,45 @@ fn write_text(r: &RunReport, s: &mut String) -> std::fmt::Result {
     let t = &r.time_ms;
     writeln!(s, "time: sampling {:.1} ms, model {:.1} ms, mapping {:.1} ms, migration {:.1} ms; total {:.1} ms = {:.2}% of the wall time (overhead estimate)",
         t.sampling, t.model, t.mapping, t.migration, t.total, r.overhead_pct)
+}
+
+/// The processes (one line each) when the program was more than one, and the keying.
+fn write_processes(r: &RunReport, s: &mut String) -> std::fmt::Result {
+    if r.processes.len() <= 1 {
+        return Ok(());
+    }
+    let followed = r.processes.iter().filter(|p| !p.left_alone).count();
+    writeln!(
+        s,
+        "processes: {followed} followed; pages keyed by {}",
+        r.page_keys
+    )?;
+    if let Some(i) = &r.inject {
+        writeln!(s, "inject sampler: {}", i.children)?;
+    }
+    for p in &r.processes {
+        let rank = match (p.rank, p.local_rank) {
+            (Some(w), Some(l)) => format!(" rank {w} (local {l})"),
+            (Some(w), None) => format!(" rank {w}"),
+            _ => String::new(),
+        };
+        match p.index.filter(|_| !p.left_alone) {
+            Some(i) => writeln!(
+                s,
+                "  process {i} pid {}{rank}: {} threads {:?}: {}",
+                p.pid,
+                p.threads.len(),
+                p.threads,
+                p.command
+            )?,
+            None => writeln!(
+                s,
+                "  left alone: pid {}{rank} is not yours (a set-user-ID program?), {} threads {:?}, {} samples dropped: {}",
+                p.pid, p.threads.len(), p.threads, p.dropped_samples, p.command
+            )?,
+        }
+    }
+    Ok(())
 }
 
 /// `: ESRCH 2, EINVAL 1` (the errno names), empty without failures.
@@ -282,6 +342,10 @@ mod tests {
                 ..SampleCounts::default()
             },
             threads: vec![(10, taken)],
+            thread_pids: vec![10],
+            processes: Vec::new(),
+            untracked: Vec::new(),
+            keying: "virtual addresses".into(),
             metrics: tdmap_sharing::thread_metrics(&m),
             matrix: m.clone(),
             amount: m,

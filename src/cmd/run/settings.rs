@@ -23,7 +23,7 @@ pub struct Settings {
     /// Apply nothing.
     pub dry_run: bool,
     /// A static mapping (`--mapping`): the logical PU of thread k.
-    pub fixed: Option<Vec<usize>>,
+    pub fixed: Option<crate::cmd::mapping::Fixed>,
     /// Where samples come from.
     pub sampler: Sampler,
     /// libmai.so, preloaded with its automatic mode on (`--mai-auto`).
@@ -68,7 +68,7 @@ impl Settings {
             Some(p) => {
                 let file = crate::cmd::mapping::read(p)?;
                 let cpus = crate::cmd::mapping::check(p, &file, allowed, how)?;
-                Some(crate::cmd::mapping::to_pus(p, &cpus, topo)?)
+                Some(crate::cmd::mapping::fixed(p, &file, &cpus, topo)?)
             }
             None => None,
         };

@@ -286,3 +286,44 @@ fn threads_beyond_the_capacity_are_ignored_not_errors() {
     assert_eq!(m.ingest(&[f(1, 0, 0), f(2, 0, 0), f(3, 0, 0)]).unwrap(), 2);
     assert_eq!(m.ignored(), 1);
 }
+
+/// Issue 19: a task that exited is dropped from later mappings: it keeps its PU and is
+/// never in a plan's changes, the live ones are mapped among themselves.
+#[test]
+fn exited_tasks_are_left_out_of_later_mappings() {
+    let t = topo();
+    let mut m = Monitor::new(&t, Config::default()).unwrap();
+    m.ingest(&pairs()).unwrap();
+    let first = m
+        .plan_threads()
+        .unwrap()
+        .expect("sharing seen: a first mapping");
+    m.end_period();
+    m.retire(101);
+    m.retire(103);
+    m.retire(999); // never seen: nothing to drop
+                   // New sharing between the survivors only: 100 and 102 now share a page.
+    for _ in 0..20 {
+        m.ingest(&[f(100, 0x20000, 0), f(102, 0x20008, 16)])
+            .unwrap();
+    }
+    let plan = m
+        .plan_threads()
+        .unwrap()
+        .expect("100 and 102 now share: a remap");
+    assert!(
+        !plan.changed.contains(&1) && !plan.changed.contains(&3),
+        "an exited task was planned: {plan:?}"
+    );
+    assert_eq!(
+        plan.mapping[1], first.mapping[1],
+        "exited tasks keep their PU"
+    );
+    assert_eq!(plan.mapping[3], first.mapping[3]);
+    let node = |pu: usize| t.node_of_pu(pu);
+    assert_eq!(
+        node(plan.mapping[0]),
+        node(plan.mapping[2]),
+        "the survivors that share are mapped together: {plan:?}"
+    );
+}

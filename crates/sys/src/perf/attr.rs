@@ -16,6 +16,20 @@ const DISABLED: u64 = 1 << 0;
 const INHERIT: u64 = 1 << 1;
 const EXCLUDE_KERNEL: u64 = 1 << 5;
 const EXCLUDE_HV: u64 = 1 << 6;
+/// `attr.task`: fork and exit records too (system-wide events: to follow the target's
+/// children, whose samples arrive among everyone's).
+const TASK: u64 = 1 << 13;
+/// `attr.mmap_data` and `attr.mmap2`: a record with the backing object of every new
+/// mapping, so that pages of a process that exits before its maps are read still get
+/// their keys by object.
+const MMAP_DATA: u64 = 1 << 17;
+const MMAP2: u64 = 1 << 23;
+/// `attr.comm` and `attr.comm_exec`: a record at each exec, with the program's name.
+const COMM: u64 = 1 << 9;
+const COMM_EXEC: u64 = 1 << 24;
+/// `attr.sample_id_all`: fork and mmap records carry their time, so that those of
+/// different CPUs are applied in order.
+const SAMPLE_ID_ALL: u64 = 1 << 18;
 const WATERMARK: u64 = 1 << 14;
 
 /// `struct perf_event_attr` up to `PERF_ATTR_SIZE_VER5` (112 bytes), which every kernel
@@ -60,6 +74,8 @@ impl Attr {
         let mut flags = EXCLUDE_KERNEL | EXCLUDE_HV | WATERMARK;
         if inherit {
             flags |= INHERIT;
+        } else {
+            flags |= TASK | MMAP_DATA | MMAP2 | COMM | COMM_EXEC | SAMPLE_ID_ALL;
         }
         if disabled {
             flags |= DISABLED;

@@ -4,9 +4,11 @@
 //!
 //! One `PERF_COUNT_SW_PAGE_FAULTS` event is opened per online CPU, in one of two
 //! [`Scope`]s. Per process: the event belongs to the target task, with `inherit` so that
-//! the threads it creates later are counted too (an inherited per-task event with
-//! cpu = -1 cannot be mmapped). System-wide: the event counts every task on its CPU and
-//! the sampler keeps the target's samples only. The second is what `tdmap run` prefers:
+//! the threads and processes it creates later are counted too (an inherited per-task
+//! event with cpu = -1 cannot be mmapped; inheritance follows fork and clone). System-wide:
+//! the event counts every task on its CPU and the sampler keeps the samples of the target
+//! and of every process descending from it ([`crate::procs::Family`]: its children,
+//! their children, what a shell or `mpirun` starts). The second is what `tdmap run` prefers:
 //! a per-task event is switched out and in with its thread at every context switch, which
 //! cost programs that sleep in barriers thousands of times a second 4-7% more CPU time on
 //! the development VM, while a CPU-wide event costs nothing until a fault. It needs root,
@@ -25,8 +27,9 @@ mod attr;
 mod record;
 mod ring;
 
-pub use record::Drained;
+pub use record::{Drained, Task};
 
+use crate::procs::Family;
 use crate::{parse_list, FsRoot, SysError};
 use ring::Ring;
 use std::collections::VecDeque;
@@ -59,6 +62,11 @@ pub trait FaultSource {
     /// Blocks until samples may be available, `also` is readable (e.g. the program's
     /// pidfd, so that its end is noticed at once) or `timeout` passes.
     fn wait(&mut self, timeout: Duration, also: Option<BorrowedFd<'_>>) -> Result<(), SysError>;
+    /// Moves the program's process events (forks, mmaps) drained so far to `out`, in
+    /// ring order; sources that report none leave it as is.
+    fn take_tasks(&mut self, out: &mut Vec<Task>) {
+        let _ = out;
+    }
 }
 
 /// poll(2)'s timeout for `timeout`, rounded up to whole milliseconds: rounded down, the
@@ -117,7 +125,10 @@ impl Default for SamplerConfig {
 pub struct PerfSampler {
     rings: Vec<Ring>,
     scope: Scope,
-    pid: u32,
+    family: Family,
+    /// Process events of the program drained and not taken yet.
+    tasks: Vec<Task>,
+    scratch: Vec<Task>,
 }
 
 impl PerfSampler {
@@ -149,7 +160,9 @@ impl PerfSampler {
         let me = |rings, scope| PerfSampler {
             rings,
             scope,
-            pid: pid as u32,
+            family: Family::new(fs.clone(), pid as u32),
+            tasks: Vec::new(),
+            scratch: Vec::new(),
         };
         if cfg.scope != Scope::Process {
             // CPU-wide events name no process: check the target as a per-task event
@@ -187,19 +200,35 @@ impl PerfSampler {
 }
 
 impl FaultSource for PerfSampler {
+    fn take_tasks(&mut self, out: &mut Vec<Task>) {
+        out.append(&mut self.tasks);
+    }
+
     fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError> {
         let mut total = Drained::default();
         let from = out.len();
+        self.scratch.clear();
         for r in &mut self.rings {
-            total.add(r.drain(out)?);
+            total.add(r.drain(out, &mut self.scratch)?);
         }
         if self.scope == Scope::System {
+            // Forks first: a child's samples may be drained after it has exited, when
+            // its parents can no longer be read from /proc.
+            self.scratch.sort_by_key(Task::time);
+            self.family.forked(&self.scratch);
+            let family = &mut self.family;
+            self.tasks.extend(self.scratch.iter().filter(|t| match t {
+                Task::Fork { ppid, .. } => family.follows(*ppid),
+                Task::Mmap { pid, .. } | Task::Exec { pid, .. } | Task::Exit { pid, .. } => {
+                    family.follows(*pid)
+                }
+            }));
             let before = out.len();
-            let pid = self.pid;
+            let family = &mut self.family;
             let mut k = 0;
             out.retain(|x| {
                 k += 1;
-                k <= from || x.pid == pid
+                k <= from || family.follows(x.pid)
             });
             let dropped = (before - out.len()) as u64;
             total.samples -= dropped;

@@ -4,6 +4,7 @@
 //! procfs-core split). Layouts are those of `include/uapi/linux/perf_event.h`.
 
 use super::FaultSample;
+use crate::procs::Mapping;
 
 /// `PERF_RECORD_LOST`: the kernel dropped `lost` records because the ring was full.
 pub(crate) const RECORD_LOST: u32 = 2;
@@ -11,6 +12,82 @@ pub(crate) const RECORD_LOST: u32 = 2;
 pub(crate) const RECORD_THROTTLE: u32 = 5;
 /// `PERF_RECORD_SAMPLE`.
 pub(crate) const RECORD_SAMPLE: u32 = 9;
+/// `PERF_RECORD_EXIT` (with `attr.task`): a task ended; same layout as a fork record.
+pub(crate) const RECORD_EXIT: u32 = 4;
+/// `PERF_RECORD_FORK` (with `attr.task`): a task was created; pid, ppid, tid, ptid, time.
+pub(crate) const RECORD_FORK: u32 = 7;
+/// Bytes of a fork record without `sample_id_all`: header, 4 u32, time.
+const FORK_BYTES: usize = HEADER + 16 + 8;
+/// `PERF_RECORD_MMAP2` (with `attr.mmap2`, and `mmap_data` for data mappings): pid, tid,
+/// addr, len, pgoff (bytes), maj, min, ino, ino_generation, prot, flags, filename.
+pub(crate) const RECORD_MMAP2: u32 = 10;
+/// Bytes of an mmap2 record up to its file name.
+const MMAP2_BYTES: usize = HEADER + 64;
+/// `PERF_RECORD_COMM` (with `attr.comm`): a task's name changed; pid, tid, name.
+pub(crate) const RECORD_COMM: u32 = 3;
+/// `PERF_RECORD_MISC_COMM_EXEC` in a comm record's header: the change is an exec.
+const MISC_COMM_EXEC: u16 = 1 << 13;
+/// `MAP_SHARED` in an mmap2 record's flags.
+const MAP_SHARED: u32 = 0x01;
+
+/// A process event the kernel reported with the samples (system-wide events), so that
+/// processes are followed and their mappings known even when they exit before `/proc`
+/// is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// Process `pid` was created by process `ppid` (threads are not reported).
+    Fork {
+        /// The new process.
+        pid: u32,
+        /// Its parent.
+        ppid: u32,
+        /// The perf clock at the fork (ns).
+        time: u64,
+    },
+    /// Thread `tid` of process `pid` ended.
+    Exit {
+        /// Its process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
+        /// The perf clock at the exit (ns).
+        time: u64,
+    },
+    /// Process `pid` executed a program named `name` (the kernel's 16-byte comm).
+    Exec {
+        /// The process.
+        pid: u32,
+        /// The program's name, NUL-padded.
+        name: [u8; 16],
+        /// The perf clock at the exec (ns, from `sample_id_all`; 0 without it).
+        time: u64,
+    },
+    /// Process `pid` mapped memory.
+    Mmap {
+        /// The process.
+        pid: u32,
+        /// The new mapping.
+        map: Mapping,
+        /// The perf clock at the mmap (ns, from `sample_id_all`; 0 without it).
+        time: u64,
+    },
+}
+
+impl Task {
+    /// When it happened: events from per-CPU rings are applied in this order.
+    pub fn time(&self) -> u64 {
+        match *self {
+            Task::Fork { time, .. }
+            | Task::Exit { time, .. }
+            | Task::Exec { time, .. }
+            | Task::Mmap { time, .. } => time,
+        }
+    }
+}
+
+/// Bytes of the `sample_id` trailer of non-sample records with `sample_id_all` and
+/// [`SAMPLE_TYPE`]: pid/tid, time, cpu/res; the time is 16 bytes before the end.
+const SAMPLE_ID_BYTES: usize = 24;
 
 /// `PERF_SAMPLE_*` bits tdmap asks for; a sample's fields come in this bit order.
 pub(crate) const SAMPLE_TID: u64 = 1 << 1;
@@ -105,11 +182,23 @@ fn decode_sample(rec: &[u8]) -> FaultSample {
 /// Parses the records in `ring` (the data area, a power-of-two length) from position
 /// `tail` to `head`, positions counting bytes since the ring was created, as the
 /// kernel's `data_tail` and `data_head` do. Appends samples to `out`.
+#[cfg(test)]
 pub(crate) fn parse(
     ring: &[u8],
     tail: u64,
     head: u64,
     out: &mut Vec<FaultSample>,
+) -> Result<Drained, Corrupt> {
+    parse_tasks(ring, tail, head, out, &mut Vec::new())
+}
+
+/// [`parse`], also appending the process events (forks of processes, mmaps) to `tasks`.
+pub(crate) fn parse_tasks(
+    ring: &[u8],
+    tail: u64,
+    head: u64,
+    out: &mut Vec<FaultSample>,
+    tasks: &mut Vec<Task>,
 ) -> Result<Drained, Corrupt> {
     let mut d = Drained::default();
     let bad = |at, what: String| Err(Corrupt { at, what });
@@ -120,7 +209,7 @@ pub(crate) fn parse(
         );
     }
     let mut pos = tail;
-    let mut rec = [0u8; 64];
+    let mut rec = [0u8; MMAP2_BYTES];
     while pos < head {
         if head - pos < HEADER as u64 {
             return bad(
@@ -130,6 +219,7 @@ pub(crate) fn parse(
         }
         copy_out(ring, pos, &mut rec[..HEADER]);
         let (kind, size) = (u32_at(&rec, 0), u16::from_ne_bytes([rec[6], rec[7]]) as u64);
+        let misc = u16::from_ne_bytes([rec[4], rec[5]]);
         if size < HEADER as u64 || size > head - pos {
             return bad(pos, format!("record of type {kind} has size {size}"));
         }
@@ -147,6 +237,59 @@ pub(crate) fn parse(
                 d.lost += u64_at(&rec, 16);
             }
             RECORD_THROTTLE => d.throttled += 1,
+            RECORD_FORK if size as usize >= FORK_BYTES => {
+                copy_out(ring, pos, &mut rec[..FORK_BYTES]);
+                let (pid, ppid, time) = (u32_at(&rec, 8), u32_at(&rec, 12), u64_at(&rec, 24));
+                if pid != ppid {
+                    tasks.push(Task::Fork { pid, ppid, time });
+                }
+            }
+            RECORD_EXIT if size as usize >= FORK_BYTES => {
+                copy_out(ring, pos, &mut rec[..FORK_BYTES]);
+                tasks.push(Task::Exit {
+                    pid: u32_at(&rec, 8),
+                    tid: u32_at(&rec, 16),
+                    time: u64_at(&rec, 24),
+                });
+            }
+            RECORD_COMM if misc & MISC_COMM_EXEC != 0 && size as usize >= HEADER + 8 => {
+                let n = (size as usize).min(HEADER + 8 + 16);
+                copy_out(ring, pos, &mut rec[..n]);
+                let mut name = [0u8; 16];
+                name[..n - HEADER - 8].copy_from_slice(&rec[HEADER + 8..n]);
+                let end = name.iter().position(|&b| b == 0).unwrap_or(16);
+                name[end..].fill(0);
+                let mut time = [0u8; 8];
+                if size as usize >= HEADER + 16 + SAMPLE_ID_BYTES {
+                    copy_out(ring, pos + size - 16, &mut time);
+                }
+                tasks.push(Task::Exec {
+                    pid: u32_at(&rec, 8),
+                    name,
+                    time: u64::from_ne_bytes(time),
+                });
+            }
+            RECORD_MMAP2 if size as usize >= MMAP2_BYTES => {
+                copy_out(ring, pos, &mut rec[..MMAP2_BYTES]);
+                let start = u64_at(&rec, 16);
+                let map = Mapping {
+                    start,
+                    end: start.saturating_add(u64_at(&rec, 24)),
+                    offset: u64_at(&rec, 32),
+                    dev: u64::from(u32_at(&rec, 40)) << 32 | u64::from(u32_at(&rec, 44)),
+                    inode: u64_at(&rec, 48),
+                    shared: u32_at(&rec, 68) & MAP_SHARED != 0,
+                };
+                let mut time = [0u8; 8];
+                if size as usize >= MMAP2_BYTES + SAMPLE_ID_BYTES {
+                    copy_out(ring, pos + size - 16, &mut time);
+                }
+                tasks.push(Task::Mmap {
+                    pid: u32_at(&rec, 8),
+                    map,
+                    time: u64::from_ne_bytes(time),
+                });
+            }
             _ => d.other += 1,
         }
         pos += size;
@@ -274,7 +417,7 @@ pub(crate) mod tests {
         let mut bytes = sample_bytes(&s(0));
         bytes.extend(lost_bytes(42));
         bytes.extend(other_bytes(RECORD_THROTTLE, 24));
-        bytes.extend(other_bytes(4, 48)); // PERF_RECORD_EXIT
+        bytes.extend(other_bytes(8, 48)); // PERF_RECORD_READ
         bytes.extend(sample_bytes(&s(1)));
         let ring = ring_with(512, 100, &bytes);
         let mut out = Vec::new();
@@ -290,6 +433,67 @@ pub(crate) mod tests {
                 foreign: 0
             }
         );
+    }
+
+    #[test]
+    fn fork_and_mmap_records_are_kept_and_new_threads_are_not() {
+        let fork = |pid: u32, ppid: u32| {
+            let mut b = Vec::new();
+            b.extend(RECORD_FORK.to_ne_bytes());
+            b.extend(0u16.to_ne_bytes());
+            b.extend((FORK_BYTES as u16).to_ne_bytes());
+            for x in [pid, ppid, pid, ppid] {
+                b.extend(x.to_ne_bytes());
+            }
+            b.extend(5u64.to_ne_bytes());
+            b
+        };
+        let mut bytes = fork(20, 10);
+        bytes.extend(fork(10, 10)); // a new thread of process 10
+        bytes.extend(sample_bytes(&s(1)));
+        // mmap2 of a memfd, 8 KiB from offset 4 KiB, device 0:1, inode 77, MAP_SHARED.
+        bytes.extend(RECORD_MMAP2.to_ne_bytes());
+        bytes.extend(0u16.to_ne_bytes());
+        let trailer = SAMPLE_ID_BYTES as u16;
+        bytes.extend((MMAP2_BYTES as u16 + 8 + trailer).to_ne_bytes());
+        for x in [20u32, 20] {
+            bytes.extend(x.to_ne_bytes());
+        }
+        for x in [0x7000_0000u64, 0x2000, 0x1000] {
+            bytes.extend(x.to_ne_bytes());
+        }
+        bytes.extend([0u32.to_ne_bytes(), 1u32.to_ne_bytes()].concat());
+        bytes.extend([77u64.to_ne_bytes(), 0u64.to_ne_bytes()].concat());
+        bytes.extend([3u32.to_ne_bytes(), 1u32.to_ne_bytes()].concat());
+        bytes.extend(b"/memfd:\0");
+        bytes.extend([0u64.to_ne_bytes(), 9u64.to_ne_bytes(), 0u64.to_ne_bytes()].concat());
+        let ring = ring_with(512, 0, &bytes);
+        let (mut out, mut tasks) = (Vec::new(), Vec::new());
+        let d = parse_tasks(&ring, 0, bytes.len() as u64, &mut out, &mut tasks).unwrap();
+        let map = Mapping {
+            start: 0x7000_0000,
+            end: 0x7000_2000,
+            offset: 0x1000,
+            dev: 1,
+            inode: 77,
+            shared: true,
+        };
+        assert_eq!(
+            tasks,
+            vec![
+                Task::Fork {
+                    pid: 20,
+                    ppid: 10,
+                    time: 5
+                },
+                Task::Mmap {
+                    pid: 20,
+                    map,
+                    time: 9
+                }
+            ]
+        );
+        assert_eq!((d.samples, out.len()), (1, 1));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `data_head`, tdmap reads up to it and hands the space back by advancing `data_tail`.
 
 use super::attr::{self, Attr};
-use super::record::{self, Drained};
+use super::record::{self, Drained, Task};
 use super::FaultSample;
 use crate::{page_size, SysError};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,8 +107,13 @@ impl Ring {
         unsafe { &*(self.base.add(off) as *const AtomicU64) }
     }
 
-    /// Appends the records written since the last drain to `out`.
-    pub(crate) fn drain(&mut self, out: &mut Vec<FaultSample>) -> Result<Drained, SysError> {
+    /// Appends the samples written since the last drain to `out`, the process events to
+    /// `tasks`.
+    pub(crate) fn drain(
+        &mut self,
+        out: &mut Vec<FaultSample>,
+        tasks: &mut Vec<Task>,
+    ) -> Result<Drained, SysError> {
         // Acquire pairs with the kernel's write barrier before it publishes data_head.
         let head = self.word(DATA_HEAD).load(Ordering::Acquire);
         let tail = self.word(DATA_TAIL).load(Ordering::Relaxed);
@@ -126,7 +131,7 @@ impl Ring {
             );
             std::ptr::copy_nonoverlapping(data, self.scratch.as_mut_ptr(), len - first);
         }
-        let parsed = record::parse(&self.scratch, tail, head, out);
+        let parsed = record::parse_tasks(&self.scratch, tail, head, out, tasks);
         // Release: the kernel may reuse the space only after the copy above.
         self.word(DATA_TAIL).store(head, Ordering::Release);
         parsed.map_err(|c| SysError::Invalid {
