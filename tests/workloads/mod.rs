@@ -55,11 +55,17 @@ pub const ALL: &[Workload] = &[
         name: "fft",
         size: "8",
     },
-    Workload {
-        name: "spinbar",
-        size: "2",
-    },
 ];
+
+/// Workloads left out of [`ALL`]'s traced tests, with their test sizes: spinbar's waiting
+/// threads poll without yielding, so with 8-16 threads on 2 cores its trace is mostly
+/// flag reads (15-34 M accesses where stencil1d makes 0.2 M) until trace compaction
+/// collapses them (issue 17 item 6). Its expected sharing is stencil1d's.
+#[allow(dead_code)] // only tests/workloads_check.rs runs it
+pub const SPINNING: &[Workload] = &[Workload {
+    name: "spinbar",
+    size: "2",
+}];
 
 /// The expected sharing of workload `name` run with `t` threads.
 pub fn expected(name: &str, t: usize) -> Vec<Vec<f64>> {
