@@ -127,7 +127,7 @@ workloads: setup
 
 ## CPU-time cost of `tdmap trace`, `--count-only` (the floor) and `--model-only` against
 ## gcc -O2 on the workloads and the cg/mg/fft kernels at 8 threads, trace bytes per access,
-## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (~10-15 min).
+## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (~10 min).
 bench-trace: setup
 	bash bench/trace.sh
 

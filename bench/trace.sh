@@ -14,8 +14,9 @@
 # Figures are measured, not simulated.
 source "$(dirname "$0")/common.sh"
 
-# WORKLOAD:SIZE[:REPEAT], each about 25-35 million accesses at 8 threads.
-SIZES=${SIZES:-"ep:375000 stencil1d:560 stencil3d:24 pairs:131072 alltoall:1280 pipeline:12288 cginit:128000 phase:65536 cg:64 mg:96 fft:64:2"}
+# WORKLOAD:SIZE[:REPEAT], each 65-100 million accesses at 8 threads (the whole bench about
+# 10 minutes on 2 cores).
+SIZES=${SIZES:-"ep:1125000 stencil1d:1680 stencil3d:35 pairs:393216 alltoall:2560 pipeline:36864 cginit:384000 phase:196608 cg:104 mg:160 fft:128"}
 # Goals of issue 17 item 2, as medians over the set.
 GOAL_TRACE_X=3 GOAL_MODEL_X=1.5 GOAL_BPA=0.5
 
