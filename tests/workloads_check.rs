@@ -3,6 +3,7 @@
 //! sizes their decomposition cannot split. Tracing them is tests/trace.rs's job.
 
 mod common;
+#[allow(dead_code)] // this binary runs the programs, not the traced tests
 mod workloads;
 
 use std::process::{Command, Output};

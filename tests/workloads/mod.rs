@@ -61,7 +61,7 @@ pub const ALL: &[Workload] = &[
 /// threads poll without yielding, so with 8-16 threads on 2 cores its trace is mostly
 /// flag reads (15-34 M accesses where stencil1d makes 0.2 M) until trace compaction
 /// collapses them (issue 17 item 6). Its expected sharing is stencil1d's.
-#[allow(dead_code)] // only tests/workloads_check.rs runs it
+#[allow(dead_code)] // tests/trace.rs leaves it out; tests/workloads_check.rs runs it
 pub const SPINNING: &[Workload] = &[Workload {
     name: "spinbar",
     size: "2",
