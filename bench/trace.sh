@@ -20,9 +20,14 @@ SIZES=${SIZES:-"ep:1125000 stencil1d:1680 stencil3d:35 pairs:393216 alltoall:256
 # Goals of issue 17 item 2, as medians over the set.
 GOAL_TRACE_X=3 GOAL_MODEL_X=1.5 GOAL_BPA=0.5
 
-# Median CPU seconds of REPS runs of "$@" (wall_cpu's second field).
+# Median CPU seconds (user + system of "$@" and every child it waited for) of REPS runs;
+# a failing run stops the bench with its command line, rather than timing an error.
 cpu() {
-  for _ in $(seq "$REPS"); do wall_cpu "$@" | cut -d' ' -f2; done | median
+  local TIMEFORMAT='%U %S' t
+  for _ in $(seq "$REPS"); do
+    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 ) || { echo "bench-trace: failed: $*" >&2; return 1; }
+    echo "$t" | awk '{printf "%.4f\n", $1 + $2}'
+  done | median
 }
 num() { grep -o "\"$1\": *[0-9.e+-]*" "$2" | head -1 | sed 's/.*: *//'; }
 div() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
