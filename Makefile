@@ -127,12 +127,14 @@ workloads: setup
 	$(CARGO) build --release -p tdmap -p tdmap-rt
 	$(MAKE) -C workloads all tdmap tdmap-gcc TDMAP=$(CURDIR)/target/release/tdmap
 
-## Overhead of `tdmap trace` against gcc -O2 (about 5 minutes on 2 cores).
+## CPU-time cost of `tdmap trace`, `--count-only` (the floor) and `--model-only` against
+## gcc -O2 on the workloads and the cg/mg/fft kernels at 8 threads, trace bytes per access,
+## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (~10 min).
 bench-trace: setup
 	bash bench/trace.sh
 
-bench-trace-model: setup
-	bash bench/trace_model.sh
+## The same bench (its model_x and model/floor columns are --model-only's).
+bench-trace-model: bench-trace
 
 ## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
 bench-sampler: setup

@@ -1,8 +1,8 @@
-# Shared by bench/trace.sh and bench/trace_model.sh (sourced): settings, the release
-# build of tdmap, its runtime and the workloads, and the timing helpers.
+# Shared by the trace benches (sourced): settings, the release build of tdmap, its
+# runtime and the workloads, the timing helpers, and the header naming the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-THREADS=${THREADS:-2}
+THREADS=${THREADS:-8}
 REPS=${REPS:-3}
 OUT=${BENCH_DIR:-target/bench-trace}
 TDMAP=target/release/tdmap
@@ -14,3 +14,11 @@ mkdir -p "$OUT"
 
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
+
+# Prints the machine, the load and the settings ("$1" adds to the settings line), so
+# that every table says where and under what load it was measured.
+bench_header() {
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+  echo "load: $(uptime | sed 's/.*load average/load average/')"
+  echo "$1; OMP_WAIT_POLICY=passive; release build; output on $(df -h "$OUT" | awk 'NR==2{print $1}')"
+}

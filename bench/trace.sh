@@ -1,42 +1,78 @@
 #!/usr/bin/env bash
-# Overhead of exact tracing (`make bench-trace`): for each workload at THREADS threads,
-# the wall time of the uninstrumented gcc -O2 build, of `tdmap trace --count-only`
-# (callbacks that only count), of the traced run alone (program writing raw chunks), of
-# the whole `tdmap trace` (run + conversion to the compressed trace), and of the whole
-# `tdmap trace --filter-lines`; each the median of REPS runs, as slowdowns against gcc.
-# Also the compressed trace size in bytes per access. Figures are measured, not simulated.
+# Cost of exact tracing (`make bench-trace`, issue 17 item 2). For each workload and each
+# HPC-like kernel (cg, mg, fft) at THREADS threads (default 8), the CPU time (user +
+# system of every process involved: the program and tdmap itself, encoder and model
+# included) of:
+#   bare   the uninstrumented gcc -O2 build;
+#   floor  `tdmap trace --count-only`: the instrumented build whose callbacks only count;
+#   trace  the whole `tdmap trace` (program, encoding and compression, trace on disk);
+#   model  the whole `tdmap trace --model-only` (program plus the sharing model);
+# each the median of REPS runs, as slowdowns against bare; the ratios trace/floor and
+# model/floor; and the trace's size in bytes per access made. The medians over the set
+# are checked against the issue's goals. Then the spin-barrier workload against the same
+# computation with pthread_barrier_wait (must-show 5): trace sizes at THREADS threads.
+# Figures are measured, not simulated.
 source "$(dirname "$0")/common.sh"
 
-# Sizes giving about 25 million accesses at 2 threads.
-SIZES="ep:2000000 stencil1d:2048 stencil3d:36 pairs:393216 alltoall:1280 pipeline:65536 cginit:100000 phase:196608"
+# WORKLOAD:SIZE[:REPEAT], each 65-100 million accesses at 8 threads (the whole bench about
+# 10 minutes on 2 cores).
+SIZES=${SIZES:-"ep:1125000 stencil1d:1680 stencil3d:35 pairs:393216 alltoall:2560 pipeline:36864 cginit:384000 phase:196608 cg:104 mg:160 fft:128"}
+# Goals of issue 17 item 2, as medians over the set.
+GOAL_TRACE_X=3 GOAL_MODEL_X=1.5 GOAL_BPA=0.5
 
-json_field() { grep "\"$1\"" | head -1 | sed 's/.*: *//; s/,$//'; }
+# Median CPU seconds (user + system of "$@" and every child it waited for) of REPS runs;
+# a failing run stops the bench with its command line, rather than timing an error.
+cpu() {
+  local TIMEFORMAT='%U %S' t
+  for _ in $(seq "$REPS"); do
+    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 ) || { echo "bench-trace: failed: $*" >&2; return 1; }
+    echo "$t" | awk '{printf "%.4f\n", $1 + $2}'
+  done | median
+}
+num() { grep -o "\"$1\": *[0-9.e+-]*" "$2" | head -1 | sed 's/.*: *//'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
+verdict() { awk -v v="$1" -v g="$2" 'BEGIN{print (v <= g ? "met" : "NOT met")}'; }
 
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
-echo "threads=$THREADS, median of $REPS runs, OMP_WAIT_POLICY=passive, release build, trace on $(df -h "$OUT" | awk 'NR==2{print $1}')"
-printf '%-10s %9s %10s %9s %8s %8s %8s %8s %8s %7s\n' workload accesses gcc_s count_x run_x total_x filter_x B/acc filt_B/a conv_s
-declare -a CX RX TX FX
+bench_header "threads=$THREADS, CPU time (user+sys, all processes), median of $REPS runs"
+printf '%-10s %7s %8s %7s %7s %7s %11s %11s %6s\n' program M_acc bare_s floor_x trace_x model_x trace/floor model/floor B/acc
+declare -a FX TX MX TF MF BA
 for spec in $SIZES; do
-  w=${spec%%:*}; n=${spec##*:}
-  gcc=$(timed "$OUT/build/gcc/$w" "$THREADS" "$n")
-  count=$(timed "$TDMAP" trace --count-only -- "$OUT/build/tdmap/$w" "$THREADS" "$n")
-  total=$(timed "$TDMAP" trace --force -o "$OUT/$w.trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n")
-  filt=$(timed "$TDMAP" trace --filter-lines --force -o "$OUT/$w.f.trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n")
-  js=$("$TDMAP" trace --json --force -o "$OUT/$w.trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n" 2>/dev/null)
-  fjs=$("$TDMAP" trace --json --filter-lines --force -o "$OUT/$w.f.trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$n" 2>/dev/null)
-  acc=$(echo "$js" | json_field accesses)
-  run=$(echo "$js" | json_field run_seconds)
-  conv=$(echo "$js" | json_field convert_seconds)
-  bpa=$(echo "$js" | json_field bytes_per_access)
-  fbytes=$(echo "$fjs" | json_field trace_bytes)
-  ratio() { awk -v a="$1" -v b="$gcc" 'BEGIN{printf "%.2f", a/b}'; }
-  CX+=("$(ratio "$count")"); RX+=("$(ratio "$run")"); TX+=("$(ratio "$total")"); FX+=("$(ratio "$filt")")
-  printf '%-10s %9s %10.3f %9s %8s %8s %8s %8.2f %8.2f %7.2f\n' "$w" "$acc" "$gcc" "${CX[-1]}" "${RX[-1]}" \
-    "${TX[-1]}" "${FX[-1]}" "$bpa" "$(awk -v a="$fbytes" -v b="$acc" 'BEGIN{printf "%.4f", a/b}')" "$conv"
-  rm -f "$OUT/$w.trace" "$OUT/$w.f.trace"
+  IFS=: read -r w n rep <<<"$spec"
+  args=("$THREADS" "$n" "${rep:-1}")
+  prog="$OUT/build/tdmap/$w"
+  bare=$(cpu "$OUT/build/gcc/$w" "${args[@]}")
+  floor=$(cpu "$TDMAP" trace --count-only --summary "$OUT/$w.count.json" -- "$prog" "${args[@]}")
+  trace=$(cpu "$TDMAP" trace --force -o "$OUT/$w.trace" --summary "$OUT/$w.json" -- "$prog" "${args[@]}")
+  model=$(cpu "$TDMAP" trace --model-only --force -o "$OUT/$w.model.json" -- "$prog" "${args[@]}")
+  acc=$(num accesses "$OUT/$w.count.json")
+  FX+=("$(div "$floor" "$bare")") TX+=("$(div "$trace" "$bare")") MX+=("$(div "$model" "$bare")")
+  TF+=("$(div "$trace" "$floor")") MF+=("$(div "$model" "$floor")")
+  BA+=("$(awk -v a="$(num trace_bytes "$OUT/$w.json")" -v b="$acc" 'BEGIN{printf "%.3f", a / b}')")
+  printf '%-10s %7.1f %8.3f %7s %7s %7s %11s %11s %6s\n' "$w" "$(div "$acc" 1e6)" "$bare" \
+    "${FX[-1]}" "${TX[-1]}" "${MX[-1]}" "${TF[-1]}" "${MF[-1]}" "${BA[-1]}"
+  rm -f "$OUT/$w.trace" "$OUT/$w.model.json" "$OUT/$w.json" "$OUT/$w.count.json"
 done
-med() { printf '%s\n' "$@" | median; }
-printf '%-10s %9s %10s %9s %8s %8s %8s\n' median "" "" "$(med "${CX[@]}")" "$(med "${RX[@]}")" "$(med "${TX[@]}")" "$(med "${FX[@]}")"
-echo "count_x: callbacks that only count; run_x: the traced program alone (raw chunks to disk);"
-echo "total_x: whole tdmap trace incl. conversion; filter_x: whole tdmap trace --filter-lines;"
-echo "B/acc: compressed trace bytes per recorded access; filt_B/a: --filter-lines trace bytes per access made."
+med() { printf '%s\n' "$@" | median | awk '{printf "%.2f", $1}'; }
+printf '%-10s %7s %8s %7s %7s %7s %11s %11s %6s\n' median "" "" "$(med "${FX[@]}")" "$(med "${TX[@]}")" \
+  "$(med "${MX[@]}")" "$(med "${TF[@]}")" "$(med "${MF[@]}")" "$(printf '%s\n' "${BA[@]}" | median)"
+echo "goal trace/floor <= $GOAL_TRACE_X: $(verdict "$(med "${TF[@]}")" "$GOAL_TRACE_X");" \
+  "model/floor <= $GOAL_MODEL_X: $(verdict "$(med "${MF[@]}")" "$GOAL_MODEL_X");" \
+  "B/access <= $GOAL_BPA: $(verdict "$(printf '%s\n' "${BA[@]}" | median)" "$GOAL_BPA")"
+echo "floor_x, trace_x, model_x: CPU time against bare gcc -O2; B/acc: trace bytes per access made."
+
+# Must-show 5: spinbar is stencil1d with a spin barrier instead of pthread_barrier_wait.
+SPIN_SIZE=${SPIN_SIZE:-64}
+echo
+echo "spin barrier vs pthread_barrier_wait, $THREADS threads, $SPIN_SIZE rows per thread (goal: spin trace <= 2x)"
+printf '%-10s %12s %12s %8s\n' program accesses trace_bytes cpu_s
+declare -A BYTES
+for w in stencil1d spinbar; do
+  c=$(cpu "$TDMAP" trace --force -o "$OUT/$w.trace" --summary "$OUT/$w.json" -- \
+    "$OUT/build/tdmap/$w" "$THREADS" "$SPIN_SIZE")
+  BYTES[$w]=$(num trace_bytes "$OUT/$w.json")
+  printf '%-10s %12s %12s %8.3f\n' "$w" "$(num accesses "$OUT/$w.json")" "${BYTES[$w]}" "$c"
+  rm -f "$OUT/$w.trace" "$OUT/$w.json"
+done
+r=$(div "${BYTES[spinbar]}" "${BYTES[stencil1d]}")
+echo "spinbar/stencil1d trace size: ${r}x: $(verdict "$r" 2)"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
