@@ -15,12 +15,19 @@ pub enum Distance {
     Latency,
 }
 
+/// Machines up to this many PUs get a PU × PU table of hop distances (at most 1 MiB).
+const HOP_TABLE_MAX_PUS: usize = 1024;
+
 /// The distance between PUs of `topo`, precomputed for fast evaluation.
 pub struct PuDistance<'t> {
     topo: &'t Topology,
     kind: Distance,
     l2: Vec<Option<usize>>,
     l3: Vec<Option<usize>>,
+    /// Hop distances of every PU pair, row-major, on machines small enough: walking the
+    /// levels for each pair was most of the CPU a 64-thread `tdmap map` spent in its three
+    /// cost evaluations (issue 22 item 9).
+    hops: Option<Vec<u8>>,
 }
 
 impl<'t> PuDistance<'t> {
@@ -40,18 +47,23 @@ impl<'t> PuDistance<'t> {
             }
             v
         };
+        let hops = (kind == Distance::Hops).then(|| hop_table(topo)).flatten();
         Ok(PuDistance {
             topo,
             kind,
             l2: owner(2),
             l3: owner(3),
+            hops,
         })
     }
 
     /// The distance between logical PUs `a` and `b`.
     pub fn get(&self, a: usize, b: usize) -> f64 {
         match self.kind {
-            Distance::Hops => self.topo.pu_distance(a, b) as f64,
+            Distance::Hops => match &self.hops {
+                Some(table) => f64::from(table[a * self.topo.num_pus() + b]),
+                None => self.topo.pu_distance(a, b) as f64,
+            },
             Distance::Latency => self.latency(a, b),
         }
     }
@@ -76,6 +88,24 @@ impl<'t> PuDistance<'t> {
         let packages = t.count(ObjKind::Package) > 1 && pa.package != pb.package;
         mem + if packages { lat.interchip } else { 0.0 }
     }
+}
+
+/// [`Topology::pu_distance`] of every PU pair, row-major, or None on a machine too large
+/// (or too deep) for a table of bytes. Symmetric, so each pair is computed once.
+fn hop_table(topo: &Topology) -> Option<Vec<u8>> {
+    let n = topo.num_pus();
+    if n > HOP_TABLE_MAX_PUS || u8::try_from(topo.max_pu_distance()).is_err() {
+        return None;
+    }
+    let mut table = vec![0u8; n * n];
+    for a in 0..n {
+        for b in 0..a {
+            let d = topo.pu_distance(a, b) as u8;
+            table[a * n + b] = d;
+            table[b * n + a] = d;
+        }
+    }
+    Some(table)
 }
 
 /// Σ over ordered pairs i ≠ j of `matrix[i][j]` × distance(mapping[i], mapping[j]).
@@ -197,6 +227,28 @@ mod tests {
         for map in [[0, 1, 2, 3], [7, 0, 3, 4], [1, 6, 2, 5]] {
             assert_eq!(cost_with(&d, &m, 4, &map), cost_sparse(&d, &s, &map));
         }
+    }
+
+    /// The table must give exactly the tree walk's hops, both triangles and the diagonal.
+    #[test]
+    fn hop_table_matches_the_tree_walk() {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let d = PuDistance::new(&topo, Distance::Hops).unwrap();
+        assert!(d.hops.is_some(), "64 PUs get a table");
+        for a in 0..topo.num_pus() {
+            for b in 0..topo.num_pus() {
+                assert_eq!(d.get(a, b), topo.pu_distance(a, b) as f64, "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn large_machines_walk_the_tree_without_a_table() {
+        let topo = tdmap_topo::from_synthetic("package:2 core:513").unwrap();
+        let d = PuDistance::new(&topo, Distance::Hops).unwrap();
+        assert!(d.hops.is_none(), "{} PUs", topo.num_pus());
+        assert_eq!(d.get(0, 1), topo.pu_distance(0, 1) as f64);
+        assert_eq!(d.get(0, 1025), topo.pu_distance(0, 1025) as f64);
     }
 
     #[test]
