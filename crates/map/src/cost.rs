@@ -28,6 +28,8 @@ pub struct PuDistance<'t> {
     /// levels for each pair was most of the CPU a 64-thread `tdmap map` spent in its three
     /// cost evaluations (issue 22 item 9).
     hops: Option<Vec<u8>>,
+    /// The machine's PU count, the table's row length.
+    pus: usize,
 }
 
 impl<'t> PuDistance<'t> {
@@ -54,14 +56,17 @@ impl<'t> PuDistance<'t> {
             l2: owner(2),
             l3: owner(3),
             hops,
+            pus: topo.num_pus(),
         })
     }
 
-    /// The distance between logical PUs `a` and `b`.
+    /// The distance between logical PUs `a` and `b`. Inlined into the cost loops, where
+    /// a call per pair cost as much as the table lookup saved.
+    #[inline]
     pub fn get(&self, a: usize, b: usize) -> f64 {
         match self.kind {
             Distance::Hops => match &self.hops {
-                Some(table) => f64::from(table[a * self.topo.num_pus() + b]),
+                Some(table) => f64::from(table[a * self.pus + b]),
                 None => self.topo.pu_distance(a, b) as f64,
             },
             Distance::Latency => self.latency(a, b),
