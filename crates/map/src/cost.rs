@@ -38,7 +38,11 @@ impl<'t> PuDistance<'t> {
         if kind == Distance::Latency && topo.latencies.is_none() {
             return Err(MapError::NoLatencies(topo.name.clone()));
         }
+        // Cache owners serve latencies only: hop distances skip building them.
         let owner = |level: u8| -> Vec<Option<usize>> {
+            if kind != Distance::Latency {
+                return Vec::new();
+            }
             let mut v = vec![None; topo.num_pus()];
             for (id, o) in topo.objects.iter().enumerate() {
                 if o.cache.is_some_and(|c| c.level == level) {
