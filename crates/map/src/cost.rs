@@ -24,9 +24,8 @@ pub struct PuDistance<'t> {
     kind: Distance,
     l2: Vec<Option<usize>>,
     l3: Vec<Option<usize>>,
-    /// Hop distances of every PU pair, row-major, on machines small enough: walking the
-    /// levels for each pair was most of the CPU a 64-thread `tdmap map` spent in its three
-    /// cost evaluations (issue 22 item 9).
+    /// Hop distances of every PU pair, row-major, when asked for
+    /// ([`PuDistance::with_hop_table`]).
     hops: Option<Vec<u8>>,
     /// The machine's PU count, the table's row length.
     pus: usize,
@@ -53,15 +52,28 @@ impl<'t> PuDistance<'t> {
             }
             v
         };
-        let hops = (kind == Distance::Hops).then(|| hop_table(topo)).flatten();
         Ok(PuDistance {
             topo,
             kind,
             l2: owner(2),
             l3: owner(3),
-            hops,
+            hops: None,
             pus: topo.num_pus(),
         })
+    }
+
+    /// [`PuDistance::new`], with hop distances looked up in a PU × PU table on machines up
+    /// to 1024 PUs. Building it walks the levels once per PU pair, so it pays when the
+    /// mappings evaluated cover about as many pairs as the machine has: walking the levels
+    /// for each pair was most of the CPU a 64-thread `tdmap map` spent in its three cost
+    /// evaluations (issue 22 item 9), while a few threads on a large machine (the
+    /// monitor's periods, the simulator's remaps) would spend more building it than using it.
+    pub fn with_hop_table(topo: &'t Topology, kind: Distance) -> Result<PuDistance<'t>, MapError> {
+        let mut d = PuDistance::new(topo, kind)?;
+        if kind == Distance::Hops {
+            d.hops = hop_table(topo);
+        }
+        Ok(d)
     }
 
     /// The distance between logical PUs `a` and `b`. Inlined into the cost loops, where
@@ -242,7 +254,7 @@ mod tests {
     #[test]
     fn hop_table_matches_the_tree_walk() {
         let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
-        let d = PuDistance::new(&topo, Distance::Hops).unwrap();
+        let d = PuDistance::with_hop_table(&topo, Distance::Hops).unwrap();
         assert!(d.hops.is_some(), "64 PUs get a table");
         for a in 0..topo.num_pus() {
             for b in 0..topo.num_pus() {
@@ -254,7 +266,7 @@ mod tests {
     #[test]
     fn large_machines_walk_the_tree_without_a_table() {
         let topo = tdmap_topo::from_synthetic("package:2 core:513").unwrap();
-        let d = PuDistance::new(&topo, Distance::Hops).unwrap();
+        let d = PuDistance::with_hop_table(&topo, Distance::Hops).unwrap();
         assert!(d.hops.is_none(), "{} PUs", topo.num_pus());
         assert_eq!(d.get(0, 1), topo.pu_distance(0, 1) as f64);
         assert_eq!(d.get(0, 1025), topo.pu_distance(0, 1025) as f64);
