@@ -141,7 +141,8 @@ pub fn run(args: Args) -> Result<i32> {
         oversubscribe: args.oversubscribe,
     };
     let mapping = mapped(algo, &topo, &m, &opts)?;
-    let dist = tdmap_map::PuDistance::new(&topo, distance).map_err(input)?;
+    // Three full mappings are costed: a hop table pays for itself (issue 22 item 9).
+    let dist = tdmap_map::PuDistance::with_hop_table(&topo, distance).map_err(input)?;
     // The matrix, trace or model the costs come from: a cost that overflows names it.
     let source = [&args.matrix, &args.trace, &args.model, &args.comm]
         .into_iter()

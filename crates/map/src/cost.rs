@@ -15,12 +15,20 @@ pub enum Distance {
     Latency,
 }
 
+/// Machines up to this many PUs get a PU × PU table of hop distances (at most 1 MiB).
+const HOP_TABLE_MAX_PUS: usize = 1024;
+
 /// The distance between PUs of `topo`, precomputed for fast evaluation.
 pub struct PuDistance<'t> {
     topo: &'t Topology,
     kind: Distance,
     l2: Vec<Option<usize>>,
     l3: Vec<Option<usize>>,
+    /// Hop distances of every PU pair, row-major, when asked for
+    /// ([`PuDistance::with_hop_table`]).
+    hops: Option<Vec<u8>>,
+    /// The machine's PU count, the table's row length.
+    pus: usize,
 }
 
 impl<'t> PuDistance<'t> {
@@ -29,7 +37,11 @@ impl<'t> PuDistance<'t> {
         if kind == Distance::Latency && topo.latencies.is_none() {
             return Err(MapError::NoLatencies(topo.name.clone()));
         }
+        // Cache owners serve latencies only: hop distances skip building them.
         let owner = |level: u8| -> Vec<Option<usize>> {
+            if kind != Distance::Latency {
+                return Vec::new();
+            }
             let mut v = vec![None; topo.num_pus()];
             for (id, o) in topo.objects.iter().enumerate() {
                 if o.cache.is_some_and(|c| c.level == level) {
@@ -45,13 +57,34 @@ impl<'t> PuDistance<'t> {
             kind,
             l2: owner(2),
             l3: owner(3),
+            hops: None,
+            pus: topo.num_pus(),
         })
     }
 
-    /// The distance between logical PUs `a` and `b`.
+    /// [`PuDistance::new`], with hop distances looked up in a PU × PU table on machines up
+    /// to 1024 PUs. Building it walks the levels once per PU pair, so it pays when the
+    /// mappings evaluated cover about as many pairs as the machine has: walking the levels
+    /// for each pair was most of the CPU a 64-thread `tdmap map` spent in its three cost
+    /// evaluations (issue 22 item 9), while a few threads on a large machine (the
+    /// monitor's periods, the simulator's remaps) would spend more building it than using it.
+    pub fn with_hop_table(topo: &'t Topology, kind: Distance) -> Result<PuDistance<'t>, MapError> {
+        let mut d = PuDistance::new(topo, kind)?;
+        if kind == Distance::Hops {
+            d.hops = hop_table(topo);
+        }
+        Ok(d)
+    }
+
+    /// The distance between logical PUs `a` and `b`. Inlined into the cost loops, where
+    /// a call per pair cost as much as the table lookup saved.
+    #[inline]
     pub fn get(&self, a: usize, b: usize) -> f64 {
         match self.kind {
-            Distance::Hops => self.topo.pu_distance(a, b) as f64,
+            Distance::Hops => match &self.hops {
+                Some(table) => f64::from(table[a * self.pus + b]),
+                None => self.topo.pu_distance(a, b) as f64,
+            },
             Distance::Latency => self.latency(a, b),
         }
     }
@@ -76,6 +109,24 @@ impl<'t> PuDistance<'t> {
         let packages = t.count(ObjKind::Package) > 1 && pa.package != pb.package;
         mem + if packages { lat.interchip } else { 0.0 }
     }
+}
+
+/// [`Topology::pu_distance`] of every PU pair, row-major, or None on a machine too large
+/// (or too deep) for a table of bytes. Symmetric, so each pair is computed once.
+fn hop_table(topo: &Topology) -> Option<Vec<u8>> {
+    let n = topo.num_pus();
+    if n > HOP_TABLE_MAX_PUS || u8::try_from(topo.max_pu_distance()).is_err() {
+        return None;
+    }
+    let mut table = vec![0u8; n * n];
+    for a in 0..n {
+        for b in 0..a {
+            let d = topo.pu_distance(a, b) as u8;
+            table[a * n + b] = d;
+            table[b * n + a] = d;
+        }
+    }
+    Some(table)
 }
 
 /// Σ over ordered pairs i ≠ j of `matrix[i][j]` × distance(mapping[i], mapping[j]).
@@ -197,6 +248,28 @@ mod tests {
         for map in [[0, 1, 2, 3], [7, 0, 3, 4], [1, 6, 2, 5]] {
             assert_eq!(cost_with(&d, &m, 4, &map), cost_sparse(&d, &s, &map));
         }
+    }
+
+    /// The table must give exactly the tree walk's hops, both triangles and the diagonal.
+    #[test]
+    fn hop_table_matches_the_tree_walk() {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        let d = PuDistance::with_hop_table(&topo, Distance::Hops).unwrap();
+        assert!(d.hops.is_some(), "64 PUs get a table");
+        for a in 0..topo.num_pus() {
+            for b in 0..topo.num_pus() {
+                assert_eq!(d.get(a, b), topo.pu_distance(a, b) as f64, "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn large_machines_walk_the_tree_without_a_table() {
+        let topo = tdmap_topo::from_synthetic("package:2 core:513").unwrap();
+        let d = PuDistance::with_hop_table(&topo, Distance::Hops).unwrap();
+        assert!(d.hops.is_none(), "{} PUs", topo.num_pus());
+        assert_eq!(d.get(0, 1), topo.pu_distance(0, 1) as f64);
+        assert_eq!(d.get(0, 1025), topo.pu_distance(0, 1025) as f64);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use crate::slots::{fit_to_capacity, repair, Slots};
 use crate::MapError;
-use tdmap_scotch::{scotch_map_tleaf, CsrGraph};
+use tdmap_scotch::{scotch_map_tleaf, CsrGraph, ScotchError};
 
 /// Maps `n` threads sharing `m` (symmetric, n × n) onto `slots` with Scotch, seeded.
 pub fn map(slots: &Slots, m: &[f64], n: usize, seed: u64) -> Result<Vec<usize>, MapError> {
@@ -24,8 +24,11 @@ pub fn map(slots: &Slots, m: &[f64], n: usize, seed: u64) -> Result<Vec<usize>, 
         // Scotch's default mapping strategy, not the strict-balance one: on a dense
         // 1024-thread graph the latter took 32 s here against 0.9 s, and the repair below
         // fixes the PEs that the default leaves with two threads.
-        let part = scotch_map_tleaf(&graph, &sizes, &links, false, seed)
-            .map_err(|e| MapError::Scotch(e.to_string()))?;
+        let part = scotch_map_tleaf(&graph, &sizes, &links, false, seed).map_err(|e| match e {
+            // A missing library is the user's setup (exit 2), not a failed mapping.
+            ScotchError::Missing { .. } => MapError::ScotchMissing(e.to_string()),
+            _ => MapError::Scotch(e.to_string()),
+        })?;
         part.into_iter().map(|p| p as usize).collect()
     };
     fit_to_capacity(slots, &mut slot_of);

@@ -88,6 +88,9 @@ pub enum MapError {
     /// libscotch failed.
     #[error("Scotch mapping failed: {0}")]
     Scotch(String),
+    /// libscotch could not be opened (the message names it and how to install it).
+    #[error("{0}")]
+    ScotchMissing(String),
     /// An output format that does not exist.
     #[error("unknown format {0:?}; choose one of json, omp-places, rankfile, hostfile, slurm, hwloc-bind, taskset, numactl")]
     UnknownFormat(String),

@@ -2,10 +2,15 @@
 //! for the `drb` thread-mapping algorithm of tdmap-map (kMAF §3.4.1). It is a crate of
 //! its own so that the mapper reaches Scotch without depending on the syscall layer
 //! (tdmap-sys); it is one of the few crates that may use `unsafe`, and its interface is
-//! plain slices, so tdmap-map stays pure and forbids `unsafe`.
+//! plain slices, so tdmap-map stays pure and forbids `unsafe`. libscotch is opened at
+//! the first mapping (`load`), so that processes that do not map with `drb` never load it.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod load;
+
+pub use load::library_name;
+use load::Api;
 use scotch_sys as s;
 use std::mem::MaybeUninit;
 
@@ -22,6 +27,14 @@ pub enum ScotchError {
         call: &'static str,
         /// Its return code.
         rc: i32,
+    },
+    /// libscotch could not be opened (it is loaded at the first mapping, not at start).
+    #[error("cannot load {lib} for the drb algorithm ({reason}); install it (Debian: apt-get install libscotch-7.0) or choose another algorithm")]
+    Missing {
+        /// The library's file name.
+        lib: String,
+        /// dlopen's or dlsym's message.
+        reason: String,
     },
 }
 
@@ -64,15 +77,17 @@ pub fn scotch_map_tleaf(
     if n == 0 {
         return Ok(out);
     }
-    let mut arch = Arch::tleaf(sizes, links)?;
-    let graph_h = Graph::build(graph)?;
-    let mut ctx = Context::seeded(seed)?;
+    let api = load::api()?;
+    let mut arch = Arch::tleaf(api, sizes, links)?;
+    let graph_h = Graph::build(api, graph)?;
+    let mut ctx = Context::seeded(api, seed)?;
     let mut bound = ctx.bind(&graph_h)?;
-    let mut strat = Strat::map(parts, balance)?;
+    let mut strat = Strat::map(api, parts, balance)?;
     // SAFETY: all four objects were initialised by Scotch and outlive the call (`bound`
     // is dropped before `ctx` and `graph_h`); `out` has one slot per graph vertex as
     // SCOTCH_graphMap requires.
-    let rc = unsafe { s::SCOTCH_graphMap(&mut bound.0, &arch.0, &mut strat.0, out.as_mut_ptr()) };
+    let rc =
+        unsafe { (api.SCOTCH_graphMap)(&mut bound.0, &arch.0, &mut strat.0, out.as_mut_ptr()) };
     check(rc, "SCOTCH_graphMap")?;
     drop(bound);
     let _ = &mut arch;
@@ -80,48 +95,49 @@ pub fn scotch_map_tleaf(
 }
 
 /// A Scotch 7 execution context: a private random generator and thread pool.
-struct Context(Box<s::SCOTCH_Context>);
+struct Context(Box<s::SCOTCH_Context>, &'static Api);
 
 impl Context {
     /// One thread, deterministic, its own generator seeded by `seed`.
-    fn seeded(seed: u64) -> Result<Context, ScotchError> {
+    fn seeded(api: &'static Api, seed: u64) -> Result<Context, ScotchError> {
         let mut raw = Box::new(MaybeUninit::<s::SCOTCH_Context>::uninit());
         // SAFETY: SCOTCH_contextInit only writes the structure behind the pointer, which
         // `raw` owns; it is initialised when the call returns 0.
-        let rc = unsafe { s::SCOTCH_contextInit(raw.as_mut_ptr()) };
+        let rc = unsafe { (api.SCOTCH_contextInit)(raw.as_mut_ptr()) };
         check(rc, "SCOTCH_contextInit")?;
         // SAFETY: initialised just above; MaybeUninit<T> has T's layout. The box keeps
         // the context at one address, which bound graphs point to.
-        let mut ctx = Context(unsafe { Box::from_raw(Box::into_raw(raw).cast()) });
+        let mut ctx = Context(unsafe { Box::from_raw(Box::into_raw(raw).cast()) }, api);
         let det = s::SCOTCH_OPTIONNUMDETERMINISTIC as i32;
         // SAFETY: ctx is initialised; the option index is one Scotch defines.
-        let rc = unsafe { s::SCOTCH_contextOptionSetNum(&mut *ctx.0, det, 1) };
+        let rc = unsafe { (api.SCOTCH_contextOptionSetNum)(&mut *ctx.0, det, 1) };
         check(rc, "SCOTCH_contextOptionSetNum")?;
         // SAFETY: ctx is initialised; this gives it a generator of its own, so that
         // seeding it does not touch (and is not touched by) other callers.
-        let rc = unsafe { s::SCOTCH_contextRandomClone(&mut *ctx.0) };
+        let rc = unsafe { (api.SCOTCH_contextRandomClone)(&mut *ctx.0) };
         check(rc, "SCOTCH_contextRandomClone")?;
         // Scotch's seed is a 32-bit SCOTCH_Num: fold the 64 bits into it.
         let folded = ((seed ^ (seed >> 32)) & 0x7fff_ffff) as s::SCOTCH_Num;
         // SAFETY: ctx is initialised and owns its generator since the clone.
-        unsafe { s::SCOTCH_contextRandomSeed(&mut *ctx.0, folded) };
+        unsafe { (api.SCOTCH_contextRandomSeed)(&mut *ctx.0, folded) };
         // SAFETY: ctx is initialised; one thread, no core list.
-        let rc = unsafe { s::SCOTCH_contextThreadSpawn(&mut *ctx.0, 1, std::ptr::null()) };
+        let rc = unsafe { (api.SCOTCH_contextThreadSpawn)(&mut *ctx.0, 1, std::ptr::null()) };
         check(rc, "SCOTCH_contextThreadSpawn")?;
         Ok(ctx)
     }
 
     /// `graph` seen through this context.
     fn bind(&mut self, graph: &Graph) -> Result<Graph, ScotchError> {
+        let api = self.1;
         let mut raw = MaybeUninit::<s::SCOTCH_Graph>::uninit();
         // SAFETY: SCOTCH_graphInit only writes the structure behind the pointer.
-        let rc = unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) };
+        let rc = unsafe { (api.SCOTCH_graphInit)(raw.as_mut_ptr()) };
         check(rc, "SCOTCH_graphInit")?;
         // SAFETY: initialised just above.
-        let mut bound = Graph(unsafe { raw.assume_init() });
+        let mut bound = Graph(unsafe { raw.assume_init() }, api);
         // SAFETY: both the context and the source graph are initialised and outlive the
         // bound graph in scotch_map_tleaf.
-        let rc = unsafe { s::SCOTCH_contextBindGraph(&mut *self.0, &graph.0, &mut bound.0) };
+        let rc = unsafe { (api.SCOTCH_contextBindGraph)(&mut *self.0, &graph.0, &mut bound.0) };
         check(rc, "SCOTCH_contextBindGraph")?;
         Ok(bound)
     }
@@ -130,7 +146,7 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: the context was initialised by SCOTCH_contextInit.
-        unsafe { s::SCOTCH_contextExit(&mut *self.0) }
+        unsafe { (self.1.SCOTCH_contextExit)(&mut *self.0) }
     }
 }
 
@@ -142,21 +158,21 @@ fn check(rc: i32, call: &'static str) -> Result<(), ScotchError> {
     }
 }
 
-struct Arch(s::SCOTCH_Arch);
+struct Arch(s::SCOTCH_Arch, &'static Api);
 
 impl Arch {
-    fn tleaf(sizes: &[i32], links: &[i32]) -> Result<Arch, ScotchError> {
+    fn tleaf(api: &'static Api, sizes: &[i32], links: &[i32]) -> Result<Arch, ScotchError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Arch>::uninit();
         // SAFETY: SCOTCH_archInit only writes the structure behind the pointer, which
         // `raw` owns; it is initialised when the call returns 0.
-        let rc = unsafe { s::SCOTCH_archInit(raw.as_mut_ptr()) };
+        let rc = unsafe { (api.SCOTCH_archInit)(raw.as_mut_ptr()) };
         check(rc, "SCOTCH_archInit")?;
         // SAFETY: initialised just above.
-        let mut arch = Arch(unsafe { raw.assume_init() });
+        let mut arch = Arch(unsafe { raw.assume_init() }, api);
         let levels = sizes.len() as s::SCOTCH_Num;
         // SAFETY: both arrays hold `levels` entries and Scotch copies them.
         let rc =
-            unsafe { s::SCOTCH_archTleaf(&mut arch.0, levels, sizes.as_ptr(), links.as_ptr()) };
+            unsafe { (api.SCOTCH_archTleaf)(&mut arch.0, levels, sizes.as_ptr(), links.as_ptr()) };
         check(rc, "SCOTCH_archTleaf")?;
         Ok(arch)
     }
@@ -165,28 +181,28 @@ impl Arch {
 impl Drop for Arch {
     fn drop(&mut self) {
         // SAFETY: the architecture was initialised by SCOTCH_archInit.
-        unsafe { s::SCOTCH_archExit(&mut self.0) }
+        unsafe { (self.1.SCOTCH_archExit)(&mut self.0) }
     }
 }
 
-struct Graph(s::SCOTCH_Graph);
+struct Graph(s::SCOTCH_Graph, &'static Api);
 
 impl Graph {
-    fn build(g: &CsrGraph) -> Result<Graph, ScotchError> {
+    fn build(api: &'static Api, g: &CsrGraph) -> Result<Graph, ScotchError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Graph>::uninit();
         // SAFETY: SCOTCH_graphInit only writes the structure behind the pointer, which
         // `raw` owns; it is initialised when the call returns 0.
-        let rc = unsafe { s::SCOTCH_graphInit(raw.as_mut_ptr()) };
+        let rc = unsafe { (api.SCOTCH_graphInit)(raw.as_mut_ptr()) };
         check(rc, "SCOTCH_graphInit")?;
         // SAFETY: initialised just above.
-        let mut graph = Graph(unsafe { raw.assume_init() });
+        let mut graph = Graph(unsafe { raw.assume_init() }, api);
         let n = (g.xadj.len() - 1) as s::SCOTCH_Num;
         let edges = g.adjncy.len() as s::SCOTCH_Num;
         // SAFETY: xadj has n+1 entries, adjncy and adjwgt `edges` entries; Scotch keeps
         // pointers to them, and `g` outlives the graph because both live in
         // scotch_map_tleaf's frame and the graph is dropped first.
         let rc = unsafe {
-            s::SCOTCH_graphBuild(
+            (api.SCOTCH_graphBuild)(
                 &mut graph.0,
                 0,
                 n,
@@ -207,26 +223,26 @@ impl Graph {
 impl Drop for Graph {
     fn drop(&mut self) {
         // SAFETY: the graph was initialised by SCOTCH_graphInit.
-        unsafe { s::SCOTCH_graphExit(&mut self.0) }
+        unsafe { (self.1.SCOTCH_graphExit)(&mut self.0) }
     }
 }
 
-struct Strat(s::SCOTCH_Strat);
+struct Strat(s::SCOTCH_Strat, &'static Api);
 
 impl Strat {
-    fn map(parts: i64, balance: bool) -> Result<Strat, ScotchError> {
+    fn map(api: &'static Api, parts: i64, balance: bool) -> Result<Strat, ScotchError> {
         let mut raw = MaybeUninit::<s::SCOTCH_Strat>::uninit();
         // SAFETY: SCOTCH_stratInit only writes the structure behind the pointer, which
         // `raw` owns; it is initialised when the call returns 0.
-        let rc = unsafe { s::SCOTCH_stratInit(raw.as_mut_ptr()) };
+        let rc = unsafe { (api.SCOTCH_stratInit)(raw.as_mut_ptr()) };
         check(rc, "SCOTCH_stratInit")?;
         // SAFETY: initialised just above.
-        let mut strat = Strat(unsafe { raw.assume_init() });
+        let mut strat = Strat(unsafe { raw.assume_init() }, api);
         if balance {
             let flags = (s::SCOTCH_STRATQUALITY | s::SCOTCH_STRATBALANCE) as s::SCOTCH_Num;
             // SAFETY: strat is initialised; the strategy string is built by Scotch.
             let rc = unsafe {
-                s::SCOTCH_stratGraphMapBuild(&mut strat.0, flags, parts as s::SCOTCH_Num, 0.0)
+                (api.SCOTCH_stratGraphMapBuild)(&mut strat.0, flags, parts as s::SCOTCH_Num, 0.0)
             };
             check(rc, "SCOTCH_stratGraphMapBuild")?;
         }
@@ -237,7 +253,7 @@ impl Strat {
 impl Drop for Strat {
     fn drop(&mut self) {
         // SAFETY: the strategy was initialised by SCOTCH_stratInit.
-        unsafe { s::SCOTCH_stratExit(&mut self.0) }
+        unsafe { (self.1.SCOTCH_stratExit)(&mut self.0) }
     }
 }
 
