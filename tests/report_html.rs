@@ -157,7 +157,10 @@ fn a_run_report_alone_makes_a_page_with_its_timeline() {
     let run: Value = serde_json::from_str(&std::fs::read_to_string(RUN).unwrap()).unwrap();
     let periods = run["timeline"].as_array().unwrap().len();
     assert!(periods >= 5, "the fixture has {periods} periods");
-    assert_eq!(html.matches("<rect class=\"bar\"").count(), periods * 3 + 11);
+    assert_eq!(
+        html.matches("<rect class=\"bar\"").count(),
+        periods * 3 + 11
+    );
 }
 
 fn one_line_exit_2(o: &Output, has: &str) {
