@@ -14,6 +14,10 @@ ROUNDS=${ROUNDS:-3}
 [ -n "${TDMAP_SKIP_BUILD:-}" ] || cargo build --release -q -p tdmap
 traces=("$@")
 [ ${#traces[@]} -gt 0 ] || traces=(target/bench-sim/*.trace)
+if [ ! -f "${traces[0]}" ]; then
+  echo "tdmap: no trace at ${traces[0]}: run make bench-sim-workloads first, or name traces" >&2
+  exit 2
+fi
 bins=("$TDMAP")
 [ -z "${BASE:-}" ] || bins=("$BASE" "$TDMAP")
 tmp=$(mktemp -d)
