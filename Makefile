@@ -217,3 +217,9 @@ calibrate-verdict: setup
 .PHONY: bench-sim-workloads
 bench-sim-workloads: setup
 	bash bench/sim_workloads.sh
+
+## tdmap sim's replay speed: accesses x policies per CPU second of the sim process, on the
+## traces bench-sim-workloads left (BASE=older/tdmap also runs that binary, interleaved).
+.PHONY: bench-sim-speed
+bench-sim-speed: setup
+	bash bench/sim_speed.sh

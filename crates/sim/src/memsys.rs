@@ -98,6 +98,11 @@ impl MemSys {
     pub fn access(&mut self, core: usize, line: u64, write: bool, home: usize, node: usize) -> u64 {
         if let Some(st) = self.l1[core].lookup(line) {
             self.stats.l1_hits += 1;
+            // Reads and writes to owned lines, most hits, need no directory work: keep
+            // that test inline and the write path out of line.
+            if !write || st == State::Modified {
+                return self.lat_l1;
+            }
             return self.lat_l1 + self.on_private_hit(core, line, write, st);
         }
         self.stats.l1_misses += 1;
@@ -114,7 +119,7 @@ impl MemSys {
     }
 
     /// A write hit needs ownership: E becomes M silently, S needs an upgrade.
-    #[inline]
+    #[inline(never)]
     fn on_private_hit(&mut self, core: usize, line: u64, write: bool, st: State) -> u64 {
         if !write || st == State::Modified {
             return 0;

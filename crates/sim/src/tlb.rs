@@ -21,6 +21,17 @@ pub struct TlbEntry {
 
 const EMPTY: u64 = u64::MAX;
 
+/// Moves a set's last entry first, shifting the others down by one. Sets are a few ways
+/// long, so a plain loop beats `rotate_right`, which calls memmove (seen in profiles).
+#[inline]
+fn move_to_front(set: &mut [TlbEntry]) {
+    let Some(&last) = set.last() else { return };
+    for i in (1..set.len()).rev() {
+        set[i] = set[i - 1];
+    }
+    set[0] = last;
+}
+
 /// A set-associative LRU TLB.
 #[derive(Debug, Clone)]
 pub struct Tlb {
@@ -65,7 +76,7 @@ impl Tlb {
         let k = self.slots[base..base + self.ways]
             .iter()
             .position(|e| e.page == page && e.thread == thread)?;
-        self.slots[base..=base + k].rotate_right(1);
+        move_to_front(&mut self.slots[base..=base + k]);
         Some(&mut self.slots[base])
     }
 
@@ -73,7 +84,7 @@ impl Tlb {
     pub fn insert(&mut self, e: TlbEntry) -> Option<TlbEntry> {
         let base = self.base(e.page);
         let last = self.slots[base + self.ways - 1];
-        self.slots[base..base + self.ways].rotate_right(1);
+        move_to_front(&mut self.slots[base..base + self.ways]);
         self.slots[base] = e;
         (last.page != EMPTY).then_some(last)
     }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Replay speed of `tdmap sim` (`make bench-sim-speed`): simulated accesses x policies per
+# CPU second of the sim process (user + system, from /usr/bin/time), the figure of issue
+# 18 item 7. BASE=path/to/an/older/tdmap runs that binary too, interleaved with this one
+# on the same traces, and prints both side by side with their ratio, so that a change is
+# measured in one run under the same machine load.
+# Usage: bench/sim_speed.sh TRACE... (default: the traces `make bench-sim-workloads` left).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TDMAP=${TDMAP:-target/release/tdmap}
+MACHINE=${MACHINE:-xeon-x7550-4s}
+POLICIES=${POLICIES:-os,compact,scatter,random,interleave,numa-balancing,sammu,kmaf,oracle}
+ROUNDS=${ROUNDS:-3}
+[ -n "${TDMAP_SKIP_BUILD:-}" ] || cargo build --release -q -p tdmap
+traces=("$@")
+[ ${#traces[@]} -gt 0 ] || traces=(target/bench-sim/*.trace)
+if [ ! -f "${traces[0]}" ]; then
+  echo "tdmap: no trace at ${traces[0]}: run make bench-sim-workloads first, or name traces" >&2
+  exit 2
+fi
+bins=("$TDMAP")
+[ -z "${BASE:-}" ] || bins=("$BASE" "$TDMAP")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# One run: prints "ACCESSES POLICIES CPU_SECONDS"; the output must match across binaries.
+run() {
+  local bin=$1 trace=$2 out=$3
+  /usr/bin/time -f "%U %S" -o "$tmp/time" "$bin" sim "$trace" --machine "$MACHINE" \
+    --policies "$POLICIES" >"$out"
+  local acc npol
+  acc=$(head -1 "$out" | sed 's/.* \([0-9]*\) accesses.*/\1/')
+  npol=$(awk 'NR>2 && NF==8' "$out" | wc -l)
+  echo "$acc $npol $(awk '{print $1 + $2}' "$tmp/time")"
+}
+
+printf '%-28s %-8s %14s %14s\n' trace binary "M acc*pol/CPUs" "CPU s (best)"
+for trace in "${traces[@]}"; do
+  declare -A best=()
+  for _ in $(seq "$ROUNDS"); do
+    for i in "${!bins[@]}"; do
+      read -r acc npol cpu < <(run "${bins[$i]}" "$trace" "$tmp/out$i")
+      if [ -z "${best[$i]:-}" ] || awk -v a="$cpu" -v b="${best[$i]}" 'BEGIN{exit !(a<b)}'; then
+        best[$i]=$cpu
+      fi
+    done
+    if [ ${#bins[@]} -gt 1 ] && ! cmp -s "$tmp/out0" "$tmp/out1"; then
+      echo "tdmap: $trace: the two binaries print different results" >&2
+      exit 1
+    fi
+  done
+  for i in "${!bins[@]}"; do
+    name=new; [ ${#bins[@]} -gt 1 ] && [ "$i" = 0 ] && name=base
+    awk -v t="$(basename "$trace")" -v n="$name" -v a="$acc" -v p="$npol" -v c="${best[$i]}" \
+      'BEGIN{printf "%-28s %-8s %14.1f %14.2f\n", t, n, a*p/c/1e6, c}'
+  done
+  if [ ${#bins[@]} -gt 1 ]; then
+    awk -v a="${best[0]}" -v b="${best[1]}" 'BEGIN{printf "%-28s %-8s %14.3f  (base CPU s / new CPU s)\n", "", "speedup", a/b}'
+  fi
+  unset best
+done
+echo "policies: $POLICIES ($(echo "$POLICIES" | tr , '\n' | wc -l)); best-static's candidate replays are inside its CPU time but counted as one policy"
+echo "load: $(uptime | sed 's/.*load/load/')"
