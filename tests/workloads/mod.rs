@@ -43,6 +43,22 @@ pub const ALL: &[Workload] = &[
         name: "phase",
         size: "64",
     },
+    Workload {
+        name: "cg",
+        size: "8",
+    },
+    Workload {
+        name: "mg",
+        size: "32",
+    },
+    Workload {
+        name: "fft",
+        size: "8",
+    },
+    Workload {
+        name: "spinbar",
+        size: "2",
+    },
 ];
 
 /// The expected sharing of workload `name` run with `t` threads.
@@ -56,8 +72,13 @@ pub fn expected(name: &str, t: usize) -> Vec<Vec<f64>> {
     match name {
         // Private data only.
         "ep" => w(&|_, _| 0.0),
-        // Row blocks and pipeline stages: neighbours only.
-        "stencil1d" | "pipeline" => w(&|i, j| flag(i.abs_diff(j) == 1)),
+        // Row blocks and pipeline stages: neighbours only. spinbar is stencil1d with a
+        // spin barrier (its flag line, like pthread's barrier, adds the same to all
+        // pairs); mg's levels are all split into the same row blocks.
+        "stencil1d" | "pipeline" | "spinbar" | "mg" => w(&|i, j| flag(i.abs_diff(j) == 1)),
+        // Row blocks whose SpMV reads a plane of p beyond each end, plus the reduction's
+        // partial sums that every thread reads (the same lines for every pair).
+        "cg" => w(&|i, j| 1.0 + flag(i.abs_diff(j) == 1)),
         // Face neighbours of the 3-D process grid, all faces holding the same lines.
         "stencil3d" => {
             let d = dims3(t);
@@ -70,8 +91,8 @@ pub fn expected(name: &str, t: usize) -> Vec<Vec<f64>> {
         }
         // Thread i with thread T-1-i.
         "pairs" => w(&|i, j| flag(j == t - 1 - i)),
-        // Every pair equally (transposes).
-        "alltoall" => w(&|_, _| 1.0),
+        // Every pair equally (transposes; fft's twiddle table is read by all).
+        "alltoall" | "fft" => w(&|_, _| 1.0),
         // Everyone through x, and thread 0 also with everyone's rows (it initialised them).
         "cginit" => w(&|i, j| 1.0 + flag(i == 0 || j == 0)),
         // Buffer b is used by b, b^1 (first half) and (b+T/2)%T (second half); over the
