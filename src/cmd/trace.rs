@@ -51,6 +51,11 @@ pub struct Args {
     /// of the same kind, and only count it: smaller traces, same sharing pattern.
     #[arg(long)]
     filter_lines: bool,
+    /// Keep every read: by default a thread's reads of the line its previous record read
+    /// (spin-waiting on a flag) collapse into that record with a count, which leaves the
+    /// amount metric exact (see docs/formats.md "Collapsed reads").
+    #[arg(long)]
+    no_collapse: bool,
     /// Only count accesses in the callbacks and write no trace (measures their cost).
     #[arg(long)]
     count_only: bool,
@@ -93,6 +98,7 @@ struct Summary {
     accesses: u64,
     first_touch_pages: u64,
     filtered: u64,
+    collapsed_reads: u64,
     trace_bytes: u64,
     bytes_per_access: f64,
     run_seconds: f64,
@@ -368,6 +374,7 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_DATA.into(), scratch.data.clone().into_os_string()),
         (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
         (wire::ENV_FILTER.into(), flag(args.filter_lines)),
+        (wire::ENV_COLLAPSE.into(), flag(!args.no_collapse)),
         (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
@@ -430,17 +437,36 @@ impl Decoder {
     /// a trace starts with accesses. That time is still before any other thread's access
     /// to the page, since an earlier one would have made that thread the first. A fault's
     /// CPU is where the thread ran at the first touch, its node that CPU's: where
-    /// first-touch placement puts the page.
-    fn chunk(&self, c: &RawChunk, acc: &mut Vec<Access>, faults: &mut Vec<Fault>) -> usize {
+    /// first-touch placement puts the page. `repeats` gets, for each record that
+    /// collapsed repeated reads, its index in `acc` and the extra reads.
+    fn chunk(
+        &self,
+        c: &RawChunk,
+        acc: &mut Vec<Access>,
+        faults: &mut Vec<Fault>,
+        repeats: &mut Vec<(u32, u32)>,
+    ) -> usize {
         acc.clear();
         faults.clear();
+        repeats.clear();
         let mut split = None;
         let thread = c.thread;
         let times = raw::times(&c.ticks, c.t1, c.records.len());
+        // The access each word position holds, for the repeat words.
+        let mut acc_at = Vec::with_capacity(c.records.len());
         for (i, (&w, time)) in c.records.iter().zip(times).enumerate() {
-            if wire::unpack_cpu(w).is_some() {
+            if wire::is_side_word(w) {
+                // A repeat word names an earlier read record of the chunk by position.
+                if let Some((at, n)) = wire::unpack_repeat(w) {
+                    let a = acc_at.get(at as usize).copied().unwrap_or(u32::MAX);
+                    if acc.get(a as usize).is_some_and(|x| !x.write) {
+                        repeats.push((a, n));
+                    }
+                }
+                acc_at.push(u32::MAX);
                 continue;
             }
+            acc_at.push(acc.len() as u32);
             let r = wire::unpack(w);
             acc.push(Access {
                 thread,
@@ -468,6 +494,8 @@ impl Decoder {
                 });
             }
         }
+        repeats.sort_unstable();
+        repeats.dedup_by_key(|r| r.0);
         split.map_or(acc.len(), |i| i + 1)
     }
 }
@@ -478,6 +506,7 @@ fn fill(sum: &mut Summary, stats: &Stats, output: &Path, status: TraceStatus) {
     sum.accesses = stats.accesses;
     sum.first_touch_pages = stats.faults;
     sum.filtered = stats.filtered;
+    sum.collapsed_reads = stats.collapsed;
     sum.trace_bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
     sum.bytes_per_access = sum.trace_bytes as f64 / (stats.accesses.max(1)) as f64;
 }
@@ -510,8 +539,8 @@ fn print_line(sum: &Summary, args: &Args) -> Result<()> {
         .map(|p| format!(" -> {}", p.display()))
         .unwrap_or_default();
     eprintln!(
-        "tdmap: {} accesses, {} threads in {} processes, {} first-touch pages, {} filtered, {:.2} bytes/access, {}{to}",
-        sum.accesses, sum.threads, sum.processes.max(1), sum.first_touch_pages, sum.filtered, sum.bytes_per_access, sum.status
+        "tdmap: {} accesses, {} threads in {} processes, {} first-touch pages, {} filtered, {} collapsed reads, {:.2} bytes/access, {}{to}",
+        sum.accesses, sum.threads, sum.processes.max(1), sum.first_touch_pages, sum.filtered, sum.collapsed_reads, sum.bytes_per_access, sum.status
     );
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! fails (a full disk), the file is cut back to the end of the last whole frame, so it
 //! stays a readable Incomplete trace, and every later call reports that one error.
 
-use crate::chunk::{encode_accesses, encode_faults};
+use crate::chunk::{encode_accesses, encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
 use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
@@ -32,6 +32,7 @@ const LEVEL: i32 = 3;
 /// Events of one frame, still to be encoded by a worker.
 enum Batch {
     Accesses(Vec<Access>),
+    Repeats(Vec<(u32, u32)>),
     Faults(Vec<Fault>),
 }
 
@@ -207,6 +208,33 @@ impl Writer {
         Ok(())
     }
 
+    /// Appends accesses of `thread` as [`Writer::append_accesses`] does, with collapsed
+    /// reads: `repeats` holds, by increasing index into `accesses`, each read that stands
+    /// for a run of reads of its line and how many more reads the run had (V4 repeats
+    /// frames, each written just before the accesses frame it describes).
+    pub fn append_collapsed(
+        &self,
+        thread: u32,
+        accesses: &[Access],
+        repeats: &[(u32, u32)],
+    ) -> Result<()> {
+        let max = codec::MAX_FRAME_EVENTS as usize;
+        let mut rest = repeats;
+        for (k, part) in accesses.chunks(max).enumerate() {
+            let end = ((k + 1) * max) as u32;
+            let n = rest.iter().take_while(|r| r.0 < end).count();
+            let (mine, later) = rest.split_at(n);
+            rest = later;
+            let base = (k * max) as u32;
+            let rebased: Vec<(u32, u32)> = mine.iter().map(|&(i, e)| (i - base, e)).collect();
+            if !part.is_empty() {
+                self.send_frame(thread, Batch::Repeats(rebased))?;
+            }
+            self.send_frame(thread, Batch::Accesses(part.to_vec()))?;
+        }
+        Ok(())
+    }
+
     /// Appends page-fault samples of `thread` (their own `thread` fields are ignored).
     pub fn append_faults(&self, thread: u32, faults: &[Fault]) -> Result<()> {
         for part in faults.chunks(codec::MAX_FRAME_EVENTS as usize) {
@@ -241,6 +269,7 @@ impl Writer {
         let n = match &batch {
             Batch::Accesses(a) => a.len(),
             Batch::Faults(f) => f.len(),
+            Batch::Repeats(r) => r.len(),
         };
         if n == 0 {
             return Ok(());
@@ -297,6 +326,7 @@ fn encode_jobs(
                 let (kind, count, (raw, flags)) = match &batch {
                     Batch::Accesses(a) => (Kind::Accesses, a.len(), encode_accesses(a)),
                     Batch::Faults(f) => (Kind::Faults, f.len(), encode_faults(f)),
+                    Batch::Repeats(r) => (Kind::Repeats, r.len(), (encode_repeats(r), 0)),
                 };
                 drop(batch);
                 frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw).map(|bytes| {
@@ -368,7 +398,11 @@ impl Background {
                         bytes,
                     } => {
                         self.grow_threads(thread.saturating_add(1))?;
-                        self.totals[(kind == Kind::Faults) as usize] += count as u64;
+                        match kind {
+                            Kind::Accesses => self.totals[0] += count as u64,
+                            Kind::Faults => self.totals[1] += count as u64,
+                            _ => {}
+                        }
                         self.out.append(&bytes)?;
                         self.pos += bytes.len() as u64;
                     }

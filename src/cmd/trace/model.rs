@@ -152,7 +152,7 @@ impl Feed {
     /// whether it ended inside a chunk.
     fn consume(&mut self, src: &mut Follow) -> Result<bool> {
         let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, src));
-        let (mut acc, mut faults) = (Vec::new(), Vec::new());
+        let (mut acc, mut faults, mut repeats) = (Vec::new(), Vec::new(), Vec::new());
         let mut addrs = Vec::new();
         while let Some(ev) = rd.next_event()? {
             match ev {
@@ -164,7 +164,9 @@ impl Feed {
                 RawEvent::Accesses(c) => {
                     let t = c.thread;
                     self.grow(t)?;
-                    let split = self.dec.chunk(&c, &mut acc, &mut faults);
+                    // A collapsed run of reads feeds the model once, as `tdmap analyze`
+                    // reads it from a trace (docs/formats.md "Collapsed reads").
+                    let split = self.dec.chunk(&c, &mut acc, &mut faults, &mut repeats);
                     addrs.clear();
                     addrs.extend(acc.iter().map(|a: &Access| a.addr));
                     self.model.accesses(t, &addrs[..split])?;
