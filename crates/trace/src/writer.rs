@@ -32,7 +32,9 @@ const LEVEL: i32 = 3;
 /// Events of one frame, still to be encoded by a worker.
 enum Batch {
     Accesses(Vec<Access>),
-    Repeats(Vec<(u32, u32)>),
+    /// Accesses with collapsed reads: a repeats frame and the accesses frame after it,
+    /// encoded as one job so that no other thread's frame comes between them.
+    Collapsed(Vec<Access>, Vec<(u32, u32)>),
     Faults(Vec<Fault>),
 }
 
@@ -218,6 +220,15 @@ impl Writer {
         accesses: &[Access],
         repeats: &[(u32, u32)],
     ) -> Result<()> {
+        let ordered = repeats.windows(2).all(|w| w[0].0 < w[1].0);
+        let reads = repeats
+            .iter()
+            .all(|&(i, n)| n > 0 && accesses.get(i as usize).is_some_and(|a| !a.write));
+        if !ordered || !reads {
+            return Err(TraceError::Invalid(
+                "collapsed reads must name reads of the batch, by increasing index".into(),
+            ));
+        }
         let max = codec::MAX_FRAME_EVENTS as usize;
         let mut rest = repeats;
         for (k, part) in accesses.chunks(max).enumerate() {
@@ -227,10 +238,12 @@ impl Writer {
             rest = later;
             let base = (k * max) as u32;
             let rebased: Vec<(u32, u32)> = mine.iter().map(|&(i, e)| (i - base, e)).collect();
-            if !part.is_empty() {
-                self.send_frame(thread, Batch::Repeats(rebased))?;
-            }
-            self.send_frame(thread, Batch::Accesses(part.to_vec()))?;
+            let batch = if rebased.is_empty() {
+                Batch::Accesses(part.to_vec())
+            } else {
+                Batch::Collapsed(part.to_vec(), rebased)
+            };
+            self.send_frame(thread, batch)?;
         }
         Ok(())
     }
@@ -269,7 +282,7 @@ impl Writer {
         let n = match &batch {
             Batch::Accesses(a) => a.len(),
             Batch::Faults(f) => f.len(),
-            Batch::Repeats(r) => r.len(),
+            Batch::Collapsed(a, _) => a.len(),
         };
         if n == 0 {
             return Ok(());
@@ -326,16 +339,29 @@ fn encode_jobs(
                 let (kind, count, (raw, flags)) = match &batch {
                     Batch::Accesses(a) => (Kind::Accesses, a.len(), encode_accesses(a)),
                     Batch::Faults(f) => (Kind::Faults, f.len(), encode_faults(f)),
-                    Batch::Repeats(r) => (Kind::Repeats, r.len(), (encode_repeats(r), 0)),
+                    Batch::Collapsed(a, _) => (Kind::Accesses, a.len(), encode_accesses(a)),
+                };
+                let repeats = match &batch {
+                    Batch::Collapsed(_, r) => frame_bytes(
+                        &mut comp,
+                        Kind::Repeats,
+                        thread,
+                        r.len() as u32,
+                        0,
+                        &encode_repeats(r),
+                    ),
+                    _ => Ok(Vec::new()),
                 };
                 drop(batch);
-                frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw).map(|bytes| {
-                    Done::Frame {
+                let frame = frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw);
+                repeats.and_then(|mut bytes| {
+                    bytes.extend(frame?);
+                    Ok(Done::Frame {
                         kind,
                         thread,
                         count: count as u32,
                         bytes,
-                    }
+                    })
                 })
             }
             Job::Threads(t) => Ok(Done::Threads(t)),
@@ -398,11 +424,7 @@ impl Background {
                         bytes,
                     } => {
                         self.grow_threads(thread.saturating_add(1))?;
-                        match kind {
-                            Kind::Accesses => self.totals[0] += count as u64,
-                            Kind::Faults => self.totals[1] += count as u64,
-                            _ => {}
-                        }
+                        self.totals[(kind == Kind::Faults) as usize] += count as u64;
                         self.out.append(&bytes)?;
                         self.pos += bytes.len() as u64;
                     }
