@@ -109,3 +109,52 @@ fn a_spin_barrier_trace_stays_within_2x_and_keeps_the_amount_matrix() {
     let sum = |m: &Vec<Vec<f64>>| m.iter().flatten().sum::<f64>();
     assert!(sum(&acc) < sum(&acc_all), "{acc:?} vs {acc_all:?}");
 }
+
+/// Runs `tdmap trace` on a program that prints the OpenMP wait variables it was given,
+/// with `env` added to tdmap's environment; the program's stdout.
+fn omp_env_seen(prog: &Path, env: &[(&str, &str)]) -> String {
+    let t = scratch().join("omp-env.trace");
+    let mut cmd = Command::new(TDMAP);
+    cmd.args(["trace", "--force", "-o"]).arg(&t).arg("--").arg(prog);
+    for v in ["KMP_BLOCKTIME", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY"] {
+        cmd.env_remove(v);
+    }
+    let out = cmd.envs(env.iter().copied()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Issue 17 item 6: the OpenMP runtimes' spin-waiting is capped under `tdmap trace`,
+/// unless the user set a wait policy.
+#[test]
+fn the_openmp_spin_time_is_capped_unless_the_user_set_it() {
+    let dir = scratch().join("omp-env");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("env.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#include <stdlib.h>
+volatile int touched;
+static const char *v(const char *n) { const char *s = getenv(n); return s ? s : "-"; }
+int main(void)
+{
+    touched = 1;
+    printf("%s %s %s\n", v("KMP_BLOCKTIME"), v("GOMP_SPINCOUNT"), v("OMP_WAIT_POLICY"));
+    return touched - 1;
+}
+"#,
+    )
+    .unwrap();
+    common::cargo_build("tdmap-rt");
+    let prog = dir.join("env");
+    let out = common::tdmap(&["cc", "-O2", "-o", prog.to_str().unwrap(), src.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(omp_env_seen(&prog, &[]), "0 0 -\n");
+    assert_eq!(omp_env_seen(&prog, &[("KMP_BLOCKTIME", "200")]), "200 - -\n");
+    assert_eq!(omp_env_seen(&prog, &[("GOMP_SPINCOUNT", "1000")]), "- 1000 -\n");
+    assert_eq!(
+        omp_env_seen(&prog, &[("OMP_WAIT_POLICY", "active")]),
+        "- - active\n"
+    );
+}

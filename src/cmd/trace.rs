@@ -20,6 +20,7 @@
 mod convert;
 mod keys;
 mod model;
+mod omp;
 mod procs;
 mod raw;
 
@@ -81,7 +82,9 @@ pub struct Args {
     /// arguments (after `--`). The processes it forks, and instrumented programs they
     /// exec, are traced too: tasks are numbered by process, then by thread, and pages
     /// shared between processes are keyed by backing object. A launcher (`sh -c
-    /// './prog'`) is accepted when its arguments name an instrumented program.
+    /// './prog'`) is accepted when its arguments name an instrumented program. Its
+    /// OpenMP runtime gets KMP_BLOCKTIME=0 and GOMP_SPINCOUNT=0 (idle workers sleep
+    /// instead of spinning) unless one of those or OMP_WAIT_POLICY is set.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
 }
@@ -370,7 +373,7 @@ fn spawn(args: &Args, scratch: &Scratch) -> Result<(ExitStatus, Forwarding)> {
 fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
     let name = args.command[0].to_string_lossy();
     let flag = |on: bool| OsString::from(if on { "1" } else { "0" });
-    let env = [
+    let mut env = vec![
         (wire::ENV_DATA.into(), scratch.data.clone().into_os_string()),
         (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
         (wire::ENV_FILTER.into(), flag(args.filter_lines)),
@@ -378,6 +381,7 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
+    env.extend(omp::spin_caps(|v| std::env::var_os(v)));
     let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
         .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
     let fwd = tdmap_sys::forward_signals(child.pid())?;
