@@ -68,6 +68,11 @@ pub struct Args {
     /// its forked children do not record.
     #[arg(long, conflicts_with = "count_only")]
     model_only: bool,
+    /// With --model-only: the most MiB of raw records the program may be ahead of tdmap
+    /// (the stream goes through memory, /dev/shm, never the disk); a thread about to
+    /// write past it waits. 0: no limit.
+    #[arg(long, value_name = "MIB", default_value_t = 64, requires = "model_only")]
+    buffer_mib: u64,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).
     #[arg(long, value_name = "N|all", requires = "model_only")]
@@ -150,7 +155,7 @@ pub fn run(args: Args) -> Result<i32> {
         )));
     }
     let has_runtime = check_instrumented(&exe, &args.command[1..])?;
-    let scratch = scratch_files(&output)?;
+    let scratch = scratch_files(&output, args.model_only)?;
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
     }
@@ -330,16 +335,35 @@ fn default_output(exe: &Path, model: bool) -> PathBuf {
     PathBuf::from(format!("{name}.{ext}"))
 }
 
-/// Names the runtime's scratch files beside the output, after checking it can write there.
-fn scratch_files(output: &Path) -> Result<Scratch> {
+/// Where `--model-only` keeps the runtime's raw stream: memory (tmpfs), not the disk.
+const MEMORY_DIR: &str = "/dev/shm";
+
+/// Names the runtime's scratch files beside the output, after checking it can write there;
+/// with `in_memory` (`--model-only`, which reads the stream as it grows), in
+/// [`MEMORY_DIR`] when that is writable, so that only the model reaches the disk.
+fn scratch_files(output: &Path, in_memory: bool) -> Result<Scratch> {
+    let beside = scratch_in(output, None)?;
+    if in_memory {
+        if let Ok(s) = scratch_in(output, Some(Path::new(MEMORY_DIR))) {
+            return Ok(s);
+        }
+    }
+    Ok(beside)
+}
+
+/// The scratch names for `output` in `dir` (default: the output's folder), after
+/// checking that a file can be created there.
+fn scratch_in(output: &Path, dir: Option<&Path>) -> Result<Scratch> {
     let base = output
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = dir.unwrap_or_else(|| {
+        output
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    });
     let pid = std::process::id();
     let s = Scratch {
         data: dir.join(format!(".{base}.raw-{pid}")),
@@ -382,6 +406,10 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
     env.extend(omp::spin_caps(|v| std::env::var_os(v)));
+    if args.model_only {
+        let bytes = args.buffer_mib.saturating_mul(1 << 20);
+        env.push((wire::ENV_BUFFER.into(), bytes.to_string().into()));
+    }
     let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
         .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
     let fwd = tdmap_sys::forward_signals(child.pid())?;

@@ -43,6 +43,10 @@ pub const ENV_FILTER: &str = "TDMAP_RT_FILTER";
 /// Environment variable: "0" turns off the collapse of a thread's repeated reads of a line
 /// (spin-waiting) into one record with a count ([`pack_repeat`]); on by default.
 pub const ENV_COLLAPSE: &str = "TDMAP_RT_COLLAPSE";
+/// Environment variable: the most bytes of its data file the runtime may hold that `tdmap
+/// trace` has not consumed yet (its allocated blocks: the reader punches holes behind
+/// it); a thread about to write past it waits. Unset or 0: no limit.
+pub const ENV_BUFFER: &str = "TDMAP_RT_BUFFER";
 /// Environment variable: "0" keeps forked children and exec'd programs from recording
 /// (`--model-only` follows the program's own file only, so theirs would only fill the disk).
 pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
