@@ -25,7 +25,11 @@ fn stencil3d() -> PathBuf {
         .arg(&prog)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     prog
 }
 
@@ -56,9 +60,18 @@ fn model_only_keeps_its_stream_in_memory_within_the_buffer() {
     // Each of the 8 threads may pass the check with one chunk (64 KiB and its header)
     // before the others' land.
     let peak = json["peak_buffer_bytes"].as_u64().unwrap();
-    eprintln!("{events} events, {} MiB of raw stream, peak {peak} bytes held", events * 8 >> 20);
-    assert!(peak > 0 && peak <= (1 << 20) + 8 * (66 << 10), "peak {peak}");
+    eprintln!(
+        "{events} events, {} MiB of raw stream, peak {peak} bytes held",
+        events * 8 >> 20
+    );
+    assert!(
+        peak > 0 && peak <= (1 << 20) + 8 * (66 << 10),
+        "peak {peak}"
+    );
     // Only the model reached the output folder.
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left, [std::ffi::OsString::from("s.model.json")]);
 }

@@ -27,7 +27,11 @@ fn build() -> (PathBuf, PathBuf) {
         .args([&spin, &bar])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (spin, bar)
 }
 
@@ -62,11 +66,18 @@ fn matrix(trace: &Path, metric: &str) -> Vec<Vec<f64>> {
         .arg(trace)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut m = vec![vec![0.0; 8]; 8];
     for p in json["top_pairs"].as_array().unwrap() {
-        let (i, j) = (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize);
+        let (i, j) = (
+            p[0].as_u64().unwrap() as usize,
+            p[1].as_u64().unwrap() as usize,
+        );
         m[i][j] = p[2].as_f64().unwrap();
         m[j][i] = m[i][j];
     }
@@ -102,7 +113,11 @@ fn a_spin_barrier_trace_stays_within_2x_and_keeps_the_amount_matrix() {
     assert!(reads(&spin_j) > spin_j["accesses"].as_u64().unwrap() * 10);
     let amount = matrix(&spin_t, "amount");
     assert!(amount[0][1] > 0.0, "{amount:?}");
-    assert_eq!(amount, matrix(&all_t, "amount"), "the amount metric is exact");
+    assert_eq!(
+        amount,
+        matrix(&all_t, "amount"),
+        "the amount metric is exact"
+    );
     // The access metric counts a collapsed run once: the pairs sharing the barrier's
     // line count fewer accesses.
     let (acc, acc_all) = (matrix(&spin_t, "accesses"), matrix(&all_t, "accesses"));
@@ -115,12 +130,19 @@ fn a_spin_barrier_trace_stays_within_2x_and_keeps_the_amount_matrix() {
 fn omp_env_seen(prog: &Path, env: &[(&str, &str)]) -> String {
     let t = scratch().join("omp-env.trace");
     let mut cmd = Command::new(TDMAP);
-    cmd.args(["trace", "--force", "-o"]).arg(&t).arg("--").arg(prog);
+    cmd.args(["trace", "--force", "-o"])
+        .arg(&t)
+        .arg("--")
+        .arg(prog);
     for v in ["KMP_BLOCKTIME", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY"] {
         cmd.env_remove(v);
     }
     let out = cmd.envs(env.iter().copied()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -148,11 +170,27 @@ int main(void)
     .unwrap();
     common::cargo_build("tdmap-rt");
     let prog = dir.join("env");
-    let out = common::tdmap(&["cc", "-O2", "-o", prog.to_str().unwrap(), src.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = common::tdmap(&[
+        "cc",
+        "-O2",
+        "-o",
+        prog.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(omp_env_seen(&prog, &[]), "0 0 -\n");
-    assert_eq!(omp_env_seen(&prog, &[("KMP_BLOCKTIME", "200")]), "200 - -\n");
-    assert_eq!(omp_env_seen(&prog, &[("GOMP_SPINCOUNT", "1000")]), "- 1000 -\n");
+    assert_eq!(
+        omp_env_seen(&prog, &[("KMP_BLOCKTIME", "200")]),
+        "200 - -\n"
+    );
+    assert_eq!(
+        omp_env_seen(&prog, &[("GOMP_SPINCOUNT", "1000")]),
+        "- 1000 -\n"
+    );
     assert_eq!(
         omp_env_seen(&prog, &[("OMP_WAIT_POLICY", "active")]),
         "- - active\n"

@@ -71,7 +71,12 @@ pub struct Args {
     /// With --model-only: the most MiB of raw records the program may be ahead of tdmap
     /// (the stream goes through memory, /dev/shm, never the disk); a thread about to
     /// write past it waits. 0: no limit.
-    #[arg(long, value_name = "MIB", default_value_t = 64, requires = "model_only")]
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 64,
+        requires = "model_only"
+    )]
     buffer_mib: u64,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).

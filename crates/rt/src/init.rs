@@ -9,7 +9,8 @@
 
 use crate::io::{self, CTL_FD, DATA_FD, MAPS_FD};
 use crate::state::{
-    self, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS,
+    self, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED,
+    TOUCHED_WORDS,
 };
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};

@@ -1,7 +1,9 @@
 //! The streaming reader: one pass over the frames with memory bounded by one frame,
 //! either chunk by chunk (fast path for the model) or event by event.
 
-use crate::chunk::{decode_accesses, decode_faults, decode_repeats, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES};
+use crate::chunk::{
+    decode_accesses, decode_faults, decode_repeats, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES,
+};
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::error::{Result, TraceError};
 use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};

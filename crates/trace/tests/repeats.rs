@@ -60,7 +60,10 @@ fn the_writer_refuses_repeats_on_a_write_or_out_of_order() {
     let acc: Vec<Access> = (0..10).map(|i| read(0, i, i == 3)).collect();
     for bad in [&[(3, 1)][..], &[(7, 1), (1, 1)], &[(10, 1)], &[(2, 0)]] {
         assert!(
-            matches!(w.append_collapsed(0, &acc, bad), Err(TraceError::Invalid(_))),
+            matches!(
+                w.append_collapsed(0, &acc, bad),
+                Err(TraceError::Invalid(_))
+            ),
             "{bad:?}"
         );
     }
@@ -85,7 +88,11 @@ fn a_repeat_that_names_a_write_or_another_frame_is_corrupt() {
     let writes = trace("with_write.trace", true, &[]);
     let rep = find_frame(&good, 6).unwrap();
     let acc = find_frame(&good, 1).unwrap();
-    assert_eq!(acc, rep + frame_len(&good, rep), "the repeats frame comes first");
+    assert_eq!(
+        acc,
+        rep + frame_len(&good, rep),
+        "the repeats frame comes first"
+    );
     // The repeats frame, then a frame whose access 3 is a write.
     let w0 = find_frame(&writes, 1).unwrap();
     let mut on_write = good[..acc].to_vec();

@@ -36,7 +36,10 @@ mod tests {
         let none = spin_caps(|_| None);
         assert_eq!(
             none,
-            [("KMP_BLOCKTIME".into(), "0".into()), ("GOMP_SPINCOUNT".into(), "0".into())]
+            [
+                ("KMP_BLOCKTIME".into(), "0".into()),
+                ("GOMP_SPINCOUNT".into(), "0".into())
+            ]
         );
         for set in POLICY {
             let caps = spin_caps(|v| (v == set).then(|| "200".into()));
