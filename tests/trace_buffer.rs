@@ -62,7 +62,7 @@ fn model_only_keeps_its_stream_in_memory_within_the_buffer() {
     let peak = json["peak_buffer_bytes"].as_u64().unwrap();
     eprintln!(
         "{events} events, {} MiB of raw stream, peak {peak} bytes held",
-        events * 8 >> 20
+        (events * 8) >> 20
     );
     assert!(
         peak > 0 && peak <= (1 << 20) + 8 * (66 << 10),
