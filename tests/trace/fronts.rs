@@ -140,14 +140,14 @@ fn pearson(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
 /// Must-show 3, second half: each workload whose pairs share unequally, traced through
 /// `tdmap cc` and through `tdmap gcc` at 8 threads, gives sharing matrices (amount of
 /// shared memory, `tdmap analyze --json`) with a Pearson correlation of at least 0.99.
-/// ep (nothing shared) and alltoall (all pairs equal) have no pattern to correlate:
+/// ep (nothing shared), alltoall and fft (all pairs equal) have no pattern to correlate:
 /// both fronts match their expected matrices in the test above.
 #[test]
 fn cc_and_gcc_traces_of_each_workload_give_the_same_matrix() {
     let t = 8;
     let mut report = Vec::new();
     for w in workloads::ALL {
-        if ["ep", "alltoall"].contains(&w.name) {
+        if ["ep", "alltoall", "fft"].contains(&w.name) {
             continue;
         }
         let [cc, gcc] = ["tdmap", "tdmap-gcc"].map(|f| traced_by(f, w.name, w.size, t).trace);
