@@ -20,6 +20,7 @@
 mod convert;
 mod keys;
 mod model;
+mod omp;
 mod procs;
 mod raw;
 
@@ -51,6 +52,11 @@ pub struct Args {
     /// of the same kind, and only count it: smaller traces, same sharing pattern.
     #[arg(long)]
     filter_lines: bool,
+    /// Keep every read: by default a thread's reads of the line its previous record read
+    /// (spin-waiting on a flag) collapse into that record with a count, which leaves the
+    /// amount metric exact (see docs/formats.md "Collapsed reads").
+    #[arg(long)]
+    no_collapse: bool,
     /// Only count accesses in the callbacks and write no trace (measures their cost).
     #[arg(long)]
     count_only: bool,
@@ -62,6 +68,16 @@ pub struct Args {
     /// its forked children do not record.
     #[arg(long, conflicts_with = "count_only")]
     model_only: bool,
+    /// With --model-only: the most MiB of raw records the program may be ahead of tdmap
+    /// (the stream goes through memory, /dev/shm, never the disk); a thread about to
+    /// write past it waits. 0: no limit.
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 64,
+        requires = "model_only"
+    )]
+    buffer_mib: u64,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).
     #[arg(long, value_name = "N|all", requires = "model_only")]
@@ -76,7 +92,9 @@ pub struct Args {
     /// arguments (after `--`). The processes it forks, and instrumented programs they
     /// exec, are traced too: tasks are numbered by process, then by thread, and pages
     /// shared between processes are keyed by backing object. A launcher (`sh -c
-    /// './prog'`) is accepted when its arguments name an instrumented program.
+    /// './prog'`) is accepted when its arguments name an instrumented program. Its
+    /// OpenMP runtime gets KMP_BLOCKTIME=0 and GOMP_SPINCOUNT=0 (idle workers sleep
+    /// instead of spinning) unless one of those or OMP_WAIT_POLICY is set.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     command: Vec<OsString>,
 }
@@ -93,6 +111,7 @@ struct Summary {
     accesses: u64,
     first_touch_pages: u64,
     filtered: u64,
+    collapsed_reads: u64,
     trace_bytes: u64,
     bytes_per_access: f64,
     run_seconds: f64,
@@ -141,7 +160,7 @@ pub fn run(args: Args) -> Result<i32> {
         )));
     }
     let has_runtime = check_instrumented(&exe, &args.command[1..])?;
-    let scratch = scratch_files(&output)?;
+    let scratch = scratch_files(&output, args.model_only)?;
     if args.model_only {
         return model::run(&args, &output, &scratch, has_runtime);
     }
@@ -321,16 +340,35 @@ fn default_output(exe: &Path, model: bool) -> PathBuf {
     PathBuf::from(format!("{name}.{ext}"))
 }
 
-/// Names the runtime's scratch files beside the output, after checking it can write there.
-fn scratch_files(output: &Path) -> Result<Scratch> {
+/// Where `--model-only` keeps the runtime's raw stream: memory (tmpfs), not the disk.
+const MEMORY_DIR: &str = "/dev/shm";
+
+/// Names the runtime's scratch files beside the output, after checking it can write there;
+/// with `in_memory` (`--model-only`, which reads the stream as it grows), in
+/// [`MEMORY_DIR`] when that is writable, so that only the model reaches the disk.
+fn scratch_files(output: &Path, in_memory: bool) -> Result<Scratch> {
+    let beside = scratch_in(output, None)?;
+    if in_memory {
+        if let Ok(s) = scratch_in(output, Some(Path::new(MEMORY_DIR))) {
+            return Ok(s);
+        }
+    }
+    Ok(beside)
+}
+
+/// The scratch names for `output` in `dir` (default: the output's folder), after
+/// checking that a file can be created there.
+fn scratch_in(output: &Path, dir: Option<&Path>) -> Result<Scratch> {
     let base = output
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = dir.unwrap_or_else(|| {
+        output
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    });
     let pid = std::process::id();
     let s = Scratch {
         data: dir.join(format!(".{base}.raw-{pid}")),
@@ -364,13 +402,19 @@ fn spawn(args: &Args, scratch: &Scratch) -> Result<(ExitStatus, Forwarding)> {
 fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
     let name = args.command[0].to_string_lossy();
     let flag = |on: bool| OsString::from(if on { "1" } else { "0" });
-    let env = [
+    let mut env = vec![
         (wire::ENV_DATA.into(), scratch.data.clone().into_os_string()),
         (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
         (wire::ENV_FILTER.into(), flag(args.filter_lines)),
+        (wire::ENV_COLLAPSE.into(), flag(!args.no_collapse)),
         (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
+    env.extend(omp::spin_caps(|v| std::env::var_os(v)));
+    if args.model_only {
+        let bytes = args.buffer_mib.saturating_mul(1 << 20);
+        env.push((wire::ENV_BUFFER.into(), bytes.to_string().into()));
+    }
     let mut child = tdmap_sys::spawn_gated_env(&args.command[0], &args.command[1..], &env)
         .map_err(|e| input(format!("cannot run '{name}': {e}")))?;
     let fwd = tdmap_sys::forward_signals(child.pid())?;
@@ -430,17 +474,36 @@ impl Decoder {
     /// a trace starts with accesses. That time is still before any other thread's access
     /// to the page, since an earlier one would have made that thread the first. A fault's
     /// CPU is where the thread ran at the first touch, its node that CPU's: where
-    /// first-touch placement puts the page.
-    fn chunk(&self, c: &RawChunk, acc: &mut Vec<Access>, faults: &mut Vec<Fault>) -> usize {
+    /// first-touch placement puts the page. `repeats` gets, for each record that
+    /// collapsed repeated reads, its index in `acc` and the extra reads.
+    fn chunk(
+        &self,
+        c: &RawChunk,
+        acc: &mut Vec<Access>,
+        faults: &mut Vec<Fault>,
+        repeats: &mut Vec<(u32, u32)>,
+    ) -> usize {
         acc.clear();
         faults.clear();
+        repeats.clear();
         let mut split = None;
         let thread = c.thread;
         let times = raw::times(&c.ticks, c.t1, c.records.len());
+        // The access each word position holds, for the repeat words.
+        let mut acc_at = Vec::with_capacity(c.records.len());
         for (i, (&w, time)) in c.records.iter().zip(times).enumerate() {
-            if wire::unpack_cpu(w).is_some() {
+            if wire::is_side_word(w) {
+                // A repeat word names an earlier read record of the chunk by position.
+                if let Some((at, n)) = wire::unpack_repeat(w) {
+                    let a = acc_at.get(at as usize).copied().unwrap_or(u32::MAX);
+                    if acc.get(a as usize).is_some_and(|x| !x.write) {
+                        repeats.push((a, n));
+                    }
+                }
+                acc_at.push(u32::MAX);
                 continue;
             }
+            acc_at.push(acc.len() as u32);
             let r = wire::unpack(w);
             acc.push(Access {
                 thread,
@@ -468,6 +531,8 @@ impl Decoder {
                 });
             }
         }
+        repeats.sort_unstable();
+        repeats.dedup_by_key(|r| r.0);
         split.map_or(acc.len(), |i| i + 1)
     }
 }
@@ -478,6 +543,7 @@ fn fill(sum: &mut Summary, stats: &Stats, output: &Path, status: TraceStatus) {
     sum.accesses = stats.accesses;
     sum.first_touch_pages = stats.faults;
     sum.filtered = stats.filtered;
+    sum.collapsed_reads = stats.collapsed;
     sum.trace_bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
     sum.bytes_per_access = sum.trace_bytes as f64 / (stats.accesses.max(1)) as f64;
 }
@@ -510,8 +576,8 @@ fn print_line(sum: &Summary, args: &Args) -> Result<()> {
         .map(|p| format!(" -> {}", p.display()))
         .unwrap_or_default();
     eprintln!(
-        "tdmap: {} accesses, {} threads in {} processes, {} first-touch pages, {} filtered, {:.2} bytes/access, {}{to}",
-        sum.accesses, sum.threads, sum.processes.max(1), sum.first_touch_pages, sum.filtered, sum.bytes_per_access, sum.status
+        "tdmap: {} accesses, {} threads in {} processes, {} first-touch pages, {} filtered, {} collapsed reads, {:.2} bytes/access, {}{to}",
+        sum.accesses, sum.threads, sum.processes.max(1), sum.first_touch_pages, sum.filtered, sum.collapsed_reads, sum.bytes_per_access, sum.status
     );
     Ok(())
 }

@@ -9,7 +9,8 @@
 
 use crate::io::{self, CTL_FD, DATA_FD, MAPS_FD};
 use crate::state::{
-    self, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED, TOUCHED_WORDS,
+    self, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED,
+    TOUCHED_WORDS,
 };
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
@@ -118,6 +119,10 @@ fn setup() -> bool {
     };
     let _ = PATHS.set([ctl, data]);
     FILTER.store(env_flag(wire::ENV_FILTER), Ordering::Relaxed);
+    let buffer = tdmap_sys::secure_var(wire::ENV_BUFFER).and_then(|v| v.to_str()?.parse().ok());
+    io::BUFFER.store(buffer.unwrap_or(0), Ordering::Relaxed);
+    let collapse = tdmap_sys::secure_var(wire::ENV_COLLAPSE).is_none_or(|v| v != "0");
+    COLLAPSE.store(collapse, Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {
         MODE.store(MODE_COUNT, Ordering::Relaxed);
         DEFAULT_MODE.store(MODE_COUNT, Ordering::Relaxed);

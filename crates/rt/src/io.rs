@@ -2,7 +2,7 @@
 //! A failed data write (disk full, file size limit) stops recording and tells `tdmap
 //! trace` through the control file, which then marks the trace incomplete.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
 use tdmap_wire::raw::{Msg, MSG_WRITE_FAILED};
 
 /// The data file's descriptor, -1 until set up.
@@ -12,6 +12,12 @@ pub static CTL_FD: AtomicI32 = AtomicI32::new(-1);
 /// The maps-snapshot file's descriptor, -1 until set up.
 pub static MAPS_FD: AtomicI32 = AtomicI32::new(-1);
 static FAILED: AtomicBool = AtomicBool::new(false);
+/// The most allocated bytes the data file may hold before a writer waits
+/// (`tdmap_wire::raw::ENV_BUFFER`); 0 for no limit.
+pub static BUFFER: AtomicU64 = AtomicU64::new(0);
+/// A writer that saw the reader free nothing for this long stops waiting for good: tdmap
+/// is gone or stuck, and the program must not hang on it.
+const GIVE_UP_NS: u64 = 10_000_000_000;
 
 /// Creates `path` for appending; fails if it exists, so only one process owns a trace.
 pub fn create_exclusive(path: &std::ffi::CStr) -> i32 {
@@ -67,6 +73,44 @@ pub fn switch_to(ctl: i32, data: i32, maps: i32) {
     FAILED.store(false, Relaxed);
 }
 
+/// The data file's allocated bytes (what the disk or memory holds of it), None if unknown.
+fn allocated(fd: i32) -> Option<u64> {
+    // SAFETY: an all-zero stat is a valid out-buffer; fstat is async-signal-safe.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out-pointer.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_blocks as u64 * 512)
+}
+
+/// Waits while writing `len` more bytes would put the data file's unconsumed part over
+/// [`BUFFER`]: `tdmap trace` reads it as it grows and frees the blocks behind it, so this
+/// bounds the disk (or memory) the raw stream takes. Plain system calls only (it runs in
+/// the exit and crash handlers too).
+fn wait_for_room(fd: i32, len: u64) {
+    let cap = BUFFER.load(Relaxed);
+    if cap == 0 {
+        return;
+    }
+    let (mut last, mut since) = (u64::MAX, crate::state::now_ns());
+    while let Some(used) = allocated(fd) {
+        if used + len <= cap {
+            return;
+        }
+        let now = crate::state::now_ns();
+        if used < last {
+            (last, since) = (used, now);
+        } else if now - since > GIVE_UP_NS {
+            BUFFER.store(0, Relaxed);
+            return;
+        }
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 200_000,
+        };
+        // SAFETY: a valid timespec; nanosleep is async-signal-safe.
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+    }
+}
+
 /// Sends one control message; losing one is harmless, so errors are ignored.
 pub fn send(msg: Msg) {
     let fd = CTL_FD.load(Relaxed);
@@ -82,6 +126,7 @@ pub fn write_data(bytes: &[u8]) -> bool {
     if fd < 0 || FAILED.load(Relaxed) {
         return false;
     }
+    wait_for_room(fd, bytes.len() as u64);
     match write_all(fd, bytes) {
         Ok(()) => true,
         Err(e) => {

@@ -32,6 +32,7 @@
 //! leaves through them ends its part whole.
 
 mod callbacks;
+mod collapse;
 #[cfg(not(test))]
 mod exits;
 mod init;

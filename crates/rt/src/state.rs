@@ -4,6 +4,7 @@
 //! hot path takes no lock. States are never freed: they stay on a lock-free list so the
 //! exit and crash handlers can flush every thread's last partial chunk.
 
+use crate::collapse::{self, Read, Runs, WAYS};
 use crate::io;
 use std::cell::Cell;
 use std::ptr::null_mut;
@@ -29,6 +30,8 @@ pub struct ThreadState {
     len: usize,
     mode: AtomicU8,
     filter: bool,
+    collapse: bool,
+    runs: Runs,
     dead: AtomicBool,
     id: u32,
     last_key: u64,
@@ -58,6 +61,8 @@ static ALL: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
 pub static DEFAULT_MODE: AtomicU8 = AtomicU8::new(MODE_RECORD);
 /// Whether new threads drop repeated accesses to the same line.
 pub static FILTER: AtomicBool = AtomicBool::new(false);
+/// Whether new threads collapse repeated reads of a line into one record with a count.
+pub static COLLAPSE: AtomicBool = AtomicBool::new(true);
 /// log2 of the page size, for first-touch records.
 pub static PAGE_SHIFT: AtomicU32 = AtomicU32::new(12);
 /// One bit per page of the address space: set once some thread touched the page.
@@ -93,14 +98,34 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
         return;
     }
     s.last_key = key;
+    let line = addr >> LINE_SHIFT;
+    // Spin collapse: the rule is in collapse.rs.
+    let mut run = None;
+    if s.collapse {
+        if write {
+            collapse::wrote(line);
+        } else {
+            match s.runs.read(line) {
+                Read::Collapsed => return,
+                Read::Record { way, watch } => run = Some((way, watch)),
+            }
+        }
+    }
     let page = addr >> PAGE_SHIFT.load(Ordering::Relaxed);
     let first = page != s.last_page && {
         s.last_page = page;
         first_touch(page)
     };
-    // Room for the record and, after a first touch, the CPU word that follows it.
-    if s.len + 2 > CHUNK_RECORDS {
+    // Room for the repeat word of a run this record ends, the record, the CPU word after
+    // a first touch, and the repeat words of every run at the flush.
+    if s.len + 3 + WAYS > CHUNK_RECORDS {
         flush(s);
+    }
+    if let Some((way, watch)) = run {
+        if let Some(w) = s.runs.end(way) {
+            push(s, w);
+        }
+        s.runs.start(way, line, s.len as u32, watch);
     }
     push(s, wire::pack(addr, size_log2, write, first));
     if first {
@@ -187,6 +212,10 @@ fn flush(s: &mut ThreadState) {
     if s.len == 0 {
         return;
     }
+    // Repeat words name records of this chunk (`record` keeps room for them): the next
+    // chunk starts new runs.
+    let mut runs = std::mem::take(&mut s.runs);
+    runs.end_all(|w| push(s, w));
     s.hdr = ChunkHeader {
         magic: wire::MAGIC,
         kind: wire::KIND_ACCESS,
@@ -246,6 +275,7 @@ pub fn register_current() -> *mut ThreadState {
     s.id = id;
     s.mode = AtomicU8::new(DEFAULT_MODE.load(Ordering::Relaxed));
     s.filter = FILTER.load(Ordering::Relaxed);
+    s.collapse = COLLAPSE.load(Ordering::Relaxed);
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     let mut head = ALL.load(Ordering::Acquire);
@@ -322,6 +352,7 @@ pub fn restart_in_child(mode: u8) {
     s.len = 0;
     s.seen = 0;
     s.filtered = 0;
+    s.runs = Runs::default();
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.dead.store(false, Ordering::Relaxed);

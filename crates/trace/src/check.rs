@@ -34,6 +34,9 @@ pub struct CheckReport {
     pub accesses: u64,
     /// Of which stores.
     pub writes: u64,
+    /// Reads collapsed into access records (V4 repeats), beyond `accesses`; the reader
+    /// has checked that each names a read of the frame after its repeats frame.
+    pub collapsed_reads: u64,
     /// Faults read.
     pub faults: u64,
     /// Events per thread id.
@@ -155,6 +158,7 @@ fn check_chunk(c: &Chunk, at: u64, scan: &mut Scan, rep: &mut CheckReport) {
         Chunk::Accesses(a) => {
             rep.accesses += a.addrs.len() as u64;
             rep.writes += a.writes.iter().filter(|&&w| w).count() as u64;
+            rep.collapsed_reads += a.repeats.iter().map(|r| r.1 as u64).sum::<u64>();
             if a.sizes.contains(&0) {
                 rep.problem(Some(at), format!("thread {t}: an access of size 0"));
             }

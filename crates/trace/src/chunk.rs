@@ -16,6 +16,9 @@ pub struct AccessChunk {
     pub sizes: Vec<u8>,
     /// True for stores (empty when the reader reads addresses only).
     pub writes: Vec<bool>,
+    /// Collapsed reads (V4), by increasing index: the read at `index` stands for itself
+    /// and `extra` more reads of its line by the thread, in a row.
+    pub repeats: Vec<(u32, u32)>,
 }
 
 /// The faults of one frame: one thread, columns of equal length.
@@ -221,6 +224,23 @@ fn get_u32s(dst: &mut Vec<u32>, raw: &[u8]) {
         raw.chunks_exact(4)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4-byte chunk"))),
     );
+}
+
+/// Encodes repeat pairs (index, extra reads) for a repeats frame.
+pub fn encode_repeats(r: &[(u32, u32)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(r.len() * crate::codec::REPEAT_BYTES);
+    for &(i, n) in r {
+        out.extend_from_slice(&i.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes a repeats frame's pairs into `dst`.
+pub fn decode_repeats(dst: &mut Vec<(u32, u32)>, raw: &[u8]) {
+    dst.clear();
+    let u = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+    dst.extend(raw.chunks_exact(8).map(|b| (u(&b[..4]), u(&b[4..]))));
 }
 
 /// Decodes accesses into `c`, reusing its buffers: `addrs` holds the address column

@@ -35,6 +35,8 @@ pub const THREAD_BYTES: usize = 12;
 /// Raw bytes per process record: index, pid, parent (u32::MAX for none), first task,
 /// tasks, status byte and 3 bytes of padding.
 pub const PROCESS_BYTES: usize = 24;
+/// Raw bytes per repeat record (V4): index in the next accesses frame, extra reads.
+pub const REPEAT_BYTES: usize = 8;
 /// Raw bytes of the end frame: total accesses and total faults.
 pub const END_BYTES: usize = 16;
 
@@ -51,6 +53,9 @@ pub enum Kind {
     End = 4,
     /// The process table (V3), right after the threads frame.
     Processes = 5,
+    /// Collapsed reads (V4): for the accesses frame of the same thread that follows it,
+    /// which of its reads stand for a run of reads of their line and how many more.
+    Repeats = 6,
 }
 
 impl Kind {
@@ -61,6 +66,7 @@ impl Kind {
             3 => Some(Kind::Threads),
             4 => Some(Kind::End),
             5 => Some(Kind::Processes),
+            6 => Some(Kind::Repeats),
             _ => None,
         }
     }
@@ -82,6 +88,7 @@ impl Kind {
             Kind::Threads => THREAD_BYTES,
             Kind::End => END_BYTES,
             Kind::Processes => PROCESS_BYTES,
+            Kind::Repeats => REPEAT_BYTES,
         }
     }
 }

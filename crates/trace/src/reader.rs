@@ -1,7 +1,9 @@
 //! The streaming reader: one pass over the frames with memory bounded by one frame,
 //! either chunk by chunk (fast path for the model) or event by event.
 
-use crate::chunk::{decode_accesses, decode_faults, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES};
+use crate::chunk::{
+    decode_accesses, decode_faults, decode_repeats, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES,
+};
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::error::{Result, TraceError};
 use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};
@@ -81,6 +83,10 @@ pub struct Reader<R = BufReader<File>> {
     trailer: bool,
     done: bool,
     cut_frame: bool,
+    /// The pairs of the last repeats frame, for the accesses frame after it.
+    repeats: Vec<(u32, u32)>,
+    /// The thread of a repeats frame whose accesses frame is still to come.
+    repeats_for: Option<u32>,
 }
 
 impl Reader<BufReader<File>> {
@@ -135,6 +141,8 @@ impl<R: Read + Seek> Reader<R> {
             trailer: false,
             done: false,
             cut_frame: false,
+            repeats: Vec::new(),
+            repeats_for: None,
         };
         r.load_trailer(start, len)?;
         Ok(r)
@@ -212,6 +220,13 @@ impl<R: Read + Seek> Reader<R> {
                 }
                 r => r?,
             };
+            let pending = self.repeats_for;
+            if pending.is_some_and(|t| head.kind != Kind::Accesses || head.thread != t) {
+                return Err(corrupt(
+                    at,
+                    "a repeats frame is not followed by its thread's accesses".into(),
+                ));
+            }
             match head.kind {
                 Kind::Accesses | Kind::Faults => {
                     self.check_thread(head.thread, at)?;
@@ -221,6 +236,7 @@ impl<R: Read + Seek> Reader<R> {
                 Kind::Threads => self.take_threads(at)?,
                 Kind::Processes => self.take_processes(at)?,
                 Kind::End => self.take_end(at)?,
+                Kind::Repeats => self.take_repeats(&head, at)?,
             }
         }
     }
@@ -378,6 +394,20 @@ impl<R: Read + Seek> Reader<R> {
                 if !decode_accesses(c, head.thread, &self.raw, rest, coding) {
                     return Err(corrupt(at, "write flag is neither 0 nor 1".into()));
                 }
+                c.repeats.clear();
+                if self.repeats_for.take().is_some_and(|t| t == head.thread) {
+                    std::mem::swap(&mut c.repeats, &mut self.repeats);
+                }
+                let bad = c.repeats.windows(2).any(|w| w[0].0 >= w[1].0)
+                    || c.repeats.iter().any(|&(i, e)| {
+                        i as usize >= n || e == 0 || c.writes.get(i as usize) == Some(&true)
+                    });
+                if bad {
+                    return Err(corrupt(
+                        at,
+                        "collapsed reads name no read of their frame".into(),
+                    ));
+                }
             }
         } else {
             self.cur = 1;
@@ -386,6 +416,20 @@ impl<R: Read + Seek> Reader<R> {
                 decode_faults(c, head.thread, &self.raw, &self.rest, coding);
             }
         }
+        Ok(())
+    }
+
+    /// Keeps a repeats frame's pairs for the accesses frame that must follow it.
+    fn take_repeats(&mut self, head: &FrameHead, at: u64) -> Result<()> {
+        if self.header.version < crate::TraceVersion::V4 as u32 {
+            return Err(corrupt(
+                at,
+                format!("a repeats frame in a version {} trace", self.header.version),
+            ));
+        }
+        self.check_thread(head.thread, at)?;
+        decode_repeats(&mut self.repeats, &self.raw);
+        self.repeats_for = Some(head.thread);
         Ok(())
     }
 

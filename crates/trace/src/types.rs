@@ -22,6 +22,12 @@ pub enum TraceVersion {
     /// process, in fork order, then by thread), and how its part of the trace ends.
     /// Addresses of a multi-process trace are page keys (`tdmap_wire::pagekey`).
     V3 = 3,
+    /// A repeats frame (kind 6) may precede an accesses frame of the same thread: pairs
+    /// (index in that frame, extra reads) for reads that stand for a run of reads of
+    /// their line by that thread (spin-waiting collapsed by the runtime; the rule is in
+    /// docs/formats.md "Collapsed reads"). Readers attach them to the frame's
+    /// `AccessChunk::repeats`; event counts and totals count each such read once.
+    V4 = 4,
 }
 
 impl TraceVersion {
@@ -31,6 +37,7 @@ impl TraceVersion {
             1 => Some(TraceVersion::V1),
             2 => Some(TraceVersion::V2),
             3 => Some(TraceVersion::V3),
+            4 => Some(TraceVersion::V4),
             _ => None,
         }
     }

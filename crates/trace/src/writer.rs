@@ -7,7 +7,7 @@
 //! fails (a full disk), the file is cut back to the end of the last whole frame, so it
 //! stays a readable Incomplete trace, and every later call reports that one error.
 
-use crate::chunk::{encode_accesses, encode_faults};
+use crate::chunk::{encode_accesses, encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
 use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
@@ -32,6 +32,9 @@ const LEVEL: i32 = 3;
 /// Events of one frame, still to be encoded by a worker.
 enum Batch {
     Accesses(Vec<Access>),
+    /// Accesses with collapsed reads: a repeats frame and the accesses frame after it,
+    /// encoded as one job so that no other thread's frame comes between them.
+    Collapsed(Vec<Access>, Vec<(u32, u32)>),
     Faults(Vec<Fault>),
 }
 
@@ -207,6 +210,44 @@ impl Writer {
         Ok(())
     }
 
+    /// Appends accesses of `thread` as [`Writer::append_accesses`] does, with collapsed
+    /// reads: `repeats` holds, by increasing index into `accesses`, each read that stands
+    /// for a run of reads of its line and how many more reads the run had (V4 repeats
+    /// frames, each written just before the accesses frame it describes).
+    pub fn append_collapsed(
+        &self,
+        thread: u32,
+        accesses: &[Access],
+        repeats: &[(u32, u32)],
+    ) -> Result<()> {
+        let ordered = repeats.windows(2).all(|w| w[0].0 < w[1].0);
+        let reads = repeats
+            .iter()
+            .all(|&(i, n)| n > 0 && accesses.get(i as usize).is_some_and(|a| !a.write));
+        if !ordered || !reads {
+            return Err(TraceError::Invalid(
+                "collapsed reads must name reads of the batch, by increasing index".into(),
+            ));
+        }
+        let max = codec::MAX_FRAME_EVENTS as usize;
+        let mut rest = repeats;
+        for (k, part) in accesses.chunks(max).enumerate() {
+            let end = ((k + 1) * max) as u32;
+            let n = rest.iter().take_while(|r| r.0 < end).count();
+            let (mine, later) = rest.split_at(n);
+            rest = later;
+            let base = (k * max) as u32;
+            let rebased: Vec<(u32, u32)> = mine.iter().map(|&(i, e)| (i - base, e)).collect();
+            let batch = if rebased.is_empty() {
+                Batch::Accesses(part.to_vec())
+            } else {
+                Batch::Collapsed(part.to_vec(), rebased)
+            };
+            self.send_frame(thread, batch)?;
+        }
+        Ok(())
+    }
+
     /// Appends page-fault samples of `thread` (their own `thread` fields are ignored).
     pub fn append_faults(&self, thread: u32, faults: &[Fault]) -> Result<()> {
         for part in faults.chunks(codec::MAX_FRAME_EVENTS as usize) {
@@ -241,6 +282,7 @@ impl Writer {
         let n = match &batch {
             Batch::Accesses(a) => a.len(),
             Batch::Faults(f) => f.len(),
+            Batch::Collapsed(a, _) => a.len(),
         };
         if n == 0 {
             return Ok(());
@@ -297,15 +339,29 @@ fn encode_jobs(
                 let (kind, count, (raw, flags)) = match &batch {
                     Batch::Accesses(a) => (Kind::Accesses, a.len(), encode_accesses(a)),
                     Batch::Faults(f) => (Kind::Faults, f.len(), encode_faults(f)),
+                    Batch::Collapsed(a, _) => (Kind::Accesses, a.len(), encode_accesses(a)),
+                };
+                let repeats = match &batch {
+                    Batch::Collapsed(_, r) => frame_bytes(
+                        &mut comp,
+                        Kind::Repeats,
+                        thread,
+                        r.len() as u32,
+                        0,
+                        &encode_repeats(r),
+                    ),
+                    _ => Ok(Vec::new()),
                 };
                 drop(batch);
-                frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw).map(|bytes| {
-                    Done::Frame {
+                let frame = frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw);
+                repeats.and_then(|mut bytes| {
+                    bytes.extend(frame?);
+                    Ok(Done::Frame {
                         kind,
                         thread,
                         count: count as u32,
                         bytes,
-                    }
+                    })
                 })
             }
             Job::Threads(t) => Ok(Done::Threads(t)),

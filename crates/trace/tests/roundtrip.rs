@@ -385,7 +385,7 @@ fn version_1_fixture_still_reads() {
 }
 
 #[test]
-fn new_traces_are_version_3_and_keep_descending_addresses() {
+fn new_traces_are_version_4_and_keep_descending_addresses() {
     let dir = tempdir();
     let p = dir.join("t");
     let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
@@ -403,7 +403,7 @@ fn new_traces_are_version_3_and_keep_descending_addresses() {
     w.append_accesses(0, &a).unwrap();
     w.finish(TraceStatus::Complete).unwrap();
     let r = Reader::open(&p).unwrap();
-    assert_eq!(r.header().version, 3);
+    assert_eq!(r.header().version, 4);
     let got: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
     let want: Vec<Event> = a.into_iter().map(Event::Access).collect();
     assert_eq!(got, want);

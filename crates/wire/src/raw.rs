@@ -21,8 +21,9 @@ pub const MAGIC: u32 = 0x5444_5254;
 /// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
 /// 3: a CPU word after each first-touch record. 4: forked children and exec'd programs
 /// record into files of their own ([`MSG_FORKED`], [`MSG_EXECED`], [`MSG_EXEC`]), with
-/// maps snapshots beside them.
-pub const VERSION: u32 = 4;
+/// maps snapshots beside them. 5: repeat words ([`pack_repeat`]): reads of a line
+/// collapsed into an earlier read record of the same chunk.
+pub const VERSION: u32 = 5;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -39,6 +40,13 @@ pub const ENV_DATA: &str = "TDMAP_RT_DATA";
 pub const ENV_CTL: &str = "TDMAP_RT_CTL";
 /// Environment variable: "1" turns on the per-thread repeated-line filter.
 pub const ENV_FILTER: &str = "TDMAP_RT_FILTER";
+/// Environment variable: "0" turns off the collapse of a thread's repeated reads of a line
+/// (spin-waiting) into one record with a count ([`pack_repeat`]); on by default.
+pub const ENV_COLLAPSE: &str = "TDMAP_RT_COLLAPSE";
+/// Environment variable: the most bytes of its data file the runtime may hold that `tdmap
+/// trace` has not consumed yet (its allocated blocks: the reader punches holes behind
+/// it); a thread about to write past it waits. Unset or 0: no limit.
+pub const ENV_BUFFER: &str = "TDMAP_RT_BUFFER";
 /// Environment variable: "0" keeps forked children and exec'd programs from recording
 /// (`--model-only` follows the program's own file only, so theirs would only fill the disk).
 pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
@@ -132,6 +140,25 @@ const SIZE_SHIFT: u32 = 56;
 const WRITE_BIT: u64 = 1 << 59;
 const FIRST_TOUCH_BIT: u64 = 1 << 60;
 const CPU_BIT: u64 = 1 << 61;
+const REPEAT_BIT: u64 = 1 << 62;
+/// Packs `extra` reads collapsed into the read record at word position `at` of the same
+/// chunk (the runtime's spin collapse, `tdmap-rt`'s `collapse.rs`); it comes after that
+/// record, at most one per record.
+#[inline(always)]
+pub const fn pack_repeat(at: u32, extra: u32) -> u64 {
+    REPEAT_BIT | ((at as u64) << 32) | extra as u64
+}
+
+/// The record position and extra reads in a word written by [`pack_repeat`], None for
+/// any other word.
+pub fn unpack_repeat(word: u64) -> Option<(u32, u32)> {
+    (word & REPEAT_BIT != 0).then_some((((word >> 32) as u32) & 0xffff, word as u32))
+}
+
+/// True for the words that are not access records (CPU and repeat words).
+pub fn is_side_word(word: u64) -> bool {
+    word & (CPU_BIT | REPEAT_BIT) != 0
+}
 
 /// Packs the CPU a thread ran on; this word directly follows each first-touch record.
 #[inline(always)]

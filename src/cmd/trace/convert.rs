@@ -26,6 +26,8 @@ pub(super) struct Stats {
     pub(super) accesses: u64,
     pub(super) faults: u64,
     pub(super) filtered: u64,
+    /// Reads collapsed into the record before them (spin-waiting), beyond `accesses`.
+    pub(super) collapsed: u64,
 }
 
 /// What converting the raw chunks did.
@@ -101,7 +103,7 @@ pub(super) fn convert(
     let mut threads: Vec<ThreadInfo> = Vec::new();
     let dec = Decoder::new(procs[0].ctl.page_size);
     let mut base = None;
-    let (mut acc, mut faults) = (Vec::new(), Vec::new());
+    let (mut acc, mut faults, mut repeats) = (Vec::new(), Vec::new(), Vec::new());
     let mut first_touched = HashSet::new();
     // Cut short by a write error or a signal: the writer keeps its whole frames.
     let cut = |stats, write_err, stopped| {
@@ -142,7 +144,7 @@ pub(super) fn convert(
                 c.rebase(*base.get_or_insert(c.ticks[0]));
                 // Recorded after its thread count was taken (a child still running).
                 let Some(t) = task(c.thread) else { continue };
-                let split = dec.chunk(&c, &mut acc, &mut faults);
+                let split = dec.chunk(&c, &mut acc, &mut faults, &mut repeats);
                 if let Some(k) = keys {
                     acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
                     faults
@@ -152,11 +154,12 @@ pub(super) fn convert(
                     // shared page keeps the earliest.
                     faults.retain(|f| !is_shared(f.addr) || first_touched.insert(f.addr));
                 }
-                if let Err(e) = append(writer, t, &acc, split, &faults) {
+                if let Err(e) = append(writer, t, &acc, split, &faults, &repeats) {
                     return cut(stats, Some(e), None);
                 }
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
+                stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
                 stats.threads = stats.threads.max(t + 1);
             }
         }
@@ -180,17 +183,24 @@ pub(super) fn convert(
     })
 }
 
-/// Appends one chunk's accesses, with its first-touch faults after the first `split`.
+/// Appends one chunk's accesses, with its first-touch faults after the first `split`
+/// and its collapsed reads (`repeats`, by index into `acc`) beside their records.
 fn append(
     writer: &Writer,
     thread: u32,
     acc: &[Access],
     split: usize,
     faults: &[Fault],
+    repeats: &[(u32, u32)],
 ) -> tdmap_trace::Result<()> {
-    writer.append_accesses(thread, &acc[..split])?;
+    let cut = repeats.partition_point(|r| (r.0 as usize) < split);
+    let later: Vec<(u32, u32)> = repeats[cut..]
+        .iter()
+        .map(|&(i, n)| (i - split as u32, n))
+        .collect();
+    writer.append_collapsed(thread, &acc[..split], &repeats[..cut])?;
     writer.append_faults(thread, faults)?;
-    writer.append_accesses(thread, &acc[split..])
+    writer.append_collapsed(thread, &acc[split..], &later)
 }
 
 /// Bytes of the raw file read between two hole punches: small, since the disk may be

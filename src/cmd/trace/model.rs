@@ -26,8 +26,9 @@ use tdmap_sharing::{
 use tdmap_sys::GatedChild;
 use tdmap_trace::{Access, Fault, Header, TraceStatus};
 
-/// Consumed bytes of the scratch file between two hole punches.
-const PUNCH_EVERY: u64 = 64 << 20;
+/// Consumed bytes of the scratch file between two hole punches (also punched whenever
+/// the reader has caught up, so a runtime waiting under `--buffer-mib` gets its room).
+const PUNCH_EVERY: u64 = 256 << 10;
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
@@ -50,6 +51,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
     let torn = feed
         .consume(&mut follow)
         .with_context(|| format!("reading {}", scratch.data.display()))?;
+    let peak_buffer = follow.peak;
     let status = match follow.status {
         Some(s) => s,
         None => child.wait().context("waiting for the program")?,
@@ -82,6 +84,8 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         "events": events,
         "pages": file.pages.len(),
         "model_bytes": file.model_bytes,
+        "scratch": scratch.data,
+        "peak_buffer_bytes": peak_buffer,
         "run_seconds": file.run_seconds,
     });
     if !super::print_summary(&summary, args)? {
@@ -152,7 +156,7 @@ impl Feed {
     /// whether it ended inside a chunk.
     fn consume(&mut self, src: &mut Follow) -> Result<bool> {
         let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, src));
-        let (mut acc, mut faults) = (Vec::new(), Vec::new());
+        let (mut acc, mut faults, mut repeats) = (Vec::new(), Vec::new(), Vec::new());
         let mut addrs = Vec::new();
         while let Some(ev) = rd.next_event()? {
             match ev {
@@ -164,7 +168,9 @@ impl Feed {
                 RawEvent::Accesses(c) => {
                     let t = c.thread;
                     self.grow(t)?;
-                    let split = self.dec.chunk(&c, &mut acc, &mut faults);
+                    // A collapsed run of reads feeds the model once, as `tdmap analyze`
+                    // reads it from a trace (docs/formats.md "Collapsed reads").
+                    let split = self.dec.chunk(&c, &mut acc, &mut faults, &mut repeats);
                     addrs.clear();
                     addrs.extend(acc.iter().map(|a: &Access| a.addr));
                     self.model.accesses(t, &addrs[..split])?;
@@ -276,6 +282,8 @@ struct Follow<'a> {
     status: Option<ExitStatus>,
     read: u64,
     punched: u64,
+    /// The most the file held at once (allocated bytes, sampled at each read).
+    peak: u64,
 }
 
 impl<'a> Follow<'a> {
@@ -287,6 +295,7 @@ impl<'a> Follow<'a> {
             status: None,
             read: 0,
             punched: 0,
+            peak: 0,
         }
     }
 
@@ -298,9 +307,10 @@ impl<'a> Follow<'a> {
         Ok(self.status.is_some())
     }
 
-    fn punch(&mut self) {
+    /// Frees what was read, every [`PUNCH_EVERY`] bytes or, with `all`, whatever is left.
+    fn punch(&mut self, all: bool) {
         if let Some(f) = &self.file {
-            if self.read - self.punched >= PUNCH_EVERY {
+            if self.read - self.punched >= PUNCH_EVERY || (all && self.read > self.punched) {
                 // Only disk space is at stake: a file system without holes keeps the bytes.
                 let _ = tdmap_sys::punch_hole(f, self.read);
                 self.punched = self.read;
@@ -327,10 +337,14 @@ impl Read for Follow<'_> {
             if let Some(f) = &mut self.file {
                 let n = f.read(buf)?;
                 if n > 0 {
+                    use std::os::unix::fs::MetadataExt;
+                    let held = f.metadata().map_or(0, |m| m.blocks() * 512);
+                    self.peak = self.peak.max(held);
                     self.read += n as u64;
-                    self.punch();
+                    self.punch(false);
                     return Ok(n);
                 }
+                self.punch(true);
                 if exited {
                     return Ok(0);
                 }

@@ -1,0 +1,213 @@
+//! Spin collapse (issue 17 item 6): a thread reading a line again, with no write to that
+//! line in between, adds to the count of its earlier record instead of writing a new one,
+//! so a spin-wait loop costs a few records however long it polls. This is the one place
+//! that decides it; `docs/formats.md` "Collapsed reads" states the rule for users.
+//!
+//! Why it is exact for the amount metric: a thread's read of a line it already read
+//! changes no sharer set, and the amount metric only grows when a thread joins a line's
+//! sharers (trace paper §III-B, `tdmap_sharing::SharingModel`). The count keeps the
+//! number of reads, but the collapsed reads take their run's first time and the sharers
+//! their line had then.
+//!
+//! How "no write in between" is known without shared state on every access: a table of
+//! [`SLOTS`] watch words, one per hash of a line. A word is odd while some thread watches
+//! a line of that slot; a write to any line of an odd slot makes it even again (the next
+//! generation). A thread starts watching a line at its [`WATCH_AFTER`]th record of it in
+//! a row (so that ordinary loops cost no shared store) and keeps the generation it saw;
+//! a later read of the line while the word still holds that generation is collapsed.
+//! Collisions only end runs early. The check and the access are not one atomic step, so
+//! a read racing with the write that ends its run may still join the run.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Lines each thread remembers for collapsing: enough for a spin loop that also reads a
+/// thread-local sense flag or a loop bound, few enough to check on every read.
+pub const WAYS: usize = 4;
+/// Records a line gets in a row (while it stays among the thread's [`WAYS`] lines) before
+/// its reads collapse. A loop that reads a line a few dozen times (a stencil's row, 8
+/// elements per line, each read 3 times) keeps every read: collapsing those would break
+/// the regular address deltas that the trace compresses to almost nothing, and save
+/// little. A spin-wait polls thousands of times, so it pays this many records per wait.
+pub const WATCH_AFTER: u32 = 32;
+/// Watch words, a power of two: 128 KiB, so that the lines of unrelated threads seldom
+/// share a word (which would only end their runs early).
+const SLOTS: usize = 1 << 14;
+
+static WATCH: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+
+fn slot(line: u64) -> &'static AtomicU64 {
+    &WATCH[((line ^ (line >> 14) ^ (line >> 28)) as usize) & (SLOTS - 1)]
+}
+
+/// A thread's recent read lines; all zeros (its mmap'd state) is empty.
+#[derive(Debug, Default, Clone, Copy)]
+#[repr(C)]
+pub struct Runs {
+    /// Line number + 1 of each way, 0 when empty.
+    tags: [u64; WAYS],
+    /// Watch generation each way collapses against, 0 when not watching.
+    gens: [u64; WAYS],
+    /// Position of each way's record in the thread's current chunk.
+    at: [u32; WAYS],
+    /// Reads collapsed into each way's record so far.
+    extra: [u32; WAYS],
+    /// Records of each way's line so far, up to [`WATCH_AFTER`].
+    records: [u32; WAYS],
+    /// The way the next new line replaces.
+    next: u32,
+}
+
+/// What to do with a read.
+pub enum Read {
+    /// Counted in an earlier record: write nothing.
+    Collapsed,
+    /// Write a record; `way` is where [`Runs::recorded`] puts it (its old run ends).
+    Record { way: usize, watch: bool },
+}
+
+impl Runs {
+    /// Decides a read of `line` (address >> 6).
+    #[inline(always)]
+    pub fn read(&mut self, line: u64) -> Read {
+        let tag = line + 1;
+        let Some(way) = self.tags.iter().position(|&t| t == tag) else {
+            let way = self.next as usize;
+            self.next = (self.next + 1) % WAYS as u32;
+            self.records[way] = 1;
+            return Read::Record { way, watch: false };
+        };
+        let g = self.gens[way];
+        if g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
+            self.extra[way] += 1;
+            return Read::Collapsed;
+        }
+        let n = &mut self.records[way];
+        *n = (*n + 1).min(WATCH_AFTER);
+        Read::Record {
+            way,
+            watch: *n == WATCH_AFTER,
+        }
+    }
+
+    /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,
+    /// whose record sits at position `at` of the chunk.
+    #[inline(always)]
+    pub fn start(&mut self, way: usize, line: u64, at: u32, watch: bool) {
+        self.tags[way] = line + 1;
+        self.at[way] = at;
+        self.gens[way] = if watch { start_watch(line) } else { 0 };
+    }
+
+    /// Ends every run (the chunk holding their records is being flushed); calls `emit`
+    /// with each repeat word.
+    pub fn end_all(&mut self, mut emit: impl FnMut(u64)) {
+        for way in 0..WAYS {
+            if let Some(w) = self.end(way) {
+                emit(w);
+            }
+            self.tags[way] = 0;
+        }
+    }
+
+    /// Ends the run held in `way`: its repeat word, if it collapsed any read.
+    #[inline(always)]
+    pub fn end(&mut self, way: usize) -> Option<u64> {
+        let n = std::mem::take(&mut self.extra[way]);
+        (n != 0).then(|| tdmap_wire::raw::pack_repeat(self.at[way], n))
+    }
+}
+
+/// A write to `line` by any thread ends every run on its watch word.
+#[inline(always)]
+pub fn wrote(line: u64) {
+    let w = slot(line);
+    let v = w.load(Relaxed);
+    if v & 1 == 1 {
+        let _ = w.compare_exchange(v, v + 1, Relaxed, Relaxed);
+    }
+}
+
+/// Starts watching `line`: the generation that a later read must still see.
+fn start_watch(line: u64) -> u64 {
+    let w = slot(line);
+    let mut v = w.load(Relaxed);
+    loop {
+        if v & 1 == 1 {
+            return v;
+        }
+        match w.compare_exchange_weak(v, v + 1, Relaxed, Relaxed) {
+            Ok(_) => return v + 1,
+            Err(now) => v = now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_collapsed(r: Read) -> bool {
+        matches!(r, Read::Collapsed)
+    }
+
+    /// Reads `line` as the runtime does: a record goes at position `*len`.
+    fn read(r: &mut Runs, line: u64, len: &mut u32, words: &mut Vec<u64>) -> bool {
+        match r.read(line) {
+            Read::Collapsed => true,
+            Read::Record { way, watch } => {
+                if let Some(w) = r.end(way) {
+                    words.push(w);
+                    *len += 1;
+                }
+                r.start(way, line, *len, watch);
+                *len += 1;
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn a_polled_line_collapses_from_its_third_read_until_a_write() {
+        let (mut r, mut len, mut words) = (Runs::default(), 0, Vec::new());
+        let (flag, local) = (0x1000_0001, 0x2000_0003);
+        // flag, local, ...: WATCH_AFTER records each (the last starts the watch).
+        for _ in 0..WATCH_AFTER {
+            for line in [flag, local] {
+                assert!(!read(&mut r, line, &mut len, &mut words));
+            }
+        }
+        let w = 2 * WATCH_AFTER;
+        for _ in 0..10 {
+            assert!(read(&mut r, flag, &mut len, &mut words));
+            assert!(read(&mut r, local, &mut len, &mut words));
+        }
+        assert!(words.is_empty());
+        wrote(flag);
+        // The write ends the flag's run (its word says 10 more reads of its last record).
+        assert!(!read(&mut r, flag, &mut len, &mut words));
+        assert_eq!(words, [tdmap_wire::raw::pack_repeat(w - 2, 10)]);
+        // The repeat word went at position w, the flag's new record (watched again at
+        // once: the line stayed this thread's) at w + 1.
+        assert!(read(&mut r, local, &mut len, &mut words));
+        assert!(is_collapsed(r.read(flag)));
+        let mut ended = Vec::new();
+        r.end_all(|w| ended.push(w));
+        assert_eq!(
+            ended,
+            [
+                tdmap_wire::raw::pack_repeat(w + 1, 1),
+                tdmap_wire::raw::pack_repeat(w - 1, 11)
+            ]
+        );
+    }
+
+    #[test]
+    fn more_lines_than_ways_record_every_read() {
+        let (mut r, mut len, mut words) = (Runs::default(), 0, Vec::new());
+        for i in 0..50 {
+            let line = 0x3000_0000 + (i % (WAYS as u64 + 1)) * 7;
+            assert!(!read(&mut r, line, &mut len, &mut words), "read {i}");
+        }
+        assert!(words.is_empty());
+    }
+}
