@@ -172,9 +172,13 @@ fn private_only_ep_ties_every_mapping_policy() {
         } else if p == "numa-balancing" {
             // Not a mapping policy but Linux's balancing, which since issue 18 acts: its
             // hinting faults, and the task it moves on its first faults with the pages
-            // that follow it, cost it 1.00-1.07 of os on fresh ep traces (a 6.6 % run:
-            // 2 task moves, 132 page moves). It must not cost more than that.
-            assert!(c <= os * 1.10, "{p}: {c} cycles vs os {os}");
+            // that follow it, cost it 1.00-1.07 of os on fresh ep traces of an idle
+            // machine (a 6.6 % run: 2 task moves, 132 page moves), and 1.01-1.14 on six
+            // traces taken beside a busy loop, whose coarser interleaving (OpenMP threads
+            // sleep at once at barriers under `tdmap trace`) gives it longer runs of one
+            // thread's first faults to follow; one such trace in CI gave 1.112. It must
+            // not cost more than that.
+            assert!(c <= os * 1.15, "{p}: {c} cycles vs os {os}");
         } else {
             assert!((c / os - 1.0).abs() <= 0.03, "{p}: {c} cycles vs os {os}");
         }
