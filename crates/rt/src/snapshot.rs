@@ -5,7 +5,7 @@
 //! fatal signal), without allocating: the child of a multi-threaded program and signal
 //! handlers must not call `malloc`.
 
-use crate::inject::maps::{for_each_line, parse_line};
+use crate::inject::maps::{for_each_own_line, parse_line};
 use crate::io;
 
 /// Appends the shared lines of `/proc/self/maps`, then an empty line ending the snapshot.
@@ -14,28 +14,19 @@ pub fn maps() {
         return;
     }
     crate::state::quiet(|| {
-        // SAFETY: a NUL-terminated path; open allocates nothing.
-        let fd = unsafe {
-            libc::open(
-                c"/proc/self/maps".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return;
-        }
         let mut buf = [0u8; 4096];
         let mut out = Out {
             bytes: [0u8; 4096],
             len: 0,
         };
-        let _ = for_each_line(fd, &mut buf, |l| {
+        let opened = for_each_own_line(&mut buf, |l| {
             if parse_line(l).is_some_and(|m| m.shared()) {
                 out.put(l);
             }
         });
-        // SAFETY: the descriptor opened above.
-        unsafe { libc::close(fd) };
+        if !opened {
+            return;
+        }
         out.put(b"");
         io::write_maps(&out.bytes[..out.len]);
     });

@@ -19,6 +19,16 @@ pub fn eligible(l: &Line<'_>) -> bool {
 /// Calls `f` with every eligible mapping of this process, reading `/proc/self/maps`
 /// through `buf`; does nothing if the file cannot be opened.
 pub fn for_each_eligible(buf: &mut [u8], mut f: impl FnMut(Line<'_>)) {
+    for_each_own_line(buf, |l| {
+        if let Some(line) = parse_line(l).filter(eligible) {
+            f(line);
+        }
+    });
+}
+
+/// Calls `f` with every line of this process's `/proc/self/maps`, read through `buf`
+/// without allocating; false (and no call) if the file cannot be opened.
+pub fn for_each_own_line(buf: &mut [u8], f: impl FnMut(&[u8])) -> bool {
     // SAFETY: a NUL-terminated path; open allocates nothing in this process.
     let fd = unsafe {
         libc::open(
@@ -27,15 +37,12 @@ pub fn for_each_eligible(buf: &mut [u8], mut f: impl FnMut(Line<'_>)) {
         )
     };
     if fd < 0 {
-        return;
+        return false;
     }
-    let _ = for_each_line(fd, buf, |l| {
-        if let Some(line) = parse_line(l).filter(eligible) {
-            f(line);
-        }
-    });
+    let _ = for_each_line(fd, buf, f);
     // SAFETY: the descriptor opened above.
     unsafe { libc::close(fd) };
+    true
 }
 
 /// Calls `f` with every complete line of the file open at `fd`, read through `buf`
