@@ -140,17 +140,8 @@ pub fn map_threads_sparse(
     if n == 0 {
         return Err(MapError::Empty);
     }
-    let pus = topo.num_pus();
-    if n > pus && !opts.oversubscribe {
-        return Err(MapError::TooManyThreads { threads: n, pus });
-    }
-    let slots = Slots::new(topo, n.div_ceil(pus));
-    let on_slots = |slot_of: Vec<usize>| -> Mapping {
-        slot_of
-            .into_iter()
-            .map(|s| slots.pu[s].expect("slot repaired onto a PU"))
-            .collect()
-    };
+    let slots = slots_for(topo, n, opts)?;
+    let on_slots = |slot_of| slots.onto_pus(slot_of);
     Ok(match algo {
         Algorithm::Greedy => on_slots(hier::map_sparse(&slots, matrix, n)),
         Algorithm::Compact => baseline::compact(&slots, n),
@@ -168,6 +159,16 @@ pub fn map_threads_sparse(
     })
 }
 
+/// The slots `n` threads take on `topo`: one per PU, or ⌈n / PUs⌉ per PU when there are
+/// more threads than PUs, which needs `opts.oversubscribe`.
+fn slots_for(topo: &Topology, n: usize, opts: &Options) -> Result<Slots, MapError> {
+    let pus = topo.num_pus();
+    if n > pus && !opts.oversubscribe {
+        return Err(MapError::TooManyThreads { threads: n, pus });
+    }
+    Ok(Slots::new(topo, n.div_ceil(pus)))
+}
+
 /// Maps `n` threads sharing `matrix` (row-major n × n, finite, ≥ 0) onto `topo` with
 /// `algo`. Each PU gets at most one thread unless there are more threads than PUs, which
 /// needs `opts.oversubscribe`; then each PU gets at most ⌈n / PUs⌉.
@@ -179,18 +180,9 @@ pub fn map_threads(
     opts: &Options,
 ) -> Result<Mapping, MapError> {
     validate(matrix, n)?;
-    let pus = topo.num_pus();
-    if n > pus && !opts.oversubscribe {
-        return Err(MapError::TooManyThreads { threads: n, pus });
-    }
-    let slots = Slots::new(topo, n.div_ceil(pus));
+    let slots = slots_for(topo, n, opts)?;
     let m = matrix::symmetric(matrix, n);
-    let on_slots = |slot_of: Vec<usize>| -> Mapping {
-        slot_of
-            .into_iter()
-            .map(|s| slots.pu[s].expect("slot repaired onto a PU"))
-            .collect()
-    };
+    let on_slots = |slot_of| slots.onto_pus(slot_of);
     Ok(match algo {
         Algorithm::Drb => on_slots(drb::map(&slots, &m, n, opts.seed)?),
         Algorithm::Matching => on_slots(hier::map(&slots, &m, n, matching::group, true)),

@@ -16,6 +16,15 @@ pub struct Slots {
 }
 
 impl Slots {
+    /// The logical PU of each thread placed on `slot_of`: the hierarchical algorithms
+    /// repair their placements onto slots that hold a PU, so every slot given has one.
+    pub fn onto_pus(&self, slot_of: Vec<usize>) -> Vec<usize> {
+        slot_of
+            .into_iter()
+            .map(|s| self.pu[s].expect("slot repaired onto a PU"))
+            .collect()
+    }
+
     /// The slots of `topo`, with `per_pu` slots per PU (1 unless oversubscribing).
     pub fn new(topo: &Topology, per_pu: usize) -> Slots {
         let npu = topo.num_pus();

@@ -42,10 +42,7 @@ pub fn map(topo: &Topology, m: &[f64], n: usize, oversubscribe: bool) -> Result<
     }
     let mut slot_of = hier::map(&slots, &w, total, matching::group, true);
     slot_of.truncate(n);
-    Ok(slot_of
-        .into_iter()
-        .map(|s| slots.pu[s].expect("slot repaired onto a PU"))
-        .collect())
+    Ok(slots.onto_pus(slot_of))
 }
 
 #[cfg(test)]
