@@ -8,7 +8,6 @@
 //! uses them loses its last unflushed accesses and its part is marked incomplete.
 
 use libc::{c_char, c_int};
-use std::sync::atomic::AtomicUsize;
 use tdmap_wire::raw::{MSG_DONE, MSG_EXEC};
 
 /// Wraps libc's `_exit`: ends the recording, then exits as it does.
@@ -37,20 +36,12 @@ macro_rules! exec {
         /// Same contract as libc's function.
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            let name = concat!(stringify!($name), "\0");
-            let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).expect("NUL-ended");
-            let f = crate::next::symbol(&REAL, name);
-            if f == 0 {
+            let Some(real) = crate::next::next_fn!($name: fn($($ty),*) -> c_int) else {
                 // SAFETY: errno is this thread's.
                 unsafe { *libc::__errno_location() = libc::ENOSYS };
                 return -1;
-            }
-            crate::init::finish_process(MSG_EXEC);
-            // SAFETY: a non-null result is libc's function of this name and signature.
-            let real = unsafe {
-                std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> c_int>(f)
             };
+            crate::init::finish_process(MSG_EXEC);
             // SAFETY: forwarding the caller's arguments unchanged.
             unsafe { real($($arg),*) }
         }

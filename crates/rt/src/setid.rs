@@ -2,8 +2,6 @@
 //! while glibc broadcasts the change to all threads ([`crate::inject::unprotected`]).
 //! Without injection they only call libc's.
 
-use std::sync::atomic::AtomicUsize;
-
 /// Defines `name(args) -> c_int` calling libc's `name` through `unprotected`.
 macro_rules! setid {
     ($name:ident($($arg:ident: $ty:ty),*)) => {
@@ -13,18 +11,10 @@ macro_rules! setid {
         /// Same contract as libc's function.
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> libc::c_int {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            let name = concat!(stringify!($name), "\0");
-            let name = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).expect("NUL-ended");
-            let f = crate::next::symbol(&REAL, name);
-            if f == 0 {
+            let Some(real) = crate::next::next_fn!($name: fn($($ty),*) -> libc::c_int) else {
                 // SAFETY: errno is this thread's.
                 unsafe { *libc::__errno_location() = libc::ENOSYS };
                 return -1;
-            }
-            // SAFETY: a non-null result is libc's function of this name and signature.
-            let real = unsafe {
-                std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> libc::c_int>(f)
             };
             // SAFETY: forwarding the caller's arguments unchanged.
             crate::inject::unprotected(|| unsafe { real($($arg),*) })
