@@ -12,6 +12,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod ranges;
+pub use ranges::range_list;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -89,21 +89,7 @@ pub enum RowError {
 
 /// Ranks as compact ranges: `0-3, 5, 7-8`.
 pub fn ranges(ranks: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            ranks[i].to_string()
-        } else {
-            format!("{}-{}", ranks[i], ranks[j])
-        });
-        i = j + 1;
-    }
-    out.join(", ")
+    tdmap_format::range_list(ranks, ", ")
 }
 
 impl Row {

@@ -3,21 +3,7 @@
 /// OS CPU numbers as a range list, `0-3,8`: runs of consecutive numbers in the order
 /// given become ranges (sort first for a set).
 pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
+    tdmap_format::range_list(cpus, ",")
 }
 
 #[cfg(test)]
