@@ -3,7 +3,7 @@
 
 use crate::state::{NEXT_ID, PENDING_ID};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
 type CreateFn = unsafe extern "C" fn(
@@ -13,8 +13,6 @@ type CreateFn = unsafe extern "C" fn(
     *mut c_void,
 ) -> i32;
 
-static REAL: AtomicUsize = AtomicUsize::new(0);
-
 struct Start {
     start: StartFn,
     arg: *mut c_void,
@@ -22,9 +20,12 @@ struct Start {
 }
 
 fn real_create() -> Option<CreateFn> {
-    let f = crate::next::symbol(&REAL, c"pthread_create");
-    // SAFETY: a non-null result is libc's pthread_create, which has this signature.
-    (f != 0).then(|| unsafe { std::mem::transmute::<usize, CreateFn>(f) })
+    crate::next::next_fn!(pthread_create: fn(
+        *mut libc::pthread_t,
+        *const libc::pthread_attr_t,
+        StartFn,
+        *mut c_void
+    ) -> i32)
 }
 
 extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
