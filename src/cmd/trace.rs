@@ -18,6 +18,7 @@
 //! program's own process only.
 
 mod convert;
+mod early;
 mod keys;
 mod model;
 mod omp;
@@ -68,15 +69,12 @@ pub struct Args {
     /// its forked children do not record.
     #[arg(long, conflicts_with = "count_only")]
     model_only: bool,
-    /// With --model-only: the most MiB of raw records the program may be ahead of tdmap
-    /// (the stream goes through memory, /dev/shm, never the disk); a thread about to
-    /// write past it waits. 0: no limit.
-    #[arg(
-        long,
-        value_name = "MIB",
-        default_value_t = 64,
-        requires = "model_only"
-    )]
+    /// The most MiB of raw records the program may be ahead of tdmap, which converts
+    /// (or, with --model-only, models) them while it runs; a thread about to write past
+    /// it waits. 0: no limit. Tracing converts while it runs only while the program is
+    /// one process with no shared mapping; past that the raw stream grows until the exit.
+    /// --model-only keeps the stream in memory (/dev/shm), never on the disk.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
     buffer_mib: u64,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).
@@ -172,7 +170,22 @@ pub fn run(args: Args) -> Result<i32> {
     let started = Instant::now();
     // Alive until the trace is written: a signal then neither kills tdmap nor leaves the
     // scratch files behind.
-    let (status, fwd) = spawn(&args, &scratch)?;
+    let (mut child, fwd) = start(&args, &scratch)?;
+    let early = match &trace {
+        Some(t) => early::convert_while_alone(&scratch, &mut child, &t.writer)?,
+        None => early::Early {
+            conv: convert::Conv::new(tdmap_sys::page_size() as u64),
+            from: 0,
+            status: None,
+        },
+    };
+    let status = match early.status {
+        Some(s) => s,
+        None => child
+            .wait()
+            .with_context(|| format!("waiting for '{}'", args.command[0].to_string_lossy()))?,
+    };
+    let converted = (early.from, early.conv.stats.threads);
     // A signal from now on is for tdmap itself: stop converting, keep what is written.
     let at_exit = fwd.count();
     let stop = || (fwd.count() > at_exit).then(|| fwd.received()).flatten();
@@ -185,7 +198,7 @@ pub fn run(args: Args) -> Result<i32> {
     let ctl = Control::read(&scratch.ctl);
     check_hello(&ctl, &args, &scratch, has_runtime)?;
     if args.count_only {
-        let procs = procs::discover(&scratch, ctl);
+        let procs = procs::discover(&scratch, ctl, converted);
         sum.processes = procs.len();
         sum.accesses = procs.iter().filter_map(|p| p.ctl.done).sum();
         sum.status = "counted".into();
@@ -194,10 +207,17 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let t = Instant::now();
     let mut trace = trace.expect("opened unless counting");
-    let mut procs = procs::discover(&scratch, ctl);
+    let mut procs = procs::discover(&scratch, ctl, converted);
     let maps: Vec<&Path> = procs.iter().map(|p| p.maps.as_path()).collect();
     let keys = keys::Keys::read(&maps);
-    let done = convert(&mut procs, keys.as_ref(), &trace.writer, &status, stop)?;
+    let done = convert(
+        &mut procs,
+        keys.as_ref(),
+        &trace.writer,
+        &status,
+        (early.conv, early.from),
+        stop,
+    )?;
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
     sum.processes = procs.len();
@@ -387,16 +407,6 @@ fn scratch_in(output: &Path, dir: Option<&Path>) -> Result<Scratch> {
     Ok(s)
 }
 
-/// Runs the program to its end; the signal forwarding stays on until the guard drops.
-fn spawn(args: &Args, scratch: &Scratch) -> Result<(ExitStatus, Forwarding)> {
-    let name = args.command[0].to_string_lossy();
-    let (mut child, fwd) = start(args, scratch)?;
-    let status = child
-        .wait()
-        .with_context(|| format!("waiting for '{name}'"))?;
-    Ok((status, fwd))
-}
-
 /// Starts the program with the runtime's environment the way `tdmap run` does (tdmap-sys:
 /// tdmap's stdio and signal mask, default dispositions) and forwards signals to it.
 fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
@@ -411,7 +421,7 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
     env.extend(omp::spin_caps(|v| std::env::var_os(v)));
-    if args.model_only {
+    if !args.count_only {
         let bytes = args.buffer_mib.saturating_mul(1 << 20);
         env.push((wire::ENV_BUFFER.into(), bytes.to_string().into()));
     }

@@ -17,7 +17,7 @@ static FAILED: AtomicBool = AtomicBool::new(false);
 pub static BUFFER: AtomicU64 = AtomicU64::new(0);
 /// A writer that saw the reader free nothing for this long stops waiting for good: tdmap
 /// is gone or stuck, and the program must not hang on it.
-const GIVE_UP_NS: u64 = 10_000_000_000;
+const GIVE_UP_NS: u64 = 2_000_000_000;
 
 /// Creates `path` for appending; fails if it exists, so only one process owns a trace.
 pub fn create_exclusive(path: &std::ffi::CStr) -> i32 {
@@ -71,6 +71,8 @@ pub fn switch_to(ctl: i32, data: i32, maps: i32) {
         }
     }
     FAILED.store(false, Relaxed);
+    // Only process 0's file is read while the program runs (`tdmap trace`'s early.rs).
+    BUFFER.store(0, Relaxed);
 }
 
 /// The data file's allocated bytes (what the disk or memory holds of it), None if unknown.

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::BufReader;
 use std::process::ExitStatus;
-use tdmap_trace::{Access, Fault, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus, Writer};
 use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
@@ -49,20 +49,23 @@ struct Stream {
 }
 
 impl Stream {
-    /// Opens `p`'s raw file with a read buffer of `buf` bytes.
-    fn open(p: &Proc, buf: usize) -> Result<Stream> {
+    /// Opens `p`'s raw file at byte `from` (what was converted while the program ran)
+    /// with a read buffer of `buf` bytes.
+    fn open(p: &Proc, buf: usize, from: u64) -> Result<Stream> {
+        use std::io::Seek;
         // Writable, or fallocate cannot punch holes in it.
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&p.data)
             .with_context(|| format!("opening the raw trace {}", p.data.display()))?;
+        file.seek(std::io::SeekFrom::Start(from))?;
         let mut rd = RawReader::new(BufReader::with_capacity(buf, file));
         let next = rd.next_event().context("reading the raw trace")?;
         Ok(Stream {
             rd,
             next,
-            punched: 0,
+            punched: from,
         })
     }
 }
@@ -77,34 +80,110 @@ fn earliest(streams: &[Option<Stream>]) -> Option<usize> {
         .map(|(_, i)| i)
 }
 
-/// Converts every process's raw chunks into the trace, until the end or until `stop`
-/// names a signal; then settles each process's status and finishes the trace. Frees the
-/// raw files' disk blocks behind the readers as it goes, so the trace can grow on a disk
-/// the raw files filled.
+/// The conversion's state: what was counted and the buffers, kept from the part
+/// converted while the program ran (`early.rs`) to the rest.
+pub(super) struct Conv {
+    pub(super) stats: Stats,
+    threads: Vec<ThreadInfo>,
+    dec: Decoder,
+    base: Option<u64>,
+    acc: Vec<Access>,
+    faults: Vec<Fault>,
+    repeats: Vec<(u32, u32)>,
+    first_touched: HashSet<u64>,
+}
+
+impl Conv {
+    /// A conversion of a run whose pages are `page_size` bytes.
+    pub(super) fn new(page_size: u64) -> Conv {
+        Conv {
+            stats: Stats::default(),
+            threads: Vec::new(),
+            dec: Decoder::new(page_size),
+            base: None,
+            acc: Vec::new(),
+            faults: Vec::new(),
+            repeats: Vec::new(),
+            first_touched: HashSet::new(),
+        }
+    }
+
+    /// Converts one raw event of process `p` (its tasks `first_task..+tasks`; a thread
+    /// past them registered after they were counted and is left out).
+    pub(super) fn event(
+        &mut self,
+        ev: RawEvent,
+        p: &ProcessInfo,
+        keys: Option<&Keys>,
+        writer: &Writer,
+    ) -> tdmap_trace::Result<()> {
+        let task = |t: u32| (t < p.tasks).then(|| p.first_task + t);
+        let stats = &mut self.stats;
+        match ev {
+            RawEvent::Thread { id, os_tid, time } => {
+                self.base.get_or_insert(time);
+                let Some(id) = task(id) else { return Ok(()) };
+                self.threads.push(ThreadInfo {
+                    id,
+                    os_tid: os_tid as i32,
+                    cpu: None,
+                });
+                stats.threads = stats.threads.max(id + 1);
+            }
+            RawEvent::End { filtered, .. } => stats.filtered += filtered,
+            RawEvent::Accesses(mut c) => {
+                c.rebase(*self.base.get_or_insert(c.ticks[0]));
+                // Recorded after its thread count was taken (a child still running).
+                let Some(t) = task(c.thread) else {
+                    return Ok(());
+                };
+                let (acc, faults, repeats) = (&mut self.acc, &mut self.faults, &mut self.repeats);
+                let split = self.dec.chunk(&c, acc, faults, repeats);
+                if let Some(k) = keys {
+                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
+                    faults
+                        .iter_mut()
+                        .for_each(|f| f.addr = k.key(p.index, f.addr));
+                    // Each process judges first touches in its own address space: a
+                    // shared page keeps the earliest.
+                    let seen = &mut self.first_touched;
+                    faults.retain(|f| !is_shared(f.addr) || seen.insert(f.addr));
+                }
+                append(writer, t, acc, split, faults, repeats)?;
+                stats.accesses += acc.len() as u64;
+                stats.faults += faults.len() as u64;
+                stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
+                stats.threads = stats.threads.max(t + 1);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Converts every process's raw chunks into the trace, process 0's from byte `from0`
+/// (what `conv` converted while the program ran), until the end or until `stop` names a
+/// signal; then settles each process's status and finishes the trace. Frees the raw
+/// files' disk blocks behind the readers as it goes, so the trace can grow on a disk the
+/// raw files filled.
 pub(super) fn convert(
     procs: &mut [Proc],
     keys: Option<&Keys>,
     writer: &Writer,
     status: &ExitStatus,
+    (mut conv, from0): (Conv, u64),
     stop: impl Fn() -> Option<i32>,
 ) -> Result<Converted> {
     let mut streams = Vec::with_capacity(procs.len());
     // 1 MiB of read buffers in all, at least one chunk's worth each.
     let buf = ((1 << 20) / procs.len()).max(64 << 10);
     for (i, p) in procs.iter().enumerate() {
-        match Stream::open(p, buf) {
+        match Stream::open(p, buf, if i == 0 { from0 } else { 0 }) {
             Ok(s) => streams.push(Some(s)),
             Err(e) if i == 0 => return Err(e),
             // A child that could not write its file has an empty part (Incomplete).
             Err(_) => streams.push(None),
         }
     }
-    let mut stats = Stats::default();
-    let mut threads: Vec<ThreadInfo> = Vec::new();
-    let dec = Decoder::new(procs[0].ctl.page_size);
-    let mut base = None;
-    let (mut acc, mut faults, mut repeats) = (Vec::new(), Vec::new(), Vec::new());
-    let mut first_touched = HashSet::new();
     // Cut short by a write error or a signal: the writer keeps its whole frames.
     let cut = |stats, write_err, stopped| {
         let _ = writer.finish(TraceStatus::Incomplete);
@@ -123,47 +202,14 @@ pub(super) fn convert(
             .expect("earliest names a stream with an event");
         s.next = s.rd.next_event().context("reading the raw trace")?;
         if let Some(sig) = stop() {
-            return cut(stats, None, Some(sig));
+            return cut(conv.stats, None, Some(sig));
         }
         s.punched = punch_behind(s.rd.get_ref(), s.punched);
-        let p = &procs[i].info;
-        let task = |t: u32| (t < p.tasks).then(|| p.first_task + t);
-        match ev {
-            RawEvent::Thread { id, os_tid, time } => {
-                base.get_or_insert(time);
-                let Some(id) = task(id) else { continue };
-                threads.push(ThreadInfo {
-                    id,
-                    os_tid: os_tid as i32,
-                    cpu: None,
-                });
-                stats.threads = stats.threads.max(id + 1);
-            }
-            RawEvent::End { filtered, .. } => stats.filtered += filtered,
-            RawEvent::Accesses(mut c) => {
-                c.rebase(*base.get_or_insert(c.ticks[0]));
-                // Recorded after its thread count was taken (a child still running).
-                let Some(t) = task(c.thread) else { continue };
-                let split = dec.chunk(&c, &mut acc, &mut faults, &mut repeats);
-                if let Some(k) = keys {
-                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
-                    faults
-                        .iter_mut()
-                        .for_each(|f| f.addr = k.key(p.index, f.addr));
-                    // Each process judges first touches in its own address space: a
-                    // shared page keeps the earliest.
-                    faults.retain(|f| !is_shared(f.addr) || first_touched.insert(f.addr));
-                }
-                if let Err(e) = append(writer, t, &acc, split, &faults, &repeats) {
-                    return cut(stats, Some(e), None);
-                }
-                stats.accesses += acc.len() as u64;
-                stats.faults += faults.len() as u64;
-                stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
-                stats.threads = stats.threads.max(t + 1);
-            }
+        if let Err(e) = conv.event(ev, &procs[i].info, keys, writer) {
+            return cut(conv.stats, Some(e), None);
         }
     }
+    let (stats, mut threads) = (conv.stats, conv.threads);
     threads.sort_by_key(|t| t.id);
     let torn: Vec<bool> = streams
         .iter()
