@@ -224,7 +224,9 @@ pub fn run(args: Args) -> Result<i32> {
     fill(&mut sum, &done.stats, &output, done.status);
     print_line(&sum, &args)?;
     let ctl = &procs[0].ctl;
-    explain(&sum, ctl, &status);
+    // A full disk fails both the raw stream and the trace (written side by side while
+    // the program runs): one line for it, the trace's.
+    explain(&sum, ctl, &status, done.write_err.is_none());
     explain_children(&procs);
     if let Some(e) = done.write_err {
         trace.keep = true;
@@ -609,9 +611,10 @@ fn explain_children(procs: &[procs::Proc]) {
     }
 }
 
-/// Says on stderr why a trace is not Complete.
-fn explain(sum: &Summary, ctl: &Control, status: &ExitStatus) {
-    if let Some(e) = ctl.write_errno {
+/// Says on stderr why a trace is not Complete; the raw stream's write failure only with
+/// `raw_failure` (else the trace's own failure says it).
+fn explain(sum: &Summary, ctl: &Control, status: &ExitStatus, raw_failure: bool) {
+    if let Some(e) = ctl.write_errno.filter(|_| raw_failure) {
         let err = std::io::Error::from_raw_os_error(e as i32);
         eprintln!("tdmap: writing the raw trace failed ({err}); the trace is marked Incomplete");
     }

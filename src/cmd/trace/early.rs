@@ -167,7 +167,8 @@ mod tests {
 
     #[test]
     fn a_shared_mapping_is_told_by_its_permissions() {
-        let private = "7f00-7f10 rw-p 00000000 00:00 0\n7f10-7f20 r-xp 00001000 08:01 42 /lib/x.so\n";
+        let private =
+            "7f00-7f10 rw-p 00000000 00:00 0\n7f10-7f20 r-xp 00001000 08:01 42 /lib/x.so\n";
         assert!(!has_shared(private));
         let shm = format!("{private}7f20-7f30 rw-s 00000000 00:05 7 /dev/shm/x\n");
         assert!(has_shared(&shm));

@@ -63,7 +63,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         exit_code: status.code(),
         ..super::Summary::default()
     };
-    super::explain(&sum, &ctl, &status);
+    super::explain(&sum, &ctl, &status, true);
     let events = feed.model.events();
     if events == 0 {
         anyhow::bail!("the program recorded no accesses, so no model was written");

@@ -102,7 +102,11 @@ pub(super) fn no_children(scratch: &Scratch) -> bool {
 /// program's own control file's content, `(from0, threads0)` how far process 0's file
 /// was converted while it ran and how many threads that part named (its front may be
 /// freed, so counting starts at `from0`). A child whose files cannot be read is left out.
-pub(super) fn discover(scratch: &Scratch, main: Control, (from0, threads0): (u64, u32)) -> Vec<Proc> {
+pub(super) fn discover(
+    scratch: &Scratch,
+    main: Control,
+    (from0, threads0): (u64, u32),
+) -> Vec<Proc> {
     let mut procs = vec![Proc {
         info: info(0, main.pid),
         ctl: main,
@@ -135,7 +139,11 @@ pub(super) fn discover(scratch: &Scratch, main: Control, (from0, threads0): (u64
                 thread_count(&mut std::io::BufReader::new(f))
             })
             .unwrap_or(0);
-        let tasks = if i == 0 { counted.max(threads0) } else { counted };
+        let tasks = if i == 0 {
+            counted.max(threads0)
+        } else {
+            counted
+        };
         let p = &mut procs[i].info;
         p.index = i as u32;
         // A process whose parent is not traced (a program a shell started) is put under
