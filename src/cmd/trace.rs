@@ -20,6 +20,7 @@
 mod convert;
 mod decode;
 mod early;
+mod follow;
 mod keys;
 mod model;
 mod omp;
@@ -175,11 +176,7 @@ pub fn run(args: Args) -> Result<i32> {
     let (mut child, fwd) = start(&args, &scratch)?;
     let early = match &trace {
         Some(t) => early::convert_while_alone(&scratch, &mut child, &t.writer)?,
-        None => early::Early {
-            conv: convert::Conv::new(tdmap_sys::page_size() as u64),
-            from: 0,
-            status: None,
-        },
+        None => early::Early::none(),
     };
     let status = match early.status {
         Some(s) => s,
@@ -187,7 +184,7 @@ pub fn run(args: Args) -> Result<i32> {
             .wait()
             .with_context(|| format!("waiting for '{}'", args.command[0].to_string_lossy()))?,
     };
-    let converted = (early.from, early.conv.stats.threads);
+    let converted = (early.from, early.threads());
     // A signal from now on is for tdmap itself: stop converting, keep what is written.
     let at_exit = fwd.count();
     let stop = || (fwd.count() > at_exit).then(|| fwd.received()).flatten();
@@ -217,7 +214,7 @@ pub fn run(args: Args) -> Result<i32> {
         keys.as_ref(),
         &trace.writer,
         &status,
-        (early.conv, early.from),
+        early,
         stop,
     )?;
     sum.convert_seconds = t.elapsed().as_secs_f64();

@@ -7,6 +7,7 @@
 //! addresses become page keys ([`Keys`]) so that pages shared between processes are one
 //! key, as kMAF's physical addresses are (kMAF §3.1).
 
+use super::early::Early;
 use super::keys::Keys;
 use super::procs::{settle, Proc};
 use super::raw::{RawEvent, RawReader};
@@ -44,14 +45,16 @@ pub(super) struct Converted {
 /// One process's raw file being read.
 struct Stream {
     rd: RawReader<BufReader<File>>,
+    /// Events read from before where `rd` starts, handed out first.
+    pending: std::vec::IntoIter<RawEvent>,
     next: Option<RawEvent>,
     punched: u64,
 }
 
 impl Stream {
-    /// Opens `p`'s raw file at byte `from` (what was converted while the program ran)
-    /// with a read buffer of `buf` bytes.
-    fn open(p: &Proc, buf: usize, from: u64) -> Result<Stream> {
+    /// Opens `p`'s raw file at byte `from` (what was read while the program ran), after
+    /// the `pending` events read before it, with a read buffer of `buf` bytes.
+    fn open(p: &Proc, buf: usize, from: u64, pending: Vec<RawEvent>) -> Result<Stream> {
         use std::io::Seek;
         // Writable, or fallocate cannot punch holes in it.
         let mut file = std::fs::OpenOptions::new()
@@ -60,13 +63,22 @@ impl Stream {
             .open(&p.data)
             .with_context(|| format!("opening the raw trace {}", p.data.display()))?;
         file.seek(std::io::SeekFrom::Start(from))?;
-        let mut rd = RawReader::new(BufReader::with_capacity(buf, file));
-        let next = rd.next_event().context("reading the raw trace")?;
-        Ok(Stream {
-            rd,
-            next,
+        let mut s = Stream {
+            rd: RawReader::new(BufReader::with_capacity(buf, file)),
+            pending: pending.into_iter(),
+            next: None,
             punched: from,
-        })
+        };
+        s.next = s.advance()?;
+        Ok(s)
+    }
+
+    /// The event after `next`.
+    fn advance(&mut self) -> Result<Option<RawEvent>> {
+        match self.pending.next() {
+            Some(ev) => Ok(Some(ev)),
+            None => self.rd.next_event().context("reading the raw trace"),
+        }
     }
 }
 
@@ -160,8 +172,8 @@ impl Conv {
     }
 }
 
-/// Converts every process's raw chunks into the trace, process 0's from byte `from0`
-/// (what `conv` converted while the program ran), until the end or until `stop` names a
+/// Converts every process's raw chunks into the trace, process 0's going on from what
+/// `early` converted while the program ran, until the end or until `stop` names a
 /// signal; then settles each process's status and finishes the trace. Frees the raw
 /// files' disk blocks behind the readers as it goes, so the trace can grow on a disk the
 /// raw files filled.
@@ -170,14 +182,19 @@ pub(super) fn convert(
     keys: Option<&Keys>,
     writer: &Writer,
     status: &ExitStatus,
-    (mut conv, from0): (Conv, u64),
+    early: Early,
     stop: impl Fn() -> Option<i32>,
 ) -> Result<Converted> {
     let mut streams = Vec::with_capacity(procs.len());
     // 1 MiB of read buffers in all, at least one chunk's worth each.
     let buf = ((1 << 20) / procs.len()).max(64 << 10);
+    let (mut conv, from0, mut pending0) = (early.conv, early.from, early.pending);
     for (i, p) in procs.iter().enumerate() {
-        match Stream::open(p, buf, if i == 0 { from0 } else { 0 }) {
+        let (from, pending) = match i {
+            0 => (from0, std::mem::take(&mut pending0)),
+            _ => (0, Vec::new()),
+        };
+        match Stream::open(p, buf, from, pending) {
             Ok(s) => streams.push(Some(s)),
             Err(e) if i == 0 => return Err(e),
             // A child that could not write its file has an empty part (Incomplete).
@@ -200,7 +217,7 @@ pub(super) fn convert(
             .next
             .take()
             .expect("earliest names a stream with an event");
-        s.next = s.rd.next_event().context("reading the raw trace")?;
+        s.next = s.advance()?;
         if let Some(sig) = stop() {
             return cut(conv.stats, None, Some(sig));
         }

@@ -9,35 +9,60 @@
 //! needs every process's snapshots (`keys.rs`), and merges the processes' streams by time
 //! (`convert.rs`). So before converting each batch this checks that no other process left
 //! files and that `/proc/PID/maps` holds no shared mapping; otherwise it stops, and the
-//! rest is converted after the exit as before (the runtime, no longer consumed, stops
-//! waiting after 2 s). Process 0's private pages are keyed by their plain addresses
-//! either way, so what was converted early stays valid.
+//! rest is converted after the exit as before (the runtime, told that its file is no
+//! longer read, stops waiting). Process 0's private pages are keyed by their plain
+//! addresses either way, so what was converted early stays valid; the events read but
+//! not converted go on to the conversion after the exit in memory, so that every chunk
+//! read can be freed at once and a writer never waits on a batch being gathered.
 
 use super::convert::Conv;
+use super::follow::{position, Follow};
 use super::raw::{RawEvent, RawReader};
 use super::{procs, Control, Scratch};
 use anyhow::{Context, Result};
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::PathBuf;
+use std::io::BufReader;
 use std::process::ExitStatus;
-use std::time::Duration;
 use tdmap_sys::GatedChild;
 use tdmap_trace::{ProcessInfo, TraceStatus, Writer};
 
 /// Chunks read before each check and conversion: 4 MiB of raw records at most.
 const BATCH: usize = 64;
-/// Converted bytes between two hole punches.
-const PUNCH_EVERY: u64 = 1 << 20;
 
 /// What was converted while the program ran.
 pub(super) struct Early {
     /// The conversion's state, to go on with.
     pub(super) conv: Conv,
-    /// Bytes of process 0's data file converted (the rest starts there).
+    /// Bytes of process 0's data file read (the rest starts there).
     pub(super) from: u64,
+    /// Events read before `from` but not converted (their blocks may be freed): the
+    /// rest starts with them.
+    pub(super) pending: Vec<RawEvent>,
     /// The program's exit status, if it ended while being followed.
     pub(super) status: Option<ExitStatus>,
+}
+
+impl Early {
+    /// Nothing converted yet (`--count-only`).
+    pub(super) fn none() -> Early {
+        Early {
+            conv: Conv::new(tdmap_sys::page_size() as u64),
+            from: 0,
+            pending: Vec::new(),
+            status: None,
+        }
+    }
+
+    /// How many threads of process 0 the converted and pending parts name.
+    pub(super) fn threads(&self) -> u32 {
+        self.pending
+            .iter()
+            .filter_map(|ev| match ev {
+                RawEvent::Thread { id, .. } => Some(id + 1),
+                RawEvent::Accesses(c) => Some(c.thread + 1),
+                RawEvent::End { .. } => None,
+            })
+            .fold(self.conv.stats.threads, u32::max)
+    }
 }
 
 /// Follows process 0's data file and converts it into `writer` while the program runs
@@ -47,15 +72,11 @@ pub(super) fn convert_while_alone(
     child: &mut GatedChild,
     writer: &Writer,
 ) -> Result<Early> {
-    let mut conv = Conv::new(tdmap_sys::page_size() as u64);
-    let tail = Tail {
-        path: scratch.data.clone(),
-        file: None,
-        child,
-        status: None,
-        read: 0,
-    };
-    let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, tail));
+    let mut early = Early::none();
+    let mut rd = RawReader::new(BufReader::with_capacity(
+        1 << 20,
+        Follow::new(&scratch.data, child),
+    ));
     let alone = ProcessInfo {
         index: 0,
         pid: 0,
@@ -64,43 +85,35 @@ pub(super) fn convert_while_alone(
         tasks: u32::MAX,
         status: TraceStatus::Incomplete,
     };
-    let (mut from, mut punched) = (0u64, 0u64);
     loop {
-        let mut batch: Vec<(RawEvent, u64)> = Vec::with_capacity(BATCH);
-        while batch.len() < BATCH {
+        while early.pending.len() < BATCH {
             let Some(ev) = rd.next_event().context("reading the raw trace")? else {
                 break;
             };
-            let src = rd.get_ref();
-            batch.push((ev, src.get_ref().read - src.buffer().len() as u64));
+            early.pending.push(ev);
+            // In memory now: its blocks can go, so a runtime waiting for room (however
+            // small --buffer-mib is) is never left waiting on this batch.
+            early.from = position(rd.get_ref());
+            rd.get_mut().get_mut().consumed(early.from);
         }
-        if batch.is_empty() || !alone_and_private(scratch) {
+        // Checked after reading: every event of the batch was written before this.
+        if early.pending.is_empty() || !alone_and_private(scratch) {
             break;
         }
-        for (ev, end) in batch {
-            // A write error stops here; the conversion after the exit reports it.
-            if conv.event(ev, &alone, None, writer).is_err() {
-                return Ok(done(conv, from, rd));
-            }
-            from = end;
-        }
-        if from - punched >= PUNCH_EVERY {
-            if let Some(f) = &rd.get_ref().get_ref().file {
-                // Only disk space is at stake: a file system without holes keeps the bytes.
-                let _ = tdmap_sys::punch_hole(f, from);
-            }
-            punched = from;
+        let mut batch = std::mem::take(&mut early.pending).into_iter();
+        // A write error stops here; the conversion after the exit meets it again with
+        // the events left and reports it.
+        if batch.any(|ev| early.conv.event(ev, &alone, None, writer).is_err()) {
+            early.pending = batch.collect();
+            break;
         }
     }
-    Ok(done(conv, from, rd))
-}
-
-fn done(conv: Conv, from: u64, rd: RawReader<BufReader<Tail<'_>>>) -> Early {
-    Early {
-        conv,
-        from,
-        status: rd.get_ref().get_ref().status,
+    let follow = rd.get_ref().get_ref();
+    early.status = follow.status;
+    if early.status.is_none() {
+        follow.release();
     }
+    Ok(early)
 }
 
 /// True while process 0 is the only traced process and maps nothing shared.
@@ -117,48 +130,6 @@ fn has_shared(maps: &str) -> bool {
     maps.lines()
         .filter_map(|l| l.split_whitespace().nth(1))
         .any(|perms| perms.as_bytes().get(3) == Some(&b's'))
-}
-
-/// Process 0's data file read as it grows: at its end, waits for more while the program
-/// runs, and ends once the program has exited and everything is read.
-struct Tail<'a> {
-    path: PathBuf,
-    file: Option<File>,
-    child: &'a mut GatedChild,
-    status: Option<ExitStatus>,
-    read: u64,
-}
-
-impl Read for Tail<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            // Checked before reading, so a read that finds nothing after the exit is
-            // the true end: every write of the program happened before it exited.
-            if self.status.is_none() {
-                self.status = self.child.try_wait().map_err(std::io::Error::other)?;
-            }
-            let exited = self.status.is_some();
-            if self.file.is_none() {
-                // Read and write, so that holes can be punched.
-                match File::options().read(true).write(true).open(&self.path) {
-                    Ok(f) => self.file = Some(f),
-                    Err(_) if exited => return Ok(0),
-                    Err(_) => {}
-                }
-            }
-            if let Some(f) = &mut self.file {
-                let n = f.read(buf)?;
-                if n > 0 {
-                    self.read += n as u64;
-                    return Ok(n);
-                }
-                if exited {
-                    return Ok(0);
-                }
-            }
-            std::thread::sleep(Duration::from_micros(500));
-        }
-    }
 }
 
 #[cfg(test)]
