@@ -285,3 +285,64 @@ fn punch_behind(src: &BufReader<std::fs::File>, punched: u64) -> u64 {
     let _ = tdmap_sys::punch_hole(src.get_ref(), done);
     done
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::procs::Control;
+    use super::super::raw::wire::{self, ChunkHeader};
+    use super::*;
+
+    /// A thread-start chunk of thread `id`: a header only.
+    fn thread_chunk(id: u32) -> [u8; wire::HEADER_BYTES] {
+        ChunkHeader {
+            magic: wire::MAGIC,
+            kind: wire::KIND_THREAD,
+            thread: id,
+            t0: id as u64,
+            ..ChunkHeader::default()
+        }
+        .encode()
+    }
+
+    /// The conversion after the exit starts with the events the early conversion read
+    /// but did not convert, then reads the file from where it stopped: the front of the
+    /// file may already be freed, so those events exist only in memory.
+    #[test]
+    fn the_rest_starts_with_the_events_read_but_not_converted() {
+        let dir = std::env::temp_dir().join(format!("tdmap-handover-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("raw");
+        let bytes: Vec<u8> = (0..4).flat_map(thread_chunk).collect();
+        std::fs::write(&data, &bytes).unwrap();
+        let p = Proc {
+            ctl: Control::default(),
+            data: data.clone(),
+            maps: dir.join("maps"),
+            info: ProcessInfo {
+                index: 0,
+                pid: 0,
+                parent: None,
+                first_task: 0,
+                tasks: 4,
+                status: TraceStatus::Incomplete,
+            },
+        };
+        // Events 0 and 1 were read early (their bytes then freed), 2 and 3 were not.
+        let mut rd = RawReader::new(&bytes[..]);
+        let pending = vec![
+            rd.next_event().unwrap().unwrap(),
+            rd.next_event().unwrap().unwrap(),
+        ];
+        let from = 2 * wire::HEADER_BYTES as u64;
+        let mut s = Stream::open(&p, 1 << 16, from, pending).unwrap();
+        let mut ids = Vec::new();
+        while let Some(ev) = s.next.take() {
+            if let RawEvent::Thread { id, .. } = ev {
+                ids.push(id);
+            }
+            s.next = s.advance().unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(ids, [0, 1, 2, 3]);
+    }
+}
