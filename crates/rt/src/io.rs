@@ -151,3 +151,28 @@ pub fn write_data(bytes: &[u8]) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A data file that tdmap marked as no longer read gives no room to wait for, so a
+    /// writer stops waiting at once; an unmarked one reports its allocated bytes.
+    #[test]
+    fn a_file_marked_unfollowed_is_not_waited_on() {
+        let path = std::env::temp_dir().join(format!("tdmap-rt-unfollowed-{}", std::process::id()));
+        std::fs::write(&path, vec![1u8; 64 << 10]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(allocated(f.as_raw_fd()).is_some_and(|b| b >= 64 << 10));
+        std::fs::set_permissions(
+            &path,
+            std::fs::Permissions::from_mode(0o600 | MODE_UNFOLLOWED),
+        )
+        .unwrap();
+        assert_eq!(allocated(f.as_raw_fd()), None);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
