@@ -3,8 +3,9 @@
 //! "oracle" of kMAF), plus which thread first touched each page (as Fault events).
 //!
 //! The runtime inside the program writes raw chunks to a scratch file beside the output;
-//! this process compresses them into the trace format afterwards, off the program's hot
-//! path (`convert.rs`). A control file carries the runtime's handshake, crashes and write
+//! this process compresses them into the trace format off the program's hot path: while
+//! the program runs as one process with no shared mapping (`early.rs`, which keeps the
+//! scratch file within `--buffer-mib`), the rest after it exits (`convert.rs`). A control file carries the runtime's handshake, crashes and write
 //! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
 //! to tdmap go to it until the trace is written.
 //!
