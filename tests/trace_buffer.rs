@@ -13,7 +13,13 @@ fn scratch() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-buffer")
 }
 
+/// The instrumented stencil3d, built once (the tests run in parallel).
 fn stencil3d() -> PathBuf {
+    static PROG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PROG.get_or_init(build_stencil3d).clone()
+}
+
+fn build_stencil3d() -> PathBuf {
     common::cargo_build("tdmap-rt");
     let dir = scratch().join("build");
     let prog = dir.join("tdmap/stencil3d");
@@ -74,4 +80,83 @@ fn model_only_keeps_its_stream_in_memory_within_the_buffer() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, [std::ffi::OsString::from("s.model.json")]);
+}
+
+/// What the files in `dir` hold: (the raw data files' allocated bytes, those plus every
+/// other file's length). Lengths, since a file system may reserve blocks ahead of an
+/// appending writer (the trace's) and trim them at close.
+fn held(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let (mut raw, mut all) = (0, 0);
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(m) = e.metadata() else { continue };
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.contains(".raw-") && !name.ends_with(".maps") {
+            raw += m.blocks() * 512;
+            all += m.blocks() * 512;
+        } else {
+            all += m.len();
+        }
+    }
+    (raw, all)
+}
+
+/// While the program runs alone, `tdmap trace` converts its raw stream as it grows and a
+/// writer waits rather than put more than `--buffer-mib` of it on the disk: the output
+/// folder, sampled while the program runs, never holds much more than the final trace
+/// plus the buffer, though the raw stream is many times the buffer. (Before, the scratch
+/// file grew to 8 bytes per access until the exit.)
+#[test]
+fn tracing_keeps_the_raw_stream_on_disk_within_the_buffer() {
+    let prog = stencil3d();
+    let dir = scratch().join("trace");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("s.trace");
+    let summary = dir.join("s.json");
+    let mut child = Command::new(TDMAP)
+        .args(["trace", "--buffer-mib", "1", "--summary"])
+        .arg(&summary)
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["8", "16"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut peak_raw, mut peak_all) = (0, 0);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        let (raw, all) = held(&dir);
+        (peak_raw, peak_all) = (peak_raw.max(raw), peak_all.max(all));
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(json["status"], "Complete", "{json}");
+    let accesses = json["accesses"].as_u64().unwrap();
+    let threads = json["threads"].as_u64().unwrap();
+    let (_, final_all) = held(&dir);
+    // The stream is far larger than the buffer: 8 bytes per access.
+    assert!(accesses * 8 > 16 << 20, "{json}");
+    // Each writing thread may pass the check with one chunk (64 KiB and its header)
+    // before the others' land; the block at the freed front's edge stays allocated.
+    let bound = (1 << 20) + threads * (66 << 10) + 4096;
+    eprintln!(
+        "{accesses} accesses ({} MiB of raw stream), raw file peak {peak_raw} B, folder peak {peak_all} B, final {final_all} B, bound {bound} B above it",
+        (accesses * 8) >> 20
+    );
+    assert!(
+        peak_raw > 0 && peak_raw <= bound,
+        "raw peak {peak_raw} > {bound}"
+    );
+    assert!(
+        peak_all <= final_all + bound,
+        "folder peak {peak_all} > final {final_all} + {bound}"
+    );
 }

@@ -3,8 +3,9 @@
 //! "oracle" of kMAF), plus which thread first touched each page (as Fault events).
 //!
 //! The runtime inside the program writes raw chunks to a scratch file beside the output;
-//! this process compresses them into the trace format afterwards, off the program's hot
-//! path (`convert.rs`). A control file carries the runtime's handshake, crashes and write
+//! this process compresses them into the trace format off the program's hot path: while
+//! the program runs as one process with no shared mapping (`early.rs`, which keeps the
+//! scratch file within `--buffer-mib`), the rest after it exits (`convert.rs`). A control file carries the runtime's handshake, crashes and write
 //! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
 //! to tdmap go to it until the trace is written.
 //!
@@ -18,6 +19,9 @@
 //! program's own process only.
 
 mod convert;
+mod decode;
+mod early;
+mod follow;
 mod keys;
 mod model;
 mod omp;
@@ -27,8 +31,9 @@ mod raw;
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
 use convert::{convert, Stats};
+use decode::Decoder;
 use procs::Control;
-use raw::{wire, RawChunk};
+use raw::wire;
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::Write;
@@ -37,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Instant;
 use tdmap_sys::{Forwarding, GatedChild, STOP_SIGNALS};
-use tdmap_trace::{Access, Fault, Header, TraceStatus, Writer};
+use tdmap_trace::{Header, TraceStatus, Writer};
 
 /// Arguments of `tdmap trace`.
 #[derive(Debug, clap::Args)]
@@ -68,15 +73,12 @@ pub struct Args {
     /// its forked children do not record.
     #[arg(long, conflicts_with = "count_only")]
     model_only: bool,
-    /// With --model-only: the most MiB of raw records the program may be ahead of tdmap
-    /// (the stream goes through memory, /dev/shm, never the disk); a thread about to
-    /// write past it waits. 0: no limit.
-    #[arg(
-        long,
-        value_name = "MIB",
-        default_value_t = 64,
-        requires = "model_only"
-    )]
+    /// The most MiB of raw records the program may be ahead of tdmap, which converts
+    /// (or, with --model-only, models) them while it runs; a thread about to write past
+    /// it waits. 0: no limit. Tracing converts while it runs only while the program is
+    /// one process with no shared mapping; past that the raw stream grows until the exit.
+    /// --model-only keeps the stream in memory (/dev/shm), never on the disk.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
     buffer_mib: u64,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
     /// or `all` (every thread, the trace paper's exact count; the default).
@@ -172,7 +174,18 @@ pub fn run(args: Args) -> Result<i32> {
     let started = Instant::now();
     // Alive until the trace is written: a signal then neither kills tdmap nor leaves the
     // scratch files behind.
-    let (status, fwd) = spawn(&args, &scratch)?;
+    let (mut child, fwd) = start(&args, &scratch)?;
+    let early = match &trace {
+        Some(t) => early::convert_while_alone(&scratch, &mut child, &t.writer)?,
+        None => early::Early::none(),
+    };
+    let status = match early.status {
+        Some(s) => s,
+        None => child
+            .wait()
+            .with_context(|| format!("waiting for '{}'", args.command[0].to_string_lossy()))?,
+    };
+    let converted = (early.from, early.threads());
     // A signal from now on is for tdmap itself: stop converting, keep what is written.
     let at_exit = fwd.count();
     let stop = || (fwd.count() > at_exit).then(|| fwd.received()).flatten();
@@ -185,7 +198,7 @@ pub fn run(args: Args) -> Result<i32> {
     let ctl = Control::read(&scratch.ctl);
     check_hello(&ctl, &args, &scratch, has_runtime)?;
     if args.count_only {
-        let procs = procs::discover(&scratch, ctl);
+        let procs = procs::discover(&scratch, ctl, converted);
         sum.processes = procs.len();
         sum.accesses = procs.iter().filter_map(|p| p.ctl.done).sum();
         sum.status = "counted".into();
@@ -194,17 +207,26 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let t = Instant::now();
     let mut trace = trace.expect("opened unless counting");
-    let mut procs = procs::discover(&scratch, ctl);
+    let mut procs = procs::discover(&scratch, ctl, converted);
     let maps: Vec<&Path> = procs.iter().map(|p| p.maps.as_path()).collect();
     let keys = keys::Keys::read(&maps);
-    let done = convert(&mut procs, keys.as_ref(), &trace.writer, &status, stop)?;
+    let done = convert(
+        &mut procs,
+        keys.as_ref(),
+        &trace.writer,
+        &status,
+        early,
+        stop,
+    )?;
     sum.convert_seconds = t.elapsed().as_secs_f64();
     sum.output = Some(output.clone());
     sum.processes = procs.len();
     fill(&mut sum, &done.stats, &output, done.status);
     print_line(&sum, &args)?;
     let ctl = &procs[0].ctl;
-    explain(&sum, ctl, &status);
+    // A full disk fails both the raw stream and the trace (written side by side while
+    // the program runs): one line for it, the trace's.
+    explain(&sum, ctl, &status, done.write_err.is_none());
     explain_children(&procs);
     if let Some(e) = done.write_err {
         trace.keep = true;
@@ -387,16 +409,6 @@ fn scratch_in(output: &Path, dir: Option<&Path>) -> Result<Scratch> {
     Ok(s)
 }
 
-/// Runs the program to its end; the signal forwarding stays on until the guard drops.
-fn spawn(args: &Args, scratch: &Scratch) -> Result<(ExitStatus, Forwarding)> {
-    let name = args.command[0].to_string_lossy();
-    let (mut child, fwd) = start(args, scratch)?;
-    let status = child
-        .wait()
-        .with_context(|| format!("waiting for '{name}'"))?;
-    Ok((status, fwd))
-}
-
 /// Starts the program with the runtime's environment the way `tdmap run` does (tdmap-sys:
 /// tdmap's stdio and signal mask, default dispositions) and forwards signals to it.
 fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
@@ -411,7 +423,7 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
     env.extend(omp::spin_caps(|v| std::env::var_os(v)));
-    if args.model_only {
+    if !args.count_only {
         let bytes = args.buffer_mib.saturating_mul(1 << 20);
         env.push((wire::ENV_BUFFER.into(), bytes.to_string().into()));
     }
@@ -438,102 +450,6 @@ fn status_of(ctl: &Control, status: &ExitStatus, torn: bool) -> TraceStatus {
         Some(_) => TraceStatus::Crashed,
         None if torn || ctl.write_errno.is_some() || ctl.done.is_none() => TraceStatus::Incomplete,
         None => TraceStatus::Complete,
-    }
-}
-
-/// Turns raw chunks into trace events.
-struct Decoder {
-    page_mask: u64,
-    /// NUMA node (logical index) of each OS CPU number, from this machine's topology.
-    cpu_node: Vec<u32>,
-}
-
-impl Decoder {
-    fn new(page_size: u64) -> Decoder {
-        let cpu_node = match tdmap_topo::MachineSpec::parse("").load(None) {
-            Ok(topo) => {
-                let n = topo.pus.iter().map(|p| p.os + 1).max().unwrap_or(0);
-                let mut map = vec![0; n];
-                topo.pus.iter().for_each(|p| map[p.os] = p.node as u32);
-                map
-            }
-            Err(e) => {
-                eprintln!("tdmap: cannot read this machine's topology ({e}); first touches are put on node 0");
-                Vec::new()
-            }
-        };
-        Decoder {
-            page_mask: !(page_size.max(1) - 1),
-            cpu_node,
-        }
-    }
-
-    /// Unpacks one chunk into accesses and first-touch faults; returns how many accesses
-    /// go before the faults. Every fault takes the time of the chunk's first first-touch
-    /// access and is written right after it, so each thread's timeline stays ordered and
-    /// a trace starts with accesses. That time is still before any other thread's access
-    /// to the page, since an earlier one would have made that thread the first. A fault's
-    /// CPU is where the thread ran at the first touch, its node that CPU's: where
-    /// first-touch placement puts the page. `repeats` gets, for each record that
-    /// collapsed repeated reads, its index in `acc` and the extra reads.
-    fn chunk(
-        &self,
-        c: &RawChunk,
-        acc: &mut Vec<Access>,
-        faults: &mut Vec<Fault>,
-        repeats: &mut Vec<(u32, u32)>,
-    ) -> usize {
-        acc.clear();
-        faults.clear();
-        repeats.clear();
-        let mut split = None;
-        let thread = c.thread;
-        let times = raw::times(&c.ticks, c.t1, c.records.len());
-        // The access each word position holds, for the repeat words.
-        let mut acc_at = Vec::with_capacity(c.records.len());
-        for (i, (&w, time)) in c.records.iter().zip(times).enumerate() {
-            if wire::is_side_word(w) {
-                // A repeat word names an earlier read record of the chunk by position.
-                if let Some((at, n)) = wire::unpack_repeat(w) {
-                    let a = acc_at.get(at as usize).copied().unwrap_or(u32::MAX);
-                    if acc.get(a as usize).is_some_and(|x| !x.write) {
-                        repeats.push((a, n));
-                    }
-                }
-                acc_at.push(u32::MAX);
-                continue;
-            }
-            acc_at.push(acc.len() as u32);
-            let r = wire::unpack(w);
-            acc.push(Access {
-                thread,
-                addr: r.addr,
-                size: r.size,
-                write: r.write,
-                time,
-            });
-            if r.first_touch {
-                // A crash can cut the CPU word off: then the CPU is unknown (u32::MAX).
-                let cpu = c
-                    .records
-                    .get(i + 1)
-                    .and_then(|&n| wire::unpack_cpu(n))
-                    .unwrap_or(u32::MAX);
-                let node = self.cpu_node.get(cpu as usize).copied().unwrap_or(0);
-                let addr = r.addr & self.page_mask;
-                let time = acc[*split.get_or_insert(acc.len() - 1)].time;
-                faults.push(Fault {
-                    thread,
-                    addr,
-                    cpu,
-                    node,
-                    time,
-                });
-            }
-        }
-        repeats.sort_unstable();
-        repeats.dedup_by_key(|r| r.0);
-        split.map_or(acc.len(), |i| i + 1)
     }
 }
 
@@ -599,9 +515,10 @@ fn explain_children(procs: &[procs::Proc]) {
     }
 }
 
-/// Says on stderr why a trace is not Complete.
-fn explain(sum: &Summary, ctl: &Control, status: &ExitStatus) {
-    if let Some(e) = ctl.write_errno {
+/// Says on stderr why a trace is not Complete; the raw stream's write failure only with
+/// `raw_failure` (else the trace's own failure says it).
+fn explain(sum: &Summary, ctl: &Control, status: &ExitStatus, raw_failure: bool) {
+    if let Some(e) = ctl.write_errno.filter(|_| raw_failure) {
         let err = std::io::Error::from_raw_os_error(e as i32);
         eprintln!("tdmap: writing the raw trace failed ({err}); the trace is marked Incomplete");
     }

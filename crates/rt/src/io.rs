@@ -3,7 +3,7 @@
 //! trace` through the control file, which then marks the trace incomplete.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
-use tdmap_wire::raw::{Msg, MSG_WRITE_FAILED};
+use tdmap_wire::raw::{Msg, MODE_UNFOLLOWED, MSG_WRITE_FAILED};
 
 /// The data file's descriptor, -1 until set up.
 pub static DATA_FD: AtomicI32 = AtomicI32::new(-1);
@@ -16,7 +16,8 @@ static FAILED: AtomicBool = AtomicBool::new(false);
 /// (`tdmap_wire::raw::ENV_BUFFER`); 0 for no limit.
 pub static BUFFER: AtomicU64 = AtomicU64::new(0);
 /// A writer that saw the reader free nothing for this long stops waiting for good: tdmap
-/// is gone or stuck, and the program must not hang on it.
+/// is gone or stuck, and the program must not hang on it. (A tdmap that stops reading on
+/// purpose says so at once: [`tdmap_wire::raw::MODE_UNFOLLOWED`].)
 const GIVE_UP_NS: u64 = 10_000_000_000;
 
 /// Creates `path` for appending; fails if it exists, so only one process owns a trace.
@@ -71,14 +72,18 @@ pub fn switch_to(ctl: i32, data: i32, maps: i32) {
         }
     }
     FAILED.store(false, Relaxed);
+    // Only process 0's file is read while the program runs (`tdmap trace`'s early.rs).
+    BUFFER.store(0, Relaxed);
 }
 
-/// The data file's allocated bytes (what the disk or memory holds of it), None if unknown.
+/// The data file's allocated bytes (what the disk or memory holds of it), None if unknown
+/// or if tdmap no longer reads it ([`MODE_UNFOLLOWED`]).
 fn allocated(fd: i32) -> Option<u64> {
     // SAFETY: an all-zero stat is a valid out-buffer; fstat is async-signal-safe.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a valid out-pointer.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_blocks as u64 * 512)
+    let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+    (ok && st.st_mode & MODE_UNFOLLOWED == 0).then_some(st.st_blocks as u64 * 512)
 }
 
 /// Waits while writing `len` more bytes would put the data file's unconsumed part over
@@ -91,7 +96,11 @@ fn wait_for_room(fd: i32, len: u64) {
         return;
     }
     let (mut last, mut since) = (u64::MAX, crate::state::now_ns());
-    while let Some(used) = allocated(fd) {
+    loop {
+        let Some(used) = allocated(fd) else {
+            BUFFER.store(0, Relaxed);
+            return;
+        };
         if used + len <= cap {
             return;
         }
@@ -140,5 +149,30 @@ pub fn write_data(bytes: &[u8]) -> bool {
             }
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A data file that tdmap marked as no longer read gives no room to wait for, so a
+    /// writer stops waiting at once; an unmarked one reports its allocated bytes.
+    #[test]
+    fn a_file_marked_unfollowed_is_not_waited_on() {
+        let path = std::env::temp_dir().join(format!("tdmap-rt-unfollowed-{}", std::process::id()));
+        std::fs::write(&path, vec![1u8; 64 << 10]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(allocated(f.as_raw_fd()).is_some_and(|b| b >= 64 << 10));
+        std::fs::set_permissions(
+            &path,
+            std::fs::Permissions::from_mode(0o600 | MODE_UNFOLLOWED),
+        )
+        .unwrap();
+        assert_eq!(allocated(f.as_raw_fd()), None);
+        std::fs::remove_file(&path).unwrap();
     }
 }

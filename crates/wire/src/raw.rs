@@ -47,6 +47,10 @@ pub const ENV_COLLAPSE: &str = "TDMAP_RT_COLLAPSE";
 /// trace` has not consumed yet (its allocated blocks: the reader punches holes behind
 /// it); a thread about to write past it waits. Unset or 0: no limit.
 pub const ENV_BUFFER: &str = "TDMAP_RT_BUFFER";
+/// Mode bit (group execute, which the runtime never gives its data file) that `tdmap
+/// trace` sets on a data file it stops reading while the program runs: a writer waiting
+/// under [`ENV_BUFFER`] sees it in the `fstat` it makes anyway and stops waiting.
+pub const MODE_UNFOLLOWED: u32 = 0o010;
 /// Environment variable: "0" keeps forked children and exec'd programs from recording
 /// (`--model-only` follows the program's own file only, so theirs would only fill the disk).
 pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";

@@ -7,6 +7,7 @@
 //! addresses become page keys ([`Keys`]) so that pages shared between processes are one
 //! key, as kMAF's physical addresses are (kMAF §3.1).
 
+use super::early::Early;
 use super::keys::Keys;
 use super::procs::{settle, Proc};
 use super::raw::{RawEvent, RawReader};
@@ -16,7 +17,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::BufReader;
 use std::process::ExitStatus;
-use tdmap_trace::{Access, Fault, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus, Writer};
 use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
@@ -44,26 +45,40 @@ pub(super) struct Converted {
 /// One process's raw file being read.
 struct Stream {
     rd: RawReader<BufReader<File>>,
+    /// Events read from before where `rd` starts, handed out first.
+    pending: std::vec::IntoIter<RawEvent>,
     next: Option<RawEvent>,
     punched: u64,
 }
 
 impl Stream {
-    /// Opens `p`'s raw file with a read buffer of `buf` bytes.
-    fn open(p: &Proc, buf: usize) -> Result<Stream> {
+    /// Opens `p`'s raw file at byte `from` (what was read while the program ran), after
+    /// the `pending` events read before it, with a read buffer of `buf` bytes.
+    fn open(p: &Proc, buf: usize, from: u64, pending: Vec<RawEvent>) -> Result<Stream> {
+        use std::io::Seek;
         // Writable, or fallocate cannot punch holes in it.
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&p.data)
             .with_context(|| format!("opening the raw trace {}", p.data.display()))?;
-        let mut rd = RawReader::new(BufReader::with_capacity(buf, file));
-        let next = rd.next_event().context("reading the raw trace")?;
-        Ok(Stream {
-            rd,
-            next,
-            punched: 0,
-        })
+        file.seek(std::io::SeekFrom::Start(from))?;
+        let mut s = Stream {
+            rd: RawReader::new(BufReader::with_capacity(buf, file)),
+            pending: pending.into_iter(),
+            next: None,
+            punched: from,
+        };
+        s.next = s.advance()?;
+        Ok(s)
+    }
+
+    /// The event after `next`.
+    fn advance(&mut self) -> Result<Option<RawEvent>> {
+        match self.pending.next() {
+            Some(ev) => Ok(Some(ev)),
+            None => self.rd.next_event().context("reading the raw trace"),
+        }
     }
 }
 
@@ -77,34 +92,115 @@ fn earliest(streams: &[Option<Stream>]) -> Option<usize> {
         .map(|(_, i)| i)
 }
 
-/// Converts every process's raw chunks into the trace, until the end or until `stop`
-/// names a signal; then settles each process's status and finishes the trace. Frees the
-/// raw files' disk blocks behind the readers as it goes, so the trace can grow on a disk
-/// the raw files filled.
+/// The conversion's state: what was counted and the buffers, kept from the part
+/// converted while the program ran (`early.rs`) to the rest.
+pub(super) struct Conv {
+    pub(super) stats: Stats,
+    threads: Vec<ThreadInfo>,
+    dec: Decoder,
+    base: Option<u64>,
+    acc: Vec<Access>,
+    faults: Vec<Fault>,
+    repeats: Vec<(u32, u32)>,
+    first_touched: HashSet<u64>,
+}
+
+impl Conv {
+    /// A conversion of a run whose pages are `page_size` bytes.
+    pub(super) fn new(page_size: u64) -> Conv {
+        Conv {
+            stats: Stats::default(),
+            threads: Vec::new(),
+            dec: Decoder::new(page_size),
+            base: None,
+            acc: Vec::new(),
+            faults: Vec::new(),
+            repeats: Vec::new(),
+            first_touched: HashSet::new(),
+        }
+    }
+
+    /// Converts one raw event of process `p` (its tasks `first_task..+tasks`; a thread
+    /// past them registered after they were counted and is left out).
+    pub(super) fn event(
+        &mut self,
+        ev: RawEvent,
+        p: &ProcessInfo,
+        keys: Option<&Keys>,
+        writer: &Writer,
+    ) -> tdmap_trace::Result<()> {
+        let task = |t: u32| (t < p.tasks).then(|| p.first_task + t);
+        let stats = &mut self.stats;
+        match ev {
+            RawEvent::Thread { id, os_tid, time } => {
+                self.base.get_or_insert(time);
+                let Some(id) = task(id) else { return Ok(()) };
+                self.threads.push(ThreadInfo {
+                    id,
+                    os_tid: os_tid as i32,
+                    cpu: None,
+                });
+                stats.threads = stats.threads.max(id + 1);
+            }
+            RawEvent::End { filtered, .. } => stats.filtered += filtered,
+            RawEvent::Accesses(mut c) => {
+                c.rebase(*self.base.get_or_insert(c.ticks[0]));
+                // Recorded after its thread count was taken (a child still running).
+                let Some(t) = task(c.thread) else {
+                    return Ok(());
+                };
+                let (acc, faults, repeats) = (&mut self.acc, &mut self.faults, &mut self.repeats);
+                let split = self.dec.chunk(&c, acc, faults, repeats);
+                if let Some(k) = keys {
+                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
+                    faults
+                        .iter_mut()
+                        .for_each(|f| f.addr = k.key(p.index, f.addr));
+                    // Each process judges first touches in its own address space: a
+                    // shared page keeps the earliest.
+                    let seen = &mut self.first_touched;
+                    faults.retain(|f| !is_shared(f.addr) || seen.insert(f.addr));
+                }
+                append(writer, t, acc, split, faults, repeats)?;
+                stats.accesses += acc.len() as u64;
+                stats.faults += faults.len() as u64;
+                stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
+                stats.threads = stats.threads.max(t + 1);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Converts every process's raw chunks into the trace, process 0's going on from what
+/// `early` converted while the program ran, until the end or until `stop` names a
+/// signal; then settles each process's status and finishes the trace. Frees the raw
+/// files' disk blocks behind the readers as it goes, so the trace can grow on a disk the
+/// raw files filled.
 pub(super) fn convert(
     procs: &mut [Proc],
     keys: Option<&Keys>,
     writer: &Writer,
     status: &ExitStatus,
+    early: Early,
     stop: impl Fn() -> Option<i32>,
 ) -> Result<Converted> {
     let mut streams = Vec::with_capacity(procs.len());
     // 1 MiB of read buffers in all, at least one chunk's worth each.
     let buf = ((1 << 20) / procs.len()).max(64 << 10);
+    let (mut conv, from0, mut pending0) = (early.conv, early.from, early.pending);
     for (i, p) in procs.iter().enumerate() {
-        match Stream::open(p, buf) {
+        let (from, pending) = match i {
+            0 => (from0, std::mem::take(&mut pending0)),
+            _ => (0, Vec::new()),
+        };
+        match Stream::open(p, buf, from, pending) {
             Ok(s) => streams.push(Some(s)),
             Err(e) if i == 0 => return Err(e),
             // A child that could not write its file has an empty part (Incomplete).
             Err(_) => streams.push(None),
         }
     }
-    let mut stats = Stats::default();
-    let mut threads: Vec<ThreadInfo> = Vec::new();
-    let dec = Decoder::new(procs[0].ctl.page_size);
-    let mut base = None;
-    let (mut acc, mut faults, mut repeats) = (Vec::new(), Vec::new(), Vec::new());
-    let mut first_touched = HashSet::new();
     // Cut short by a write error or a signal: the writer keeps its whole frames.
     let cut = |stats, write_err, stopped| {
         let _ = writer.finish(TraceStatus::Incomplete);
@@ -121,49 +217,16 @@ pub(super) fn convert(
             .next
             .take()
             .expect("earliest names a stream with an event");
-        s.next = s.rd.next_event().context("reading the raw trace")?;
+        s.next = s.advance()?;
         if let Some(sig) = stop() {
-            return cut(stats, None, Some(sig));
+            return cut(conv.stats, None, Some(sig));
         }
         s.punched = punch_behind(s.rd.get_ref(), s.punched);
-        let p = &procs[i].info;
-        let task = |t: u32| (t < p.tasks).then(|| p.first_task + t);
-        match ev {
-            RawEvent::Thread { id, os_tid, time } => {
-                base.get_or_insert(time);
-                let Some(id) = task(id) else { continue };
-                threads.push(ThreadInfo {
-                    id,
-                    os_tid: os_tid as i32,
-                    cpu: None,
-                });
-                stats.threads = stats.threads.max(id + 1);
-            }
-            RawEvent::End { filtered, .. } => stats.filtered += filtered,
-            RawEvent::Accesses(mut c) => {
-                c.rebase(*base.get_or_insert(c.ticks[0]));
-                // Recorded after its thread count was taken (a child still running).
-                let Some(t) = task(c.thread) else { continue };
-                let split = dec.chunk(&c, &mut acc, &mut faults, &mut repeats);
-                if let Some(k) = keys {
-                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
-                    faults
-                        .iter_mut()
-                        .for_each(|f| f.addr = k.key(p.index, f.addr));
-                    // Each process judges first touches in its own address space: a
-                    // shared page keeps the earliest.
-                    faults.retain(|f| !is_shared(f.addr) || first_touched.insert(f.addr));
-                }
-                if let Err(e) = append(writer, t, &acc, split, &faults, &repeats) {
-                    return cut(stats, Some(e), None);
-                }
-                stats.accesses += acc.len() as u64;
-                stats.faults += faults.len() as u64;
-                stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
-                stats.threads = stats.threads.max(t + 1);
-            }
+        if let Err(e) = conv.event(ev, &procs[i].info, keys, writer) {
+            return cut(conv.stats, Some(e), None);
         }
     }
+    let (stats, mut threads) = (conv.stats, conv.threads);
     threads.sort_by_key(|t| t.id);
     let torn: Vec<bool> = streams
         .iter()
@@ -221,4 +284,65 @@ fn punch_behind(src: &BufReader<std::fs::File>, punched: u64) -> u64 {
     // Only disk space is at stake: a file system without holes keeps the bytes.
     let _ = tdmap_sys::punch_hole(src.get_ref(), done);
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::procs::Control;
+    use super::super::raw::wire::{self, ChunkHeader};
+    use super::*;
+
+    /// A thread-start chunk of thread `id`: a header only.
+    fn thread_chunk(id: u32) -> [u8; wire::HEADER_BYTES] {
+        ChunkHeader {
+            magic: wire::MAGIC,
+            kind: wire::KIND_THREAD,
+            thread: id,
+            t0: id as u64,
+            ..ChunkHeader::default()
+        }
+        .encode()
+    }
+
+    /// The conversion after the exit starts with the events the early conversion read
+    /// but did not convert, then reads the file from where it stopped: the front of the
+    /// file may already be freed, so those events exist only in memory.
+    #[test]
+    fn the_rest_starts_with_the_events_read_but_not_converted() {
+        let dir = std::env::temp_dir().join(format!("tdmap-handover-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("raw");
+        let bytes: Vec<u8> = (0..4).flat_map(thread_chunk).collect();
+        std::fs::write(&data, &bytes).unwrap();
+        let p = Proc {
+            ctl: Control::default(),
+            data: data.clone(),
+            maps: dir.join("maps"),
+            info: ProcessInfo {
+                index: 0,
+                pid: 0,
+                parent: None,
+                first_task: 0,
+                tasks: 4,
+                status: TraceStatus::Incomplete,
+            },
+        };
+        // Events 0 and 1 were read early (their bytes then freed), 2 and 3 were not.
+        let mut rd = RawReader::new(&bytes[..]);
+        let pending = vec![
+            rd.next_event().unwrap().unwrap(),
+            rd.next_event().unwrap().unwrap(),
+        ];
+        let from = 2 * wire::HEADER_BYTES as u64;
+        let mut s = Stream::open(&p, 1 << 16, from, pending).unwrap();
+        let mut ids = Vec::new();
+        while let Some(ev) = s.next.take() {
+            if let RawEvent::Thread { id, .. } = ev {
+                ids.push(id);
+            }
+            s.next = s.advance().unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(ids, [0, 1, 2, 3]);
+    }
 }

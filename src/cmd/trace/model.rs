@@ -9,26 +9,21 @@
 //! first-touch faults, then the rest), and frees the disk blocks it has read. Memory is
 //! the model's (per touched page) plus one chunk; no access is kept.
 
+use super::follow::Follow;
 use super::raw::{RawEvent, RawReader};
 use super::{check_hello, status_of, Args, Control, Decoder, Scratch};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tdmap_sharing::Sharers;
 use tdmap_sharing::{
     AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
 };
-use tdmap_sys::GatedChild;
 use tdmap_trace::{Access, Fault, Header, TraceStatus};
-
-/// Consumed bytes of the scratch file between two hole punches (also punched whenever
-/// the reader has caught up, so a runtime waiting under `--buffer-mib` gets its room).
-const PUNCH_EVERY: u64 = 256 << 10;
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
@@ -63,7 +58,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         exit_code: status.code(),
         ..super::Summary::default()
     };
-    super::explain(&sum, &ctl, &status);
+    super::explain(&sum, &ctl, &status, true);
     let events = feed.model.events();
     if events == 0 {
         anyhow::bail!("the program recorded no accesses, so no model was written");
@@ -269,87 +264,5 @@ impl Feed {
             pages,
             analysis,
         })
-    }
-}
-
-/// Reads the runtime's data file as it grows: at its end, waits for more while the
-/// program runs, and ends once the program has exited and everything is read. Frees the
-/// disk blocks behind it, so the file never holds more than a few chunks' worth.
-struct Follow<'a> {
-    path: PathBuf,
-    file: Option<File>,
-    child: &'a mut GatedChild,
-    status: Option<ExitStatus>,
-    read: u64,
-    punched: u64,
-    /// The most the file held at once (allocated bytes, sampled at each read).
-    peak: u64,
-}
-
-impl<'a> Follow<'a> {
-    fn new(path: &Path, child: &'a mut GatedChild) -> Follow<'a> {
-        Follow {
-            path: path.to_path_buf(),
-            file: None,
-            child,
-            status: None,
-            read: 0,
-            punched: 0,
-            peak: 0,
-        }
-    }
-
-    /// Notes whether the program has exited; false while it runs.
-    fn exited(&mut self) -> std::io::Result<bool> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().map_err(std::io::Error::other)?;
-        }
-        Ok(self.status.is_some())
-    }
-
-    /// Frees what was read, every [`PUNCH_EVERY`] bytes or, with `all`, whatever is left.
-    fn punch(&mut self, all: bool) {
-        if let Some(f) = &self.file {
-            if self.read - self.punched >= PUNCH_EVERY || (all && self.read > self.punched) {
-                // Only disk space is at stake: a file system without holes keeps the bytes.
-                let _ = tdmap_sys::punch_hole(f, self.read);
-                self.punched = self.read;
-            }
-        }
-    }
-}
-
-impl Read for Follow<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            // Checked before reading, so a read that finds nothing after the exit is
-            // the true end: every write of the program happened before it exited.
-            let exited = self.exited()?;
-            if self.file.is_none() {
-                // The runtime creates the file; read+write so that holes can be punched.
-                let opened = File::options().read(true).write(true).open(&self.path);
-                match opened {
-                    Ok(f) => self.file = Some(f),
-                    Err(_) if exited => return Ok(0),
-                    Err(_) => {}
-                }
-            }
-            if let Some(f) = &mut self.file {
-                let n = f.read(buf)?;
-                if n > 0 {
-                    use std::os::unix::fs::MetadataExt;
-                    let held = f.metadata().map_or(0, |m| m.blocks() * 512);
-                    self.peak = self.peak.max(held);
-                    self.read += n as u64;
-                    self.punch(false);
-                    return Ok(n);
-                }
-                self.punch(true);
-                if exited {
-                    return Ok(0);
-                }
-            }
-            std::thread::sleep(Duration::from_micros(500));
-        }
     }
 }

@@ -93,9 +93,20 @@ fn child_pids(ctl: &Path) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// True while no process other than process 0 has left a control file.
+pub(super) fn no_children(scratch: &Scratch) -> bool {
+    child_pids(&scratch.ctl).is_empty()
+}
+
 /// Every process of the run, in index order, with its tasks counted; `main` is the
-/// program's own control file's content. A child whose files cannot be read is left out.
-pub(super) fn discover(scratch: &Scratch, main: Control) -> Vec<Proc> {
+/// program's own control file's content, `(from0, threads0)` how far process 0's file
+/// was converted while it ran and how many threads that part named (its front may be
+/// freed, so counting starts at `from0`). A child whose files cannot be read is left out.
+pub(super) fn discover(
+    scratch: &Scratch,
+    main: Control,
+    (from0, threads0): (u64, u32),
+) -> Vec<Proc> {
     let mut procs = vec![Proc {
         info: info(0, main.pid),
         ctl: main,
@@ -120,10 +131,19 @@ pub(super) fn discover(scratch: &Scratch, main: Control) -> Vec<Proc> {
     let mut first = 0;
     for i in 0..procs.len() {
         let parent = parent_of(&procs[..i], &procs[i]);
-        let tasks = std::fs::File::open(&procs[i].data)
-            .map(std::io::BufReader::new)
-            .and_then(|mut f| thread_count(&mut f))
+        let from = if i == 0 { from0 } else { 0 };
+        let counted = std::fs::File::open(&procs[i].data)
+            .and_then(|mut f| {
+                use std::io::Seek;
+                f.seek(std::io::SeekFrom::Start(from))?;
+                thread_count(&mut std::io::BufReader::new(f))
+            })
             .unwrap_or(0);
+        let tasks = if i == 0 {
+            counted.max(threads0)
+        } else {
+            counted
+        };
         let p = &mut procs[i].info;
         p.index = i as u32;
         // A process whose parent is not traced (a program a shell started) is put under

@@ -72,6 +72,11 @@ impl<R: Read> RawReader<R> {
         &self.src
     }
 
+    /// The source it reads from, to tell it what was consumed.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.src
+    }
+
     /// The next chunk, None at the end (or at a torn chunk, setting `torn`).
     pub fn next_event(&mut self) -> io::Result<Option<RawEvent>> {
         let mut hb = [0u8; HEADER_BYTES];

@@ -1,0 +1,148 @@
+//! Converting the program's raw stream while it runs, so that the scratch file stays
+//! within the runtime's buffer (`--buffer-mib`) instead of growing to the whole run
+//! (issue 17 item 1): this process follows process 0's data file as it grows, converts
+//! each batch of chunks into the trace and frees the blocks behind it; the runtime waits
+//! when it gets too far ahead.
+//!
+//! Only while process 0 runs alone with no `MAP_SHARED` mapping: a forked child, an
+//! exec'd program or a shared mapping makes the trace key pages by backing object, which
+//! needs every process's snapshots (`keys.rs`), and merges the processes' streams by time
+//! (`convert.rs`). So before converting each batch this checks that no other process left
+//! files and that `/proc/PID/maps` holds no shared mapping; otherwise it stops, and the
+//! rest is converted after the exit as before (the runtime, told that its file is no
+//! longer read, stops waiting). Process 0's private pages are keyed by their plain
+//! addresses either way, so what was converted early stays valid; the events read but
+//! not converted go on to the conversion after the exit in memory, so that every chunk
+//! read can be freed at once and a writer never waits on a batch being gathered.
+
+use super::convert::Conv;
+use super::follow::{position, Follow};
+use super::raw::{RawEvent, RawReader};
+use super::{procs, Control, Scratch};
+use anyhow::{Context, Result};
+use std::io::BufReader;
+use std::process::ExitStatus;
+use tdmap_sys::GatedChild;
+use tdmap_trace::{ProcessInfo, TraceStatus, Writer};
+
+/// Chunks read before each check and conversion: 4 MiB of raw records at most.
+const BATCH: usize = 64;
+
+/// What was converted while the program ran.
+pub(super) struct Early {
+    /// The conversion's state, to go on with.
+    pub(super) conv: Conv,
+    /// Bytes of process 0's data file read (the rest starts there).
+    pub(super) from: u64,
+    /// Events read before `from` but not converted (their blocks may be freed): the
+    /// rest starts with them.
+    pub(super) pending: Vec<RawEvent>,
+    /// The program's exit status, if it ended while being followed.
+    pub(super) status: Option<ExitStatus>,
+}
+
+impl Early {
+    /// Nothing converted yet (`--count-only`).
+    pub(super) fn none() -> Early {
+        Early {
+            conv: Conv::new(tdmap_sys::page_size() as u64),
+            from: 0,
+            pending: Vec::new(),
+            status: None,
+        }
+    }
+
+    /// How many threads of process 0 the converted and pending parts name.
+    pub(super) fn threads(&self) -> u32 {
+        self.pending
+            .iter()
+            .filter_map(|ev| match ev {
+                RawEvent::Thread { id, .. } => Some(id + 1),
+                RawEvent::Accesses(c) => Some(c.thread + 1),
+                RawEvent::End { .. } => None,
+            })
+            .fold(self.conv.stats.threads, u32::max)
+    }
+}
+
+/// Follows process 0's data file and converts it into `writer` while the program runs
+/// alone (see the module doc); returns when the program has exited or that stops.
+pub(super) fn convert_while_alone(
+    scratch: &Scratch,
+    child: &mut GatedChild,
+    writer: &Writer,
+) -> Result<Early> {
+    let mut early = Early::none();
+    let mut rd = RawReader::new(BufReader::with_capacity(
+        1 << 20,
+        Follow::new(&scratch.data, child),
+    ));
+    let alone = ProcessInfo {
+        index: 0,
+        pid: 0,
+        parent: None,
+        first_task: 0,
+        tasks: u32::MAX,
+        status: TraceStatus::Incomplete,
+    };
+    loop {
+        while early.pending.len() < BATCH {
+            let Some(ev) = rd.next_event().context("reading the raw trace")? else {
+                break;
+            };
+            early.pending.push(ev);
+            // In memory now: its blocks can go, so a runtime waiting for room (however
+            // small --buffer-mib is) is never left waiting on this batch.
+            early.from = position(rd.get_ref());
+            rd.get_mut().get_mut().consumed(early.from);
+        }
+        // Checked after reading: every event of the batch was written before this.
+        if early.pending.is_empty() || !alone_and_private(scratch) {
+            break;
+        }
+        let mut batch = std::mem::take(&mut early.pending).into_iter();
+        // A write error stops here; the conversion after the exit meets it again with
+        // the events left and reports it.
+        if batch.any(|ev| early.conv.event(ev, &alone, None, writer).is_err()) {
+            early.pending = batch.collect();
+            break;
+        }
+    }
+    let follow = rd.get_ref().get_ref();
+    early.status = follow.status;
+    if early.status.is_none() {
+        follow.release();
+    }
+    Ok(early)
+}
+
+/// True while process 0 is the only traced process and maps nothing shared.
+fn alone_and_private(scratch: &Scratch) -> bool {
+    let Some(pid) = Control::read(&scratch.ctl).pid else {
+        return false;
+    };
+    procs::no_children(scratch)
+        && std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| !has_shared(&m))
+}
+
+/// Whether a `/proc/PID/maps` text lists a shared mapping (permissions `rw-s`).
+fn has_shared(maps: &str) -> bool {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .any(|perms| perms.as_bytes().get(3) == Some(&b's'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_mapping_is_told_by_its_permissions() {
+        let private =
+            "7f00-7f10 rw-p 00000000 00:00 0\n7f10-7f20 r-xp 00001000 08:01 42 /lib/x.so\n";
+        assert!(!has_shared(private));
+        let shm = format!("{private}7f20-7f30 rw-s 00000000 00:05 7 /dev/shm/x\n");
+        assert!(has_shared(&shm));
+        assert!(!has_shared(""));
+    }
+}

@@ -1,0 +1,125 @@
+//! Reading a runtime's raw data file while the program appends to it, for `--model-only`
+//! (`model.rs`) and for the conversion while the program runs (`early.rs`): at the file's
+//! end it waits for more while the program runs, and ends once the program has exited
+//! and everything is read. It frees the blocks its owner has consumed, which is what lets
+//! a runtime waiting under `--buffer-mib` (`tdmap_rt::io`) go on.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+use tdmap_sys::GatedChild;
+
+/// Consumed bytes between two hole punches; also punched whenever the reader has caught
+/// up, so that a runtime waiting for room gets it however small the buffer.
+const PUNCH_EVERY: u64 = 256 << 10;
+
+/// A data file followed as it grows.
+pub(super) struct Follow<'a> {
+    path: PathBuf,
+    file: Option<File>,
+    child: &'a mut GatedChild,
+    /// The program's exit status, once it has exited.
+    pub(super) status: Option<ExitStatus>,
+    read: u64,
+    punched: u64,
+    /// How far the owner has consumed the file (what may be freed); None: all it read.
+    consumed: Option<u64>,
+    /// The most the file held at once (allocated bytes, sampled at each read).
+    pub(super) peak: u64,
+}
+
+impl<'a> Follow<'a> {
+    /// Follows `path` (created by the runtime, perhaps not yet) while `child` runs.
+    pub(super) fn new(path: &Path, child: &'a mut GatedChild) -> Follow<'a> {
+        Follow {
+            path: path.to_path_buf(),
+            file: None,
+            child,
+            status: None,
+            read: 0,
+            punched: 0,
+            consumed: None,
+            peak: 0,
+        }
+    }
+
+    /// Lets the blocks before byte `upto` be freed, and only those: the owner may still
+    /// need what it has read past it from the file.
+    pub(super) fn consumed(&mut self, upto: u64) {
+        self.consumed = Some(upto);
+    }
+
+    /// Tells a runtime waiting for room that this file is no longer read while the
+    /// program runs, so it stops waiting at once rather than after its time-out.
+    pub(super) fn release(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(f) = &self.file else { return };
+        if let Ok(m) = f.metadata() {
+            let mode = m.permissions().mode() | tdmap_wire::raw::MODE_UNFOLLOWED;
+            // If it fails, the runtime stops waiting after its time-out instead.
+            let _ = f.set_permissions(std::fs::Permissions::from_mode(mode));
+        }
+    }
+
+    /// Notes whether the program has exited; false while it runs.
+    fn exited(&mut self) -> std::io::Result<bool> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().map_err(std::io::Error::other)?;
+        }
+        Ok(self.status.is_some())
+    }
+
+    /// Frees what was consumed, every [`PUNCH_EVERY`] bytes or, with `all`, all of it.
+    fn punch(&mut self, all: bool) {
+        let upto = self.consumed.unwrap_or(self.read).min(self.read);
+        if let Some(f) = &self.file {
+            if upto >= self.punched + PUNCH_EVERY || (all && upto > self.punched) {
+                // Only disk space is at stake: a file system without holes keeps the bytes.
+                let _ = tdmap_sys::punch_hole(f, upto);
+                self.punched = upto;
+            }
+        }
+    }
+}
+
+/// The offset in the file of the next byte `src` hands out.
+pub(super) fn position(src: &BufReader<Follow<'_>>) -> u64 {
+    src.get_ref().read - src.buffer().len() as u64
+}
+
+impl Read for Follow<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            // Checked before reading, so a read that finds nothing after the exit is
+            // the true end: every write of the program happened before it exited.
+            let exited = self.exited()?;
+            if self.file.is_none() {
+                // The runtime creates the file; read+write so that holes can be punched.
+                let opened = File::options().read(true).write(true).open(&self.path);
+                match opened {
+                    Ok(f) => self.file = Some(f),
+                    Err(_) if exited => return Ok(0),
+                    Err(_) => {}
+                }
+            }
+            if let Some(f) = &mut self.file {
+                let n = f.read(buf)?;
+                if n > 0 {
+                    use std::os::unix::fs::MetadataExt;
+                    let held = f.metadata().map_or(0, |m| m.blocks() * 512);
+                    self.peak = self.peak.max(held);
+                    self.read += n as u64;
+                    self.punch(false);
+                    return Ok(n);
+                }
+                self.punch(true);
+                if exited {
+                    return Ok(0);
+                }
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+}
