@@ -136,6 +136,12 @@ bench-trace: setup
 ## The same bench (its model_x and model/floor columns are --model-only's).
 bench-trace-model: bench-trace
 
+## Must-show 2 of issue 17: peak disk use of tracing `stencil3d 8 64 16` into a 1 GiB
+## tmpfs against the final trace and the stated bound (root: it mounts; ~7 min).
+.PHONY: bench-trace-disk
+bench-trace-disk: setup
+	bash bench/trace_disk.sh
+
 ## The cost of a page fault with the kernel sampler attached vs bare (issue 7: <= 3 us).
 bench-sampler: setup
 	$(CARGO) bench -p tdmap-sys --bench sampler
