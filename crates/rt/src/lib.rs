@@ -51,3 +51,4 @@ mod state;
 #[cfg(not(test))]
 mod threads;
 pub mod tsan;
+mod window;

@@ -6,6 +6,7 @@
 
 use crate::collapse::{self, Read, Runs, WAYS};
 use crate::io;
+use crate::window::MODE_PAUSE;
 use std::cell::Cell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -89,6 +90,11 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
             s.seen += 1;
             return;
         }
+        MODE_PAUSE => {
+            if !resolve_pause(s) {
+                return;
+            }
+        }
         _ => return,
     }
     s.seen += 1;
@@ -133,6 +139,36 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
         let cpu = unsafe { libc::sched_getcpu() };
         push(s, wire::pack_cpu(cpu.max(0) as u32));
     }
+}
+
+/// A window closed (`--window`) since this thread's last access: flushes its chunk and
+/// forgets what other threads' unseen writes in the gap could make wrong (collapse runs,
+/// the filter's line), then takes the current phase's mode; true when recording, else
+/// the access is counted here.
+#[cold]
+#[inline(never)]
+fn resolve_pause(s: &mut ThreadState) -> bool {
+    flush(s);
+    s.last_key = u64::MAX;
+    s.last_page = u64::MAX;
+    match crate::window::resolve(&s.mode) {
+        Some(MODE_RECORD) => true,
+        Some(_) => {
+            s.seen += 1;
+            false
+        }
+        None => false,
+    }
+}
+
+/// Moves every thread in mode `from` to mode `to` (a window opening or closing); a
+/// thread stopped meanwhile keeps `MODE_OFF`.
+pub fn flip_modes(from: u8, to: u8) {
+    for_each(|st| {
+        // SAFETY: `st` came from the registry; `mode` is atomic.
+        let mode = unsafe { &(*st).mode };
+        let _ = mode.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst);
+    });
 }
 
 /// Records the accesses of a library call (`memcpy`, `strlen`, gcc's `__tsan_*_range`)
