@@ -209,7 +209,8 @@ mod tests {
         assert_eq!(phase(t0, on, every, 1_005), (0, false));
         assert_eq!(phase(t0, on, every, 1_019), (0, false));
         assert_eq!(phase(t0, on, every, 1_020), (1, true));
-        assert_eq!(phase(t0, on, every, 1_047), (2, true));
+        assert_eq!(phase(t0, on, every, 1_043), (2, true));
+        assert_eq!(phase(t0, on, every, 1_047), (2, false));
     }
 
     #[test]
