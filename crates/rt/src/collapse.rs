@@ -127,7 +127,10 @@ pub fn wrote(line: u64) {
     }
 }
 
-/// Starts watching `line`: the generation that a later read must still see.
+/// Starts watching `line`: the generation that a later read must still see. Once per
+/// run of [`WATCH_AFTER`] records, so kept off the hot path.
+#[cold]
+#[inline(never)]
 fn start_watch(line: u64) -> u64 {
     let w = slot(line);
     let mut v = w.load(Relaxed);
