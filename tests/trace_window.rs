@@ -5,9 +5,11 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tdmap_sharing::SharingMatrix;
+use tdmap_trace::{Event, Reader};
 
 const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
 
@@ -74,6 +76,26 @@ fn matrix(trace: &Path) -> SharingMatrix {
     SharingMatrix::from_rows(m["n"].as_u64().unwrap() as usize, cells).unwrap()
 }
 
+/// The pages the trace's accesses touch and its first-touch records, as page sets
+/// (the first-touch count, which must equal its set's size, separately).
+fn pages_and_first_touches(trace: &Path) -> (HashSet<u64>, HashSet<u64>, usize) {
+    let rd = Reader::open(trace).unwrap();
+    let mask = !(rd.header().page_size as u64 - 1);
+    let (mut pages, mut touched, mut faults) = (HashSet::new(), HashSet::new(), 0);
+    for ev in rd.events() {
+        match ev.unwrap() {
+            Event::Access(a) => {
+                pages.insert(a.addr & mask);
+            }
+            Event::Fault(f) => {
+                touched.insert(f.addr & mask);
+                faults += 1;
+            }
+        }
+    }
+    (pages, touched, faults)
+}
+
 /// Accesses recorded (records, filtered, collapsed reads) over accesses made.
 fn recorded_share(j: &serde_json::Value) -> f64 {
     let n = |k: &str| j[k].as_u64().unwrap_or_else(|| panic!("{k} in {j}")) as f64;
@@ -103,6 +125,14 @@ fn a_windowed_trace_records_a_share_of_the_accesses_and_keeps_the_matrix() {
         win_j["threads"], 8,
         "the window helper is not a traced thread"
     );
+    // Every page the recorded accesses touch has exactly one first-touch record, windowed
+    // or not: the runtime's fast path skips the first-touch step only for pages already
+    // touched, and counting between windows leaves the first-touch bitmap alone.
+    for t in [&full_t, &win_t] {
+        let (pages, touched, faults) = pages_and_first_touches(t);
+        assert_eq!(faults, touched.len(), "{t:?}: a page has two first touches");
+        assert_eq!(pages, touched, "{t:?}: first touches");
+    }
     let sim = tdmap_sharing::similarity(&matrix(&win_t), &matrix(&full_t)).unwrap();
     eprintln!("similarity to the full trace: {sim:?}");
     assert!(sim.value >= 0.9, "{sim:?}");
