@@ -180,17 +180,23 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
     if ALL && s.len + 3 + WAYS > CHUNK_RECORDS {
         flush(s);
     }
+    let mut start = None;
     if let Some((way, watch)) = run {
         if let Some(w) = s.runs.end(way) {
             push::<ALL>(s, w);
         }
-        s.runs.start(way, line, s.len as u32, watch);
+        start = Some((way, s.len as u32, watch));
     }
     push::<ALL>(s, wire::pack(addr, size_log2, write, first));
     if first {
         // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
         let cpu = unsafe { libc::sched_getcpu() };
         push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
+    }
+    // The new run starts at the record's position; last, so that its rare call (the
+    // watch) is a tail call.
+    if let Some((way, at, watch)) = start {
+        s.runs.start(way, line, at, watch);
     }
 }
 
