@@ -65,6 +65,13 @@ pub struct Args {
     /// Only count accesses in the callbacks and write no trace (measures their cost).
     #[arg(long)]
     count_only: bool,
+    /// Record N ms of every M ms of the run (whole milliseconds, 0 < N <= M) and only
+    /// count the accesses in between, as drmemtrace's burst tracing does: a long run
+    /// gives a trace about N/M of its full size with the sharing pattern of its windows.
+    /// Windows open at the program's start, then every M ms. The summary gives windows
+    /// traced and accesses recorded against accesses made (see docs/trace-window.md).
+    #[arg(long, value_name = "N:M", conflicts_with = "count_only")]
+    window: Option<tdmap_wire::window::Window>,
     /// Write no trace: feed the sharing model while the program runs and write its
     /// result as JSON (header, both sharing matrices, kMAF metrics, each page's NUMA
     /// vector and first toucher) to -o (default PROGRAM.model.json), for programs too
@@ -116,6 +123,13 @@ struct Summary {
     collapsed_reads: u64,
     trace_bytes: u64,
     bytes_per_access: f64,
+    /// `--window N:M`, when given.
+    window: Option<String>,
+    /// Recording windows opened (1 without `--window`).
+    windows: u64,
+    /// Accesses the program made, recorded or not (`accesses` + `filtered` +
+    /// `collapsed_reads` of them were recorded).
+    accesses_made: u64,
     run_seconds: f64,
     convert_seconds: f64,
 }
@@ -222,6 +236,14 @@ pub fn run(args: Args) -> Result<i32> {
     sum.output = Some(output.clone());
     sum.processes = procs.len();
     fill(&mut sum, &done.stats, &output, done.status);
+    sum.window = args.window.map(|w| w.to_string());
+    sum.windows = procs
+        .iter()
+        .map(|p| p.ctl.windows)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    sum.accesses_made = procs.iter().filter_map(|p| p.ctl.done).sum();
     print_line(&sum, &args)?;
     let ctl = &procs[0].ctl;
     // A full disk fails both the raw stream and the trace (written side by side while
@@ -423,6 +445,9 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
     env.extend(omp::spin_caps(|v| std::env::var_os(v)));
+    if let Some(w) = args.window {
+        env.push((tdmap_wire::window::ENV_WINDOW.into(), w.to_string().into()));
+    }
     if !args.count_only {
         let bytes = args.buffer_mib.saturating_mul(1 << 20);
         env.push((wire::ENV_BUFFER.into(), bytes.to_string().into()));

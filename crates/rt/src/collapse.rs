@@ -95,7 +95,12 @@ impl Runs {
     pub fn start(&mut self, way: usize, line: u64, at: u32, watch: bool) {
         self.tags[way] = line + 1;
         self.at[way] = at;
-        self.gens[way] = if watch { start_watch(line) } else { 0 };
+        self.gens[way] = 0;
+        if watch {
+            // Last, with nothing left to do after it: the runtime's hot path then keeps
+            // no registers across the call.
+            start_watch(line, &mut self.gens[way]);
+        }
     }
 
     /// Ends every run (the chunk holding their records is being flushed); calls `emit`
@@ -127,19 +132,22 @@ pub fn wrote(line: u64) {
     }
 }
 
-/// Starts watching `line`: the generation that a later read must still see.
-fn start_watch(line: u64) -> u64 {
+/// Starts watching `line`: sets `gen` to the generation that a later read must still
+/// see. Once per run of [`WATCH_AFTER`] records, so kept off the hot path.
+#[cold]
+#[inline(never)]
+fn start_watch(line: u64, gen: &mut u64) {
     let w = slot(line);
     let mut v = w.load(Relaxed);
-    loop {
+    *gen = loop {
         if v & 1 == 1 {
-            return v;
+            break v;
         }
         match w.compare_exchange_weak(v, v + 1, Relaxed, Relaxed) {
-            Ok(_) => return v + 1,
+            Ok(_) => break v + 1,
             Err(now) => v = now,
         }
-    }
+    };
 }
 
 #[cfg(test)]

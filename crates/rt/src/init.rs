@@ -12,10 +12,12 @@ use crate::state::{
     self, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED,
     TOUCHED_WORDS,
 };
+use crate::window::{self, MODE_PAUSE};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use tdmap_wire::raw::{self as wire, Msg};
+use tdmap_wire::window::ENV_WINDOW;
 
 const UNINIT: u8 = 0;
 const BUSY: u8 = 1;
@@ -129,8 +131,14 @@ fn setup() -> bool {
     COLLAPSE.store(collapse, Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {
         MODE.store(MODE_COUNT, Ordering::Relaxed);
-        DEFAULT_MODE.store(MODE_COUNT, Ordering::Relaxed);
+    } else if window::configure(
+        tdmap_sys::secure_var(ENV_WINDOW)
+            .and_then(|v| v.into_string().ok())
+            .as_deref(),
+    ) {
+        MODE.store(MODE_PAUSE, Ordering::Relaxed);
     }
+    DEFAULT_MODE.store(MODE.load(Ordering::Relaxed), Ordering::Relaxed);
     setup_first_touch();
     install_hooks();
     if !hello(data_fd, data_errno) {
@@ -145,6 +153,7 @@ fn setup() -> bool {
             a: state::now_ns(),
         });
     }
+    window::start();
     true
 }
 
@@ -263,6 +272,7 @@ fn start_child() -> bool {
         a: forked_at,
     });
     state::restart_in_child(MODE.load(Ordering::Relaxed));
+    window::start();
     crate::snapshot::maps();
     true
 }

@@ -7,7 +7,10 @@
 //! with compiler instrumentation in place of Simics).
 //!
 //! Hot path: one thread-local load, no locks, no system calls except one `write` per
-//! [`tdmap_wire::raw::CHUNK_RECORDS`] accesses. Threads get ids in creation order (main = 0) by
+//! [`tdmap_wire::raw::CHUNK_RECORDS`] accesses. Most accesses take a fast path that
+//! makes no call (`state::record`); first touches, clock ticks, flushes and mode
+//! changes go to one cold function. With `tdmap trace --window N:M` a helper thread
+//! switches every thread between recording and counting (`window.rs`). Threads get ids in creation order (main = 0) by
 //! wrapping `pthread_create`; the set-id functions are wrapped for the `inject` sampler
 //! (see [`inject::unprotected`]). Without the `tdmap trace` environment the runtime stays off
 //! and the program runs normally.
@@ -51,3 +54,4 @@ mod state;
 #[cfg(not(test))]
 mod threads;
 pub mod tsan;
+mod window;

@@ -6,6 +6,7 @@
 
 use crate::collapse::{self, Read, Runs, WAYS};
 use crate::io;
+use crate::window::MODE_PAUSE;
 use std::cell::Cell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -38,6 +39,8 @@ pub struct ThreadState {
     last_page: u64,
     filtered: u64,
     seen: u64,
+    /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
+    page_shift: u32,
     next: *mut ThreadState,
 }
 
@@ -71,29 +74,84 @@ pub static TOUCHED: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
 pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
 
 /// Records one access by the calling thread: the whole hot path.
+///
+/// Most accesses take [`record_body`] without its rare steps: the thread records, filters
+/// nothing, stays on its last page and has room before the next clock tick or flush.
+/// Those conditions are checked before anything changes, so the fast path keeps no
+/// callee-saved registers and makes no call; every other access takes [`record_slow`],
+/// which runs the same body with every step.
 #[inline(always)]
 pub fn record(addr: u64, size_log2: u32, write: bool) {
-    let mut st = CURRENT.with(Cell::get);
-    if st.is_null() {
-        st = register_current();
-        if st.is_null() {
-            return;
+    let st = CURRENT.with(Cell::get);
+    // SAFETY: a non-null `st` is this thread's own live state; other threads only touch
+    // it in the exit and crash handlers, when this one is finished or about to die, and
+    // its mode word, which is atomic.
+    if let Some(s) = unsafe { st.as_mut() } {
+        match s.mode.load(Ordering::Relaxed) {
+            MODE_RECORD if fast_path(s, addr) => {
+                return record_body::<false>(s, addr, size_log2, write)
+            }
+            MODE_COUNT => {
+                s.seen += 1;
+                return;
+            }
+            _ => {}
         }
     }
-    // SAFETY: `st` is this thread's own live state; other threads only touch it in the
-    // exit and crash handlers, when this one is finished or about to die.
-    let s = unsafe { &mut *st };
+    record_slow(st, addr, size_log2, write);
+}
+
+/// Positions in each tick block at which the fast path may write: it writes one or two
+/// words, none at a tick position (a multiple of TICK_EVERY), and leaves the room that
+/// `record_body` keeps before a flush (CHUNK_RECORDS is a whole number of blocks).
+const FAST_LAST: usize = TICK_EVERY - 3 - WAYS;
+const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1);
+
+/// Whether this access can skip [`record_body`]'s rare steps (see [`record`]): its page
+/// is the thread's last one or was touched before, so it is no first touch.
+#[inline(always)]
+fn fast_path(s: &ThreadState, addr: u64) -> bool {
+    let at = s.len % TICK_EVERY;
+    let page = addr >> s.page_shift;
+    !s.filter
+        && at.wrapping_sub(1) < FAST_LAST
+        && (page == s.last_page
+            || touched_word(page).is_none_or(|(w, bit)| w.load(Ordering::Relaxed) & bit != 0))
+}
+
+/// Everything but the fast path: a thread's first access, counting, pausing or stopped
+/// threads, and accesses that filter, touch a new page, read the clock or flush.
+#[cold]
+#[inline(never)]
+fn record_slow(st: *mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    let st = if st.is_null() { register_current() } else { st };
+    // SAFETY: as in `record`; register_current gives this thread's state or null.
+    let Some(s) = (unsafe { st.as_mut() }) else {
+        return;
+    };
     match s.mode.load(Ordering::Relaxed) {
         MODE_RECORD => {}
         MODE_COUNT => {
             s.seen += 1;
             return;
         }
+        MODE_PAUSE => {
+            if !resolve_pause(s) {
+                return;
+            }
+        }
         _ => return,
     }
+    record_body::<true>(s, addr, size_log2, write);
+}
+
+/// Records one access of a recording thread. With `ALL` false, the steps that
+/// [`fast_path`] ruled out (filter, first touch, flush, clock) are left out.
+#[inline(always)]
+fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     s.seen += 1;
     let key = ((addr >> LINE_SHIFT) << 1) | write as u64;
-    if s.filter && key == s.last_key {
+    if ALL && s.filter && key == s.last_key {
         s.filtered += 1;
         return;
     }
@@ -111,28 +169,65 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
             }
         }
     }
-    let page = addr >> PAGE_SHIFT.load(Ordering::Relaxed);
+    let page = addr >> s.page_shift;
     let first = page != s.last_page && {
         s.last_page = page;
-        first_touch(page)
+        // Without ALL, fast_path found the page touched before.
+        ALL && first_touch(page)
     };
     // Room for the repeat word of a run this record ends, the record, the CPU word after
     // a first touch, and the repeat words of every run at the flush.
-    if s.len + 3 + WAYS > CHUNK_RECORDS {
+    if ALL && s.len + 3 + WAYS > CHUNK_RECORDS {
         flush(s);
     }
+    let mut start = None;
     if let Some((way, watch)) = run {
         if let Some(w) = s.runs.end(way) {
-            push(s, w);
+            push::<ALL>(s, w);
         }
-        s.runs.start(way, line, s.len as u32, watch);
+        start = Some((way, s.len as u32, watch));
     }
-    push(s, wire::pack(addr, size_log2, write, first));
+    push::<ALL>(s, wire::pack(addr, size_log2, write, first));
     if first {
         // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
         let cpu = unsafe { libc::sched_getcpu() };
-        push(s, wire::pack_cpu(cpu.max(0) as u32));
+        push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
     }
+    // The new run starts at the record's position; last, so that its rare call (the
+    // watch) is a tail call.
+    if let Some((way, at, watch)) = start {
+        s.runs.start(way, line, at, watch);
+    }
+}
+
+/// A window closed (`--window`) since this thread's last access: flushes its chunk and
+/// forgets what other threads' unseen writes in the gap could make wrong (collapse runs,
+/// the filter's line), then takes the current phase's mode; true when recording, else
+/// the access is counted here.
+#[cold]
+#[inline(never)]
+fn resolve_pause(s: &mut ThreadState) -> bool {
+    flush(s);
+    s.last_key = u64::MAX;
+    s.last_page = u64::MAX;
+    match crate::window::resolve(&s.mode) {
+        Some(MODE_RECORD) => true,
+        Some(_) => {
+            s.seen += 1;
+            false
+        }
+        None => false,
+    }
+}
+
+/// Moves every thread in mode `from` to mode `to` (a window opening or closing); a
+/// thread stopped meanwhile keeps `MODE_OFF`.
+pub fn flip_modes(from: u8, to: u8) {
+    for_each(|st| {
+        // SAFETY: `st` came from the registry; `mode` is atomic.
+        let mode = unsafe { &(*st).mode };
+        let _ = mode.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst);
+    });
 }
 
 /// Records the accesses of a library call (`memcpy`, `strlen`, gcc's `__tsan_*_range`)
@@ -173,10 +268,11 @@ pub fn in_runtime() -> bool {
     RANGE_BUSY.with(Cell::get) || !crate::init::is_on()
 }
 
-/// Appends one word, reading the clock at every TICK_EVERY-th position.
+/// Appends one word, reading the clock at every TICK_EVERY-th position; with `TICK`
+/// false the caller knows this is not one ([`fast_path`]).
 #[inline(always)]
-fn push(s: &mut ThreadState, word: u64) {
-    if s.len.is_multiple_of(TICK_EVERY) {
+fn push<const TICK: bool>(s: &mut ThreadState, word: u64) {
+    if TICK && s.len.is_multiple_of(TICK_EVERY) {
         s.ticks[s.len / TICK_EVERY] = now_ns();
     }
     s.recs[s.len] = word;
@@ -185,15 +281,24 @@ fn push(s: &mut ThreadState, word: u64) {
 
 /// True exactly once per page: for the first access by any thread (first-touch record).
 fn first_touch(page: u64) -> bool {
+    let Some((w, bit)) = touched_word(page) else {
+        return false;
+    };
+    w.load(Ordering::Relaxed) & bit == 0 && w.fetch_or(bit, Ordering::Relaxed) & bit == 0
+}
+
+/// The first-touch bitmap's word and bit for `page`; None without a bitmap or beyond it
+/// (no first-touch records there).
+#[inline(always)]
+fn touched_word(page: u64) -> Option<(&'static AtomicU64, u64)> {
     let map = TOUCHED.load(Ordering::Relaxed);
     let word = page >> 6;
     if map.is_null() || word >= TOUCHED_WORDS.load(Ordering::Relaxed) {
-        return false;
+        return None;
     }
-    // SAFETY: `word` is below the number of words the bitmap mapping holds.
-    let w = unsafe { &*map.add(word as usize) };
-    let bit = 1u64 << (page & 63);
-    w.load(Ordering::Relaxed) & bit == 0 && w.fetch_or(bit, Ordering::Relaxed) & bit == 0
+    // SAFETY: `word` is below the number of words the bitmap mapping holds, which is
+    // never unmapped.
+    Some((unsafe { &*map.add(word as usize) }, 1u64 << (page & 63)))
 }
 
 /// Monotonic time in nanoseconds (vDSO, no system call, safe in signal handlers).
@@ -208,6 +313,7 @@ pub fn now_ns() -> u64 {
 }
 
 /// Writes out the buffered records of `s` as one access chunk.
+#[cold]
 fn flush(s: &mut ThreadState) {
     if s.len == 0 {
         return;
@@ -215,7 +321,7 @@ fn flush(s: &mut ThreadState) {
     // Repeat words name records of this chunk (`record` keeps room for them): the next
     // chunk starts new runs.
     let mut runs = std::mem::take(&mut s.runs);
-    runs.end_all(|w| push(s, w));
+    runs.end_all(|w| push::<true>(s, w));
     s.hdr = ChunkHeader {
         magic: wire::MAGIC,
         kind: wire::KIND_ACCESS,
@@ -278,6 +384,7 @@ pub fn register_current() -> *mut ThreadState {
     s.collapse = COLLAPSE.load(Ordering::Relaxed);
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
+    s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);
     let mut head = ALL.load(Ordering::Acquire);
     loop {
         s.next = head;

@@ -10,6 +10,7 @@
 //! - [`maps`]: one line of `/proc/PID/maps`, parsed without allocating.
 //! - [`pagekey`]: the key of a page across processes (by backing object when shared).
 //! - [`pin`]: `tdmap exec`'s CPU list for the runtime, and the runtime's pin records.
+//! - [`window`]: `tdmap trace --window N:M`, the share of the run that is recorded.
 //!
 //! No dependencies and no `unsafe`: the runtime links this into every traced program.
 //! Every decoder takes untrusted bytes (a file or pipe the program may have damaged) and
@@ -24,6 +25,7 @@ pub mod maps;
 pub mod pagekey;
 pub mod pin;
 pub mod raw;
+pub mod window;
 
 pub use announce::{Announcement, AnnouncementReader};
 pub use error::WireError;

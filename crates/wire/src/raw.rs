@@ -87,6 +87,9 @@ pub const MSG_EXECED: u32 = 8;
 /// Control message: the process is about to `exec` another program; its threads were
 /// flushed, so its part of the trace ends here whole.
 pub const MSG_EXEC: u32 = 7;
+/// Control message: a recording window opened (`tdmap trace --window`, `b` = its index
+/// from 0, `a` = the monotonic time in ns); between windows accesses are only counted.
+pub const MSG_WINDOW: u32 = 9;
 
 /// Appended to a process's data path to name its maps snapshots.
 pub const MAPS_SUFFIX: &str = ".maps";

@@ -25,6 +25,8 @@ pub(super) struct Control {
     pub(super) execed: Option<(u32, u64)>,
     /// The process exec'd another program after flushing its threads.
     pub(super) exec: bool,
+    /// Recording windows opened (`--window`; `tdmap_wire::raw::MSG_WINDOW`).
+    pub(super) windows: u64,
 }
 
 impl Control {
@@ -46,6 +48,7 @@ impl Control {
                 wire::MSG_FORKED => c.forked = Some((m.b, m.a)),
                 wire::MSG_EXECED => c.execed = Some((m.b, m.a)),
                 wire::MSG_EXEC => c.exec = true,
+                wire::MSG_WINDOW => c.windows += 1,
                 _ => {}
             }
         }
