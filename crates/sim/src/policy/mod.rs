@@ -169,8 +169,9 @@ impl Actions {
     }
 }
 
-/// A thread and data mapping policy, driven by the simulator.
-pub trait Policy {
+/// A thread and data mapping policy, driven by the simulator. `Send`, so that
+/// [`crate::simulate_many`] can replay policies on threads of their own.
+pub trait Policy: Send {
     /// The name reports use.
     fn name(&self) -> String;
 
