@@ -296,22 +296,11 @@ impl BestStatic {
     where
         I: IntoIterator<Item = Result<SimAccess, RunError>>,
     {
-        let candidates = knowledge.candidates(topo, cfg.seed);
-        let policies = candidates
-            .iter()
-            .map(|c| knowledge.policy(topo, cfg, c))
-            .collect();
+        let mut policies = Vec::new();
+        let plan = Plan::new(&knowledge, topo, cfg, &mut policies);
         let threads = knowledge.profile.threads;
         let reports = simulate_many(topo, cfg, policies, threads, stream)?;
-        let best = (0..reports.len())
-            .min_by_key(|&i| (reports[i].cycles_max, i))
-            .expect("the static policies are always candidates");
-        let tried = candidates.into_iter().zip(reports).collect();
-        Ok(BestStatic {
-            knowledge,
-            tried,
-            best,
-        })
+        Ok(plan.pick(knowledge, &reports))
     }
 
     /// The winning candidate.
@@ -340,6 +329,65 @@ impl BestStatic {
             name: NAMES[0].into(),
             inner,
         })
+    }
+}
+
+/// best-static's candidates set beside other policies, to be replayed in the same pass
+/// (one decoding of the trace, the policies on parallel threads): a static candidate
+/// that the list already holds is replayed once, for both.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Every candidate, with the index of its policy in the list.
+    candidates: Vec<(Candidate, usize)>,
+}
+
+impl Plan {
+    /// Appends to `policies` the candidates it does not hold yet. A policy of the list
+    /// named like a static candidate (`os`, `compact`, ...) stands for it, so it must be
+    /// that policy of [`ByName`] with `cfg`'s seed, as `tdmap sim` builds it.
+    pub fn new(
+        knowledge: &Knowledge,
+        topo: &Topology,
+        cfg: &SimConfig,
+        policies: &mut Vec<Box<dyn Policy>>,
+    ) -> Plan {
+        let candidates = knowledge
+            .candidates(topo, cfg.seed)
+            .into_iter()
+            .map(|c| {
+                let held = match &c {
+                    Candidate::Named(n) => policies.iter().position(|p| p.name() == *n),
+                    Candidate::Mapping { .. } => None,
+                };
+                let at = held.unwrap_or_else(|| {
+                    policies.push(knowledge.policy(topo, cfg, &c));
+                    policies.len() - 1
+                });
+                (c, at)
+            })
+            .collect();
+        Plan { candidates }
+    }
+
+    /// The fastest candidate (the first of equals), from the replays of the whole list.
+    pub fn pick(self, knowledge: Knowledge, reports: &[SimReport]) -> BestStatic {
+        let tried: Vec<(Candidate, SimReport)> = self
+            .candidates
+            .into_iter()
+            .map(|(c, at)| {
+                let mut r = reports[at].clone();
+                r.policy = c.label();
+                (c, r)
+            })
+            .collect();
+        let best = (0..tried.len())
+            .min_by_key(|&i| (tried[i].1.cycles_max, i))
+            .expect("the static policies are always candidates");
+        BestStatic {
+            knowledge,
+            tried,
+            best,
+        }
     }
 }
 
