@@ -15,6 +15,7 @@ mod access;
 mod cache;
 mod comparison;
 mod config;
+mod dir;
 mod energy;
 mod error;
 use tdmap_sharing::hash;
