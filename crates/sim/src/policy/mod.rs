@@ -178,6 +178,14 @@ pub trait Policy: Send {
     /// The PU of each thread at the start (one entry per thread).
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize>;
 
+    /// For a policy that is nothing but a thread mapping with first-touch pages (no
+    /// event hooks, no moves, the same mapping on every call): that mapping. Two such
+    /// policies with the same mapping replay identically, so best-static's plan replays
+    /// them once. None (the default) when the policy does anything else.
+    fn first_touch_mapping(&self, _ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        None
+    }
+
     /// The node of a page on its first touch by `thread`, which runs on `node`.
     /// The default is Linux's first-touch rule.
     fn place_page(&mut self, _ctx: &PolicyCtx, _thread: u32, _page: u64, node: usize) -> usize {
