@@ -347,9 +347,9 @@ impl Plan {
     /// that policy of [`ByName`] with `cfg`'s seed, as `tdmap sim` builds it. A candidate
     /// that is only a thread mapping with first-touch pages, the same as a policy already
     /// in the list ([`Policy::first_touch_mapping`]), shares that policy's replay: the
-    /// `compact`, `scatter` and `random` algorithms give the named policies' mappings,
-    /// and `+homes` on threads of one node is first touch (on the workload traces, 6 of
-    /// 12 mapping candidates were such duplicates).
+    /// `compact` and `scatter` algorithms give the named policies' mappings, and `+homes`
+    /// on threads of one node is first touch (on four workload traces at 8 threads, 6 or
+    /// 7 of 14 mapping candidates were such duplicates).
     pub fn new(
         knowledge: &Knowledge,
         topo: &Topology,
