@@ -4,8 +4,8 @@
 //! Each set is kept in recency order (most recent first), so a hit on the most recent
 //! line, the common case, costs one compare; tag and state share one word. An empty slot
 //! is 0, so a new cache is zeroed memory that the OS maps lazily: a run that touches a
-//! few sets of an 18 MiB cache does not pay for writing all of it (with two dozen
-//! policies replayed at once, that was a quarter of a short trace's run).
+//! few sets of an 18 MiB cache does not write all of it, once for each of the dozen or
+//! more policies that `tdmap sim` replays at once.
 
 /// A line's coherence state in a private cache (MESI; invalid lines are simply absent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
