@@ -99,18 +99,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let machine = Machine::new(&topo, &cfg).map_err(input)?;
     let hz = machine.hz;
+    // The first pass shows a spinner on a terminal once it has taken 2 s.
+    let mut reading = super::from_trace::Progress::new();
     let knowledge = names
         .iter()
         .any(|n| n == best_static::NAMES[0] || n == best_static::WORST)
-        .then(|| Knowledge::from_trace(&args.trace))
+        .then(|| Knowledge::from_trace_with(&args.trace, |n| reading.add(n)))
         .transpose()
         .map_err(|e| bad_trace(&args.trace, e))?;
     let profile = match &knowledge {
         Some(k) => k.profile.clone(),
-        None => {
-            tdmap_sim::first_pass(&args.trace, |_| Ok(())).map_err(|e| bad_trace(&args.trace, e))?
-        }
+        None => tdmap_sim::first_pass(&args.trace, |c| {
+            reading.add(c.addrs.len() as u64);
+            Ok(())
+        })
+        .map_err(|e| bad_trace(&args.trace, e))?,
     };
+    drop(reading);
     let period = match args.period_ms {
         Some(ms) if ms > 0.0 && ms.is_finite() => (hz * ms / 1e3).max(1.0) as u64,
         Some(ms) => return Err(input(format!("--period-ms {ms}: give a positive number"))),
@@ -198,7 +203,10 @@ pub fn best_static_gain(trace: &Path, topo: &Topology, seed: u64) -> anyhow::Res
         ..SimConfig::default()
     };
     let hz = Machine::new(topo, &cfg).map_err(input)?.hz;
-    let k = Knowledge::from_trace(trace).map_err(|e| bad_trace(trace, e))?;
+    let mut reading = super::from_trace::Progress::new();
+    let k =
+        Knowledge::from_trace_with(trace, |n| reading.add(n)).map_err(|e| bad_trace(trace, e))?;
+    drop(reading);
     cfg.tick_cycles = Some(k.profile.period(hz, 5, MIN_PERIODS));
     let mut policies = Vec::new();
     let plan = Plan::new(&k, topo, &cfg, &mut policies);

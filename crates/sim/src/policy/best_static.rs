@@ -102,10 +102,20 @@ pub struct Knowledge {
 impl Knowledge {
     /// Reads the trace at `path` once.
     pub fn from_trace(path: &Path) -> Result<Knowledge, RunError> {
+        Self::from_trace_with(path, |_| {})
+    }
+
+    /// The same, telling `progress` how many accesses each chunk read (for a progress
+    /// bar: on a long trace this pass takes seconds before any replay starts).
+    pub fn from_trace_with(
+        path: &Path,
+        mut progress: impl FnMut(u64),
+    ) -> Result<Knowledge, RunError> {
         let threads = tdmap_trace::Reader::open(path)?.header().threads as usize;
         let mut model = model(threads)?;
         let profile = first_pass(path, |c| {
             model.accesses(c.thread, &c.addrs).map_err(too_many)?;
+            progress(c.addrs.len() as u64);
             Ok(())
         })?;
         Ok(Knowledge::of(model, profile))
