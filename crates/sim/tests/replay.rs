@@ -127,3 +127,40 @@ fn best_static_plan_shares_only_identical_replays() {
         "the trace must tell page homes from first touch"
     );
 }
+
+/// On worker threads too, a read error of the stream and a simulator's error each stop
+/// the run with that error, whichever chunk they come in.
+#[test]
+fn errors_stop_a_run_on_worker_threads() {
+    #[derive(Debug, PartialEq)]
+    enum ReadError {
+        Truncated,
+        Sim(SimError),
+    }
+    impl From<SimError> for ReadError {
+        fn from(e: SimError) -> Self {
+            ReadError::Sim(e)
+        }
+    }
+    let topo = topo();
+    let cfg = SimConfig::default();
+    let three = || {
+        ["os", "compact", "sammu"]
+            .iter()
+            .map(|n| ByName::build(n, 1).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let good = trace(1)
+        .into_iter()
+        .take(2 * CHUNK + 5)
+        .map(Ok::<_, ReadError>);
+    let cut = good.clone().chain([Err(ReadError::Truncated)]);
+    let r = simulate_many(&topo, &cfg, three(), THREADS, cut);
+    assert_eq!(r.err(), Some(ReadError::Truncated));
+    let bad = good.chain([Ok(SimAccess::read(THREADS as u32, 64, 8))]);
+    let r = simulate_many(&topo, &cfg, three(), THREADS, bad);
+    assert!(
+        matches!(r, Err(ReadError::Sim(SimError::ThreadOutOfRange { .. }))),
+        "{r:?}"
+    );
+}
