@@ -2,7 +2,7 @@
 //! policies of one pass run on worker threads, and best-static's plan replays once the
 //! candidates it proves identical. Each report must equal that policy's replay alone.
 
-use tdmap_sim::policy::best_static::{Knowledge, Plan};
+use tdmap_sim::policy::best_static::{Candidate, Knowledge, Plan};
 use tdmap_sim::policy::{ByName, Policy};
 use tdmap_sim::synth::{Pattern, Synth};
 use tdmap_sim::{simulate, simulate_many, SimAccess, SimConfig, SimError, SplitMix64, CHUNK};
@@ -110,14 +110,15 @@ fn best_static_plan_shares_only_identical_replays() {
         let mut own = alone(&topo, &cfg, k.policy(&topo, &cfg, c), &t);
         own.policy = c.label();
         assert_eq!(*r, own, "{}", c.label());
-        if let tdmap_sim::policy::best_static::Candidate::Mapping {
+        if let Candidate::Mapping {
             homes: true,
             mapping,
             ..
         } = c
         {
             let first_touch = best.tried.iter().find(|(d, _)| {
-                matches!(d, tdmap_sim::policy::best_static::Candidate::Mapping { homes: false, mapping: m, .. } if m == mapping)
+                let same = |m: &Vec<usize>| m == mapping;
+                matches!(d, Candidate::Mapping { homes: false, mapping: m, .. } if same(m))
             });
             homes_differ |= first_touch.is_some_and(|(_, f)| f.cycles_max != r.cycles_max);
         }

@@ -10,6 +10,7 @@ pub mod best_static;
 pub mod grouping;
 pub mod kmaf;
 mod numa_balancing;
+mod plan;
 pub mod remap;
 pub mod sammu;
 
