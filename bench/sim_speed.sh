@@ -35,6 +35,7 @@ run() {
 }
 
 printf '%-28s %-8s %14s %14s\n' trace binary "M acc*pol/CPUs" "CPU s (best)"
+declare -A sum_work=() sum_cpu=()
 for trace in "${traces[@]}"; do
   declare -A best=()
   for _ in $(seq "$ROUNDS"); do
@@ -50,6 +51,8 @@ for trace in "${traces[@]}"; do
     fi
   done
   for i in "${!bins[@]}"; do
+    sum_work[$i]=$(awk -v s="${sum_work[$i]:-0}" -v a="$acc" -v p="$npol" 'BEGIN{print s + a*p}')
+    sum_cpu[$i]=$(awk -v s="${sum_cpu[$i]:-0}" -v c="${best[$i]}" 'BEGIN{print s + c}')
     name=new; [ ${#bins[@]} -gt 1 ] && [ "$i" = 0 ] && name=base
     awk -v t="$(basename "$trace")" -v n="$name" -v a="$acc" -v p="$npol" -v c="${best[$i]}" \
       'BEGIN{printf "%-28s %-8s %14.1f %14.2f\n", t, n, a*p/c/1e6, c}'
@@ -58,6 +61,12 @@ for trace in "${traces[@]}"; do
     awk -v a="${best[0]}" -v b="${best[1]}" 'BEGIN{printf "%-28s %-8s %14.3f  (base CPU s / new CPU s)\n", "", "speedup", a/b}'
   fi
   unset best
+done
+# Every trace together: all accesses x policies over all the best CPU seconds.
+for i in "${!bins[@]}"; do
+  name=new; [ ${#bins[@]} -gt 1 ] && [ "$i" = 0 ] && name=base
+  awk -v n="$name" -v w="${sum_work[$i]}" -v c="${sum_cpu[$i]}" \
+    'BEGIN{printf "%-28s %-8s %14.1f %14.2f\n", "all traces", n, w/c/1e6, c}'
 done
 echo "policies: $POLICIES ($(echo "$POLICIES" | tr , '\n' | wc -l)); best-static's candidate replays are inside its CPU time but counted as one policy"
 echo "load: $(uptime | sed 's/.*load/load/')"

@@ -57,14 +57,14 @@ pub fn model(path: &Path, machine: &MachineArgs, grain: Grain) -> Result<Traced>
 
 /// A spinner counting events on stderr, shown only once reading has taken 2 s (indicatif
 /// draws nothing when stderr is not a terminal).
-struct Progress {
+pub(crate) struct Progress {
     start: std::time::Instant,
     events: u64,
     bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
-    fn new() -> Progress {
+    pub(crate) fn new() -> Progress {
         Progress {
             start: std::time::Instant::now(),
             events: 0,
@@ -72,7 +72,7 @@ impl Progress {
         }
     }
 
-    fn add(&mut self, n: u64) {
+    pub(crate) fn add(&mut self, n: u64) {
         self.events += n;
         if self.bar.is_none() && self.start.elapsed().as_secs() >= 2 {
             let bar = indicatif::ProgressBar::new_spinner();

@@ -8,20 +8,10 @@
 //! Every line moved counts its bytes on the on-chip or the inter-chip interconnect.
 
 use crate::cache::{Cache, State};
+use crate::dir::{Dir, DirEntry};
 use crate::hash::FastMap;
 use crate::machine::Machine;
 use crate::stats::MemStats;
-
-/// Where a line is held, and where its memory lives.
-#[derive(Debug, Clone, Copy, Default)]
-struct DirEntry {
-    /// Cores whose outermost private cache holds the line.
-    cores: u64,
-    /// Shared-cache domains that hold the line.
-    domains: u64,
-    /// The NUMA node of the line's page.
-    home: u16,
-}
 
 /// The cache hierarchy and directory of the whole machine.
 #[derive(Debug, Clone)]
@@ -29,7 +19,7 @@ pub struct MemSys {
     l1: Vec<Cache>,
     l2: Vec<Cache>,
     llc: Vec<Cache>,
-    dir: FastMap<u64, DirEntry>,
+    dir: Dir,
     pkg_of_core: Vec<usize>,
     dom_of_core: Vec<usize>,
     pkg_of_dom: Vec<usize>,
@@ -75,7 +65,7 @@ impl MemSys {
             l1,
             l2,
             llc,
-            dir: FastMap::default(),
+            dir: Dir::default(),
             pkg_of_core: m.pkg_of_core.clone(),
             dom_of_core,
             pkg_of_dom,
@@ -127,7 +117,7 @@ impl MemSys {
         let extra = if st == State::Shared {
             self.stats.upgrades += 1;
             let mut lat = self.lat_llc;
-            if let Some(mut e) = self.dir.get(&line).copied() {
+            if let Some(mut e) = self.dir.get(line) {
                 lat += self.invalidate_others(core, line, &mut e);
                 self.dir.insert(line, e);
             }
@@ -158,7 +148,7 @@ impl MemSys {
     ) -> u64 {
         let pkg = self.pkg_of_core[core];
         let dom = self.dom_of_core[core];
-        let mut e = self.dir.get(&line).copied().unwrap_or(DirEntry {
+        let mut e = self.dir.get(line).unwrap_or(DirEntry {
             home: home as u16,
             ..DirEntry::default()
         });
@@ -349,7 +339,7 @@ impl MemSys {
     fn private_evicted(&mut self, core: usize, line: u64, st: State) {
         let dom = self.dom_of_core[core];
         let has_llc = !self.llc.is_empty();
-        let Some(e) = self.dir.get_mut(&line) else {
+        let Some(e) = self.dir.get_mut(line) else {
             return;
         };
         e.cores &= !(1u64 << core);
@@ -360,7 +350,7 @@ impl MemSys {
             e.domains |= 1u64 << dom;
         }
         if e.cores == 0 && e.domains == 0 {
-            self.dir.remove(&line);
+            self.dir.remove(line);
         }
         if !dirty {
             return;
@@ -378,13 +368,13 @@ impl MemSys {
 
     /// A line left a shared cache: a dirty one goes back to its home node.
     fn llc_evicted(&mut self, dom: usize, line: u64, st: State) {
-        let Some(e) = self.dir.get_mut(&line) else {
+        let Some(e) = self.dir.get_mut(line) else {
             return;
         };
         e.domains &= !(1u64 << dom);
         let home = e.home as usize;
         if e.cores == 0 && e.domains == 0 {
-            self.dir.remove(&line);
+            self.dir.remove(line);
         }
         if st == State::Modified {
             self.stats.writebacks += 1;
@@ -400,7 +390,7 @@ impl MemSys {
     /// frame leaves its old lines behind).
     pub fn flush_lines(&mut self, first: u64, n: u64) {
         for line in first..first + n {
-            let Some(e) = self.dir.remove(&line) else {
+            let Some(e) = self.dir.remove(line) else {
                 continue;
             };
             let mut cores = e.cores;
@@ -458,7 +448,7 @@ impl MemSys {
         for (line, s) in &seen {
             let d = self
                 .dir
-                .get(line)
+                .get(*line)
                 .ok_or(format!("line {line} not in the directory"))?;
             if (d.cores, d.domains) != (s.cores, s.domains) {
                 return Err(format!("line {line}: directory {d:?}, caches {s:?}"));

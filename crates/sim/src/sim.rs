@@ -527,61 +527,11 @@ fn check(cfg: &SimConfig) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Accesses per chunk when a whole stream is replayed: bounded memory, however long.
-pub const CHUNK: usize = 1 << 16;
-
-/// Runs one policy over a whole stream, chunk by chunk.
-pub fn simulate<I>(
-    topo: &Topology,
-    cfg: SimConfig,
-    policy: Box<dyn Policy>,
-    threads: usize,
-    stream: I,
-) -> Result<SimReport, SimError>
-where
-    I: IntoIterator<Item = SimAccess>,
-{
-    let ok = stream.into_iter().map(Ok::<_, SimError>);
-    let mut reports = simulate_many(topo, &cfg, vec![policy], threads, ok)?;
-    Ok(reports.remove(0))
-}
-
-/// Runs several policies over one pass of a fallible stream (a trace file being read):
-/// each chunk is read once and replayed under every policy, so memory stays bounded and
-/// the trace is read only once. The first error of the stream stops the run.
-pub fn simulate_many<I, E>(
-    topo: &Topology,
-    cfg: &SimConfig,
-    policies: Vec<Box<dyn Policy>>,
-    threads: usize,
-    stream: I,
-) -> Result<Vec<SimReport>, E>
-where
-    I: IntoIterator<Item = Result<SimAccess, E>>,
-    E: From<SimError>,
-{
-    let mut sims = policies
-        .into_iter()
-        .map(|p| Simulator::new(topo, cfg.clone(), p, threads))
-        .collect::<Result<Vec<_>, SimError>>()?;
-    let mut buf = Vec::with_capacity(CHUNK);
-    let mut stream = stream.into_iter().peekable();
-    while stream.peek().is_some() {
-        buf.clear();
-        for a in stream.by_ref().take(CHUNK) {
-            buf.push(a?);
-        }
-        for sim in &mut sims {
-            sim.run_chunk(&buf)?;
-        }
-    }
-    Ok(sims.into_iter().map(Simulator::finish).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::Fixed;
+    use crate::simulate;
 
     /// A thread that first runs after a serial phase starts at the end of it: the
     /// makespan counts the serial phase once, and the total counts only work done.

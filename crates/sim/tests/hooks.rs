@@ -1,8 +1,7 @@
 //! The policy seam: the simulator reports faults, TLB evictions and AC saturations with
 //! the right thread, page, node and counter, and carries out what the policy asks.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use tdmap_sim::policy::{Actions, FaultEvent, FaultKind, PolicyCtx, TlbEvent, TlbEventKind};
 use tdmap_sim::{Policy, SimAccess, SimConfig, Simulator};
 
@@ -16,7 +15,7 @@ struct Log {
 
 /// Threads on PUs 0 and 2 (nodes 0 and 1 of simics-4x2); logs every event; at its first
 /// tick injects faults and moves thread 0 to PU 4.
-struct Recorder(Rc<RefCell<Log>>);
+struct Recorder(Arc<Mutex<Log>>);
 
 impl Policy for Recorder {
     fn name(&self) -> String {
@@ -26,7 +25,7 @@ impl Policy for Recorder {
         vec![0, 2]
     }
     fn on_fault(&mut self, _ctx: &PolicyCtx, ev: &FaultEvent, _out: &mut Actions) {
-        self.0.borrow_mut().faults.push(*ev);
+        self.0.lock().unwrap().faults.push(*ev);
     }
     fn wants_tlb_events(&self) -> bool {
         true
@@ -36,7 +35,8 @@ impl Policy for Recorder {
     }
     fn on_access(&mut self, _ctx: &PolicyCtx, a: &SimAccess, page_node: usize, out: &mut Actions) {
         self.0
-            .borrow_mut()
+            .lock()
+            .unwrap()
             .accesses
             .push((a.thread, a.addr, page_node));
         // Moving a page on an access takes effect before the next one.
@@ -45,10 +45,10 @@ impl Policy for Recorder {
         }
     }
     fn on_tlb_event(&mut self, _ctx: &PolicyCtx, ev: &TlbEvent, _out: &mut Actions) {
-        self.0.borrow_mut().tlb.push(*ev);
+        self.0.lock().unwrap().tlb.push(*ev);
     }
     fn on_tick(&mut self, _ctx: &PolicyCtx, out: &mut Actions) {
-        let mut log = self.0.borrow_mut();
+        let mut log = self.0.lock().unwrap();
         log.ticks += 1;
         if log.ticks == 1 {
             out.inject_faults = true;
@@ -57,9 +57,9 @@ impl Policy for Recorder {
     }
 }
 
-fn setup(cfg: SimConfig) -> (Rc<RefCell<Log>>, Simulator<'static>) {
+fn setup(cfg: SimConfig) -> (Arc<Mutex<Log>>, Simulator<'static>) {
     let topo: &'static _ = Box::leak(Box::new(tdmap_topo::preset("simics-4x2").unwrap()));
-    let log = Rc::new(RefCell::new(Log::default()));
+    let log = Arc::new(Mutex::new(Log::default()));
     let sim = Simulator::new(topo, cfg, Box::new(Recorder(log.clone())), 2).unwrap();
     (log, sim)
 }
@@ -78,7 +78,7 @@ fn tlb_evictions_and_saturations_carry_thread_page_node_and_counter() {
     // Thread 0 (node 0) touches page 100 nine times: AC saturates at 4, twice.
     s.extend(vec![SimAccess::write(0, 100 << 12, 8); 9]);
     sim.run_chunk(&s).unwrap();
-    let log = log.borrow();
+    let log = log.lock().unwrap();
     let ev = log
         .tlb
         .iter()
@@ -124,7 +124,7 @@ fn a_tick_can_inject_faults_and_migrate_threads() {
     let r = sim.finish();
     assert_eq!(r.thread_migrations, 1);
     assert!(r.ticks >= 1);
-    let log = log.borrow();
+    let log = log.lock().unwrap();
     let on7: Vec<&FaultEvent> = log.faults.iter().filter(|f| f.page == 7).collect();
     let kinds: Vec<(u32, FaultKind)> = on7.iter().map(|f| (f.thread, f.kind)).collect();
     assert_eq!(
@@ -154,7 +154,7 @@ fn every_access_is_reported_when_the_policy_asks() {
     assert_eq!(sim.page_node(5), Some(3), "moved by the access hook");
     assert_eq!(sim.finish().page_migrations, 1);
     assert_eq!(
-        log.borrow().accesses,
+        log.lock().unwrap().accesses,
         vec![(0, 0x5000, 0), (1, 0x5008, 3), (0, 0x9000, 0)]
     );
 }

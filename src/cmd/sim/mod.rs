@@ -10,7 +10,7 @@ use crate::exit::{input, OK};
 use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use tdmap_sim::policy::best_static::{self, BestStatic, Knowledge};
+use tdmap_sim::policy::best_static::{self, Knowledge, Plan};
 use tdmap_sim::policy::ByName;
 use tdmap_sim::{
     simulate_many, CacheSpec, Comparison, ComparisonSetup, EnergyModel, Machine, Normalised,
@@ -99,18 +99,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let machine = Machine::new(&topo, &cfg).map_err(input)?;
     let hz = machine.hz;
+    // The first pass shows a spinner on a terminal once it has taken 2 s.
+    let mut reading = super::from_trace::Progress::new();
     let knowledge = names
         .iter()
         .any(|n| n == best_static::NAMES[0] || n == best_static::WORST)
-        .then(|| Knowledge::from_trace(&args.trace))
+        .then(|| Knowledge::from_trace_with(&args.trace, |n| reading.add(n)))
         .transpose()
         .map_err(|e| bad_trace(&args.trace, e))?;
     let profile = match &knowledge {
         Some(k) => k.profile.clone(),
-        None => {
-            tdmap_sim::first_pass(&args.trace, |_| Ok(())).map_err(|e| bad_trace(&args.trace, e))?
-        }
+        None => tdmap_sim::first_pass(&args.trace, |c| {
+            reading.add(c.addrs.len() as u64);
+            Ok(())
+        })
+        .map_err(|e| bad_trace(&args.trace, e))?,
     };
+    drop(reading);
     let period = match args.period_ms {
         Some(ms) if ms > 0.0 && ms.is_finite() => (hz * ms / 1e3).max(1.0) as u64,
         Some(ms) => return Err(input(format!("--period-ms {ms}: give a positive number"))),
@@ -125,12 +130,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             _ => ByName::build(n, args.seed).expect("names were checked"),
         });
     }
-    let best = knowledge
+    let asked = policies.len();
+    let plan = knowledge
+        .as_ref()
         .filter(|_| names.iter().any(|n| n == best_static::NAMES[0]))
-        .map(|k| BestStatic::from_knowledge(k, &args.trace, &topo, &cfg))
-        .transpose()
-        .map_err(|e| bad_trace(&args.trace, e))?;
+        .map(|k| Plan::new(k, &topo, &cfg, &mut policies));
     let mut reports = replay(&args.trace, &topo, &cfg, policies, &profile)?;
+    let best = plan.zip(knowledge).map(|(p, k)| p.pick(k, &reports));
+    reports.truncate(asked);
     if let Some(b) = &best {
         let at = names.iter().position(|n| n == best_static::NAMES[0]);
         reports.insert(at.expect("asked for"), b.report());
@@ -196,9 +203,15 @@ pub fn best_static_gain(trace: &Path, topo: &Topology, seed: u64) -> anyhow::Res
         ..SimConfig::default()
     };
     let hz = Machine::new(topo, &cfg).map_err(input)?.hz;
-    let k = Knowledge::from_trace(trace).map_err(|e| bad_trace(trace, e))?;
+    let mut reading = super::from_trace::Progress::new();
+    let k =
+        Knowledge::from_trace_with(trace, |n| reading.add(n)).map_err(|e| bad_trace(trace, e))?;
+    drop(reading);
     cfg.tick_cycles = Some(k.profile.period(hz, 5, MIN_PERIODS));
-    let b = BestStatic::from_knowledge(k, trace, topo, &cfg).map_err(|e| bad_trace(trace, e))?;
+    let mut policies = Vec::new();
+    let plan = Plan::new(&k, topo, &cfg, &mut policies);
+    let reports = replay(trace, topo, &cfg, policies, &k.profile)?;
+    let b = plan.pick(k, &reports);
     let os = b
         .tried
         .iter()

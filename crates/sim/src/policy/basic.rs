@@ -119,6 +119,11 @@ impl Policy for StaticPolicy {
         spread(&pu_order(ctx.topo, self.order), ctx.threads)
     }
 
+    fn first_touch_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        matches!(self.pages, PagePlacement::FirstTouch)
+            .then(|| spread(&pu_order(ctx.topo, self.order), ctx.threads))
+    }
+
     fn place_page(&mut self, ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {
         self.pages.place(page, node, ctx.machine.nodes())
     }
@@ -236,6 +241,17 @@ impl Policy for Fixed {
 
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
         spread(&self.mapping, ctx.threads)
+    }
+
+    /// Page homes are first touch too when every thread runs on one node and every home
+    /// is that node: the touching thread's node is then always the listed one.
+    fn first_touch_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        let mapping = spread(&self.mapping, ctx.threads);
+        let node = |pu: usize| ctx.machine.node_of_pu.get(pu).copied();
+        let first = node(*mapping.first()?)?;
+        let one_node = mapping.iter().all(|&pu| node(pu) == Some(first));
+        let homes_agree = self.pages.values().all(|&n| n == first);
+        (self.pages.is_empty() || one_node && homes_agree).then_some(mapping)
     }
 
     fn place_page(&mut self, _ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {

@@ -27,6 +27,7 @@
 //! of os on `stencil1d 8 32 4`).
 
 use super::basic::Fixed;
+pub use super::plan::Plan;
 use super::{Actions, ByName, FaultEvent, Policy, PolicyCtx, TlbEvent};
 use crate::hash::FastMap;
 use crate::input::{first_pass, Profile, RunError};
@@ -102,10 +103,20 @@ pub struct Knowledge {
 impl Knowledge {
     /// Reads the trace at `path` once.
     pub fn from_trace(path: &Path) -> Result<Knowledge, RunError> {
+        Self::from_trace_with(path, |_| {})
+    }
+
+    /// The same, telling `progress` how many accesses each chunk read (for a progress
+    /// bar: on a long trace this pass takes seconds before any replay starts).
+    pub fn from_trace_with(
+        path: &Path,
+        mut progress: impl FnMut(u64),
+    ) -> Result<Knowledge, RunError> {
         let threads = tdmap_trace::Reader::open(path)?.header().threads as usize;
         let mut model = model(threads)?;
         let profile = first_pass(path, |c| {
             model.accesses(c.thread, &c.addrs).map_err(too_many)?;
+            progress(c.addrs.len() as u64);
             Ok(())
         })?;
         Ok(Knowledge::of(model, profile))
@@ -296,22 +307,11 @@ impl BestStatic {
     where
         I: IntoIterator<Item = Result<SimAccess, RunError>>,
     {
-        let candidates = knowledge.candidates(topo, cfg.seed);
-        let policies = candidates
-            .iter()
-            .map(|c| knowledge.policy(topo, cfg, c))
-            .collect();
+        let mut policies = Vec::new();
+        let plan = Plan::new(&knowledge, topo, cfg, &mut policies);
         let threads = knowledge.profile.threads;
         let reports = simulate_many(topo, cfg, policies, threads, stream)?;
-        let best = (0..reports.len())
-            .min_by_key(|&i| (reports[i].cycles_max, i))
-            .expect("the static policies are always candidates");
-        let tried = candidates.into_iter().zip(reports).collect();
-        Ok(BestStatic {
-            knowledge,
-            tried,
-            best,
-        })
+        Ok(plan.pick(knowledge, &reports))
     }
 
     /// The winning candidate.
@@ -488,6 +488,9 @@ impl Policy for Renamed {
     }
     fn on_fault(&mut self, ctx: &PolicyCtx, ev: &FaultEvent, out: &mut Actions) {
         self.inner.on_fault(ctx, ev, out)
+    }
+    fn first_touch_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        self.inner.first_touch_mapping(ctx)
     }
     fn wants_accesses(&self) -> bool {
         self.inner.wants_accesses()

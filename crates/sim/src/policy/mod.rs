@@ -10,6 +10,7 @@ pub mod best_static;
 pub mod grouping;
 pub mod kmaf;
 mod numa_balancing;
+mod plan;
 pub mod remap;
 pub mod sammu;
 
@@ -169,13 +170,22 @@ impl Actions {
     }
 }
 
-/// A thread and data mapping policy, driven by the simulator.
-pub trait Policy {
+/// A thread and data mapping policy, driven by the simulator. `Send`, so that
+/// [`crate::simulate_many`] can replay policies on threads of their own.
+pub trait Policy: Send {
     /// The name reports use.
     fn name(&self) -> String;
 
     /// The PU of each thread at the start (one entry per thread).
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize>;
+
+    /// For a policy that is nothing but a thread mapping with first-touch pages (no
+    /// event hooks, no moves, the same mapping on every call): that mapping. Two such
+    /// policies with the same mapping replay identically, so best-static's plan replays
+    /// them once. None (the default) when the policy does anything else.
+    fn first_touch_mapping(&self, _ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        None
+    }
 
     /// The node of a page on its first touch by `thread`, which runs on `node`.
     /// The default is Linux's first-touch rule.

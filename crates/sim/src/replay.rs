@@ -1,0 +1,164 @@
+//! Replaying one stream under several policies: the stream is decoded once, chunk by
+//! chunk, and every chunk is handed to each policy's [`Simulator`]. Simulators run on
+//! worker threads of their own (one per available core at most), so the policies of a
+//! `tdmap sim` run share the decoding and advance in parallel; memory stays bounded, as
+//! only a few chunks are alive at a time. Each simulator sees the same chunks in the same
+//! order whichever thread runs it, so the reports do not depend on the thread count.
+
+use crate::access::SimAccess;
+use crate::config::SimConfig;
+use crate::error::SimError;
+use crate::policy::Policy;
+use crate::sim::Simulator;
+use crate::stats::SimReport;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use tdmap_topo::Topology;
+
+/// Accesses per chunk when a whole stream is replayed: bounded memory, however long.
+pub const CHUNK: usize = 1 << 16;
+
+/// Chunks queued per worker beyond the one it replays: enough to hide the decoder's
+/// jitter, few enough to bound memory (a chunk is 1 MiB).
+const QUEUED: usize = 2;
+
+/// Runs one policy over a whole stream, chunk by chunk.
+pub fn simulate<I>(
+    topo: &Topology,
+    cfg: SimConfig,
+    policy: Box<dyn Policy>,
+    threads: usize,
+    stream: I,
+) -> Result<SimReport, SimError>
+where
+    I: IntoIterator<Item = SimAccess>,
+{
+    let ok = stream.into_iter().map(Ok::<_, SimError>);
+    let mut reports = simulate_many(topo, &cfg, vec![policy], threads, ok)?;
+    Ok(reports.remove(0))
+}
+
+/// Runs several policies over one pass of a fallible stream (a trace file being read):
+/// each chunk is read once and replayed under every policy, on up to as many threads as
+/// there are cores. Reports come in the order of `policies`. The first error, of the
+/// stream or of a simulator, stops the run.
+pub fn simulate_many<I, E>(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    threads: usize,
+    stream: I,
+) -> Result<Vec<SimReport>, E>
+where
+    I: IntoIterator<Item = Result<SimAccess, E>>,
+    E: From<SimError>,
+{
+    let sims = policies
+        .into_iter()
+        .map(|p| Simulator::new(topo, cfg.clone(), p, threads))
+        .collect::<Result<Vec<_>, SimError>>()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores.min(sims.len());
+    if workers <= 1 {
+        return inline(sims, stream);
+    }
+    // Simulator k goes to worker k % workers; reports are put back in that order.
+    let mut groups: Vec<Vec<(usize, Simulator)>> = (0..workers).map(|_| Vec::new()).collect();
+    for (k, sim) in sims.into_iter().enumerate() {
+        groups[k % workers].push((k, sim));
+    }
+    let n = groups.iter().map(Vec::len).sum();
+    std::thread::scope(|scope| {
+        let mut senders = Vec::with_capacity(workers);
+        let mut handles = Vec::with_capacity(workers);
+        for group in groups {
+            let (tx, rx) = sync_channel::<Arc<Vec<SimAccess>>>(QUEUED);
+            senders.push(tx);
+            handles.push(scope.spawn(move || worker(group, rx)));
+        }
+        let fed = feed(stream, &senders);
+        drop(senders);
+        let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
+        let mut failed = None;
+        for h in handles {
+            match h.join().expect("a simulator thread panicked") {
+                Ok(done) => {
+                    for (k, r) in done {
+                        reports[k] = Some(r);
+                    }
+                }
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        fed?;
+        if let Some(e) = failed {
+            return Err(E::from(e));
+        }
+        Ok(reports
+            .into_iter()
+            .map(|r| r.expect("every simulator reports"))
+            .collect())
+    })
+}
+
+/// One thread replays everything: no worker to feed.
+fn inline<I, E>(mut sims: Vec<Simulator>, stream: I) -> Result<Vec<SimReport>, E>
+where
+    I: IntoIterator<Item = Result<SimAccess, E>>,
+    E: From<SimError>,
+{
+    let mut buf = Vec::with_capacity(CHUNK);
+    let mut stream = stream.into_iter();
+    while fill(&mut stream, &mut buf)? {
+        for sim in &mut sims {
+            sim.run_chunk(&buf)?;
+        }
+    }
+    Ok(sims.into_iter().map(Simulator::finish).collect())
+}
+
+/// Decodes the stream chunk by chunk and sends each chunk to every worker. A worker that
+/// hung up has failed: feeding stops, and its error is reported when it is joined.
+fn feed<I, E>(stream: I, senders: &[SyncSender<Arc<Vec<SimAccess>>>]) -> Result<(), E>
+where
+    I: IntoIterator<Item = Result<SimAccess, E>>,
+{
+    let mut stream = stream.into_iter();
+    loop {
+        let mut buf = Vec::with_capacity(CHUNK);
+        if !fill(&mut stream, &mut buf)? {
+            return Ok(());
+        }
+        let chunk = Arc::new(buf);
+        for tx in senders {
+            if tx.send(Arc::clone(&chunk)).is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Refills `buf` with up to [`CHUNK`] accesses; false when the stream has ended.
+fn fill<I, E>(stream: &mut I, buf: &mut Vec<SimAccess>) -> Result<bool, E>
+where
+    I: Iterator<Item = Result<SimAccess, E>>,
+{
+    buf.clear();
+    for a in stream.by_ref().take(CHUNK) {
+        buf.push(a?);
+    }
+    Ok(!buf.is_empty())
+}
+
+/// A worker: replays every chunk it receives under each of its simulators.
+fn worker(
+    mut group: Vec<(usize, Simulator)>,
+    rx: Receiver<Arc<Vec<SimAccess>>>,
+) -> Result<Vec<(usize, SimReport)>, SimError> {
+    for chunk in rx {
+        for (_, sim) in &mut group {
+            sim.run_chunk(&chunk)?;
+        }
+    }
+    Ok(group.into_iter().map(|(k, s)| (k, s.finish())).collect())
+}
