@@ -56,7 +56,7 @@ fn v4_faults() -> Vec<Fault> {
             addr: 0x5555_8000_0000 + i * 4096 * 3,
             cpu: (i % 4) as u32,
             node: (i % 4 / 2) as u32,
-            time: 10 * i,
+            time: (1 << 40) + 10 * i,
         })
         .collect()
 }
