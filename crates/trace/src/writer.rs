@@ -7,8 +7,9 @@
 //! fails (a full disk), the file is cut back to the end of the last whole frame, so it
 //! stays a readable Incomplete trace, and every later call reports that one error.
 
-use crate::chunk::{encode_accesses, encode_faults, encode_repeats};
+use crate::chunk::{encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
+use crate::columns;
 use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
 use std::collections::BTreeMap;
@@ -323,6 +324,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A worker's reusable buffers: encoded columns and compressed streams, kept across
+/// frames so that encoding allocates nothing but each finished frame.
+#[derive(Default)]
+struct Scratch {
+    first: Vec<u8>,
+    second: Vec<u8>,
+    comp: Vec<u8>,
+}
+
 /// A worker: encodes and compresses frames until the appenders are gone or the writing
 /// thread stops; other jobs pass through with their sequence number.
 fn encode_jobs(
@@ -330,40 +340,13 @@ fn encode_jobs(
     done: &SyncSender<(u64, std::io::Result<Done>)>,
     mut comp: zstd::bulk::Compressor<'static>,
 ) {
+    let mut buf = Scratch::default();
     loop {
         let Ok((seq, job)) = lock(rx).recv() else {
             return;
         };
         let out = match job {
-            Job::Frame { thread, batch } => {
-                let (kind, count, (raw, flags)) = match &batch {
-                    Batch::Accesses(a) => (Kind::Accesses, a.len(), encode_accesses(a)),
-                    Batch::Faults(f) => (Kind::Faults, f.len(), encode_faults(f)),
-                    Batch::Collapsed(a, _) => (Kind::Accesses, a.len(), encode_accesses(a)),
-                };
-                let repeats = match &batch {
-                    Batch::Collapsed(_, r) => frame_bytes(
-                        &mut comp,
-                        Kind::Repeats,
-                        thread,
-                        r.len() as u32,
-                        0,
-                        &encode_repeats(r),
-                    ),
-                    _ => Ok(Vec::new()),
-                };
-                drop(batch);
-                let frame = frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw);
-                repeats.and_then(|mut bytes| {
-                    bytes.extend(frame?);
-                    Ok(Done::Frame {
-                        kind,
-                        thread,
-                        count: count as u32,
-                        bytes,
-                    })
-                })
-            }
+            Job::Frame { thread, batch } => encode_frame(&mut comp, &mut buf, thread, batch),
             Job::Threads(t) => Ok(Done::Threads(t)),
             Job::Processes(p) => Ok(Done::Processes(p)),
             Job::Finish(s) => Ok(Done::Finish(s)),
@@ -374,27 +357,78 @@ fn encode_jobs(
     }
 }
 
-/// A whole frame, head and payload: two zstd streams, the first one's length in front
-/// (see `Kind::first_stream`).
+/// The bytes of one batch's frames: a repeats frame first for collapsed reads, then the
+/// accesses (V5 varint columns) or faults frame.
+fn encode_frame(
+    comp: &mut zstd::bulk::Compressor<'static>,
+    buf: &mut Scratch,
+    thread: u32,
+    batch: Batch,
+) -> std::io::Result<Done> {
+    let mut bytes = Vec::new();
+    let (kind, count) = match &batch {
+        Batch::Accesses(a) | Batch::Collapsed(a, _) => (Kind::Accesses, a.len()),
+        Batch::Faults(f) => (Kind::Faults, f.len()),
+    };
+    if let Batch::Collapsed(_, r) = &batch {
+        let raw = encode_repeats(r);
+        let split = Kind::Repeats.first_stream(r.len() as u32);
+        let (first, second) = raw.split_at(split);
+        let f = (Kind::Repeats, thread, r.len() as u32, 0);
+        frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
+    }
+    let f = (kind, thread, count as u32);
+    match &batch {
+        Batch::Accesses(a) | Batch::Collapsed(a, _) => {
+            columns::encode(a, &mut buf.first, &mut buf.second);
+            let f = (f.0, f.1, f.2, 0);
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, &buf.first, &buf.second)?;
+        }
+        Batch::Faults(faults) => {
+            let (raw, flags) = encode_faults(faults);
+            let (first, second) = raw.split_at(kind.first_stream(count as u32));
+            let f = (f.0, f.1, f.2, flags);
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
+        }
+    }
+    Ok(Done::Frame {
+        kind,
+        thread,
+        count: count as u32,
+        bytes,
+    })
+}
+
+/// Appends a whole frame, head and payload, to `out`: two zstd streams, the first one's
+/// length in front (the address column of event frames, which a reader that wants
+/// addresses only decompresses alone). `f` is (kind, thread, records, flags); `scratch`
+/// holds the compressed streams on their way.
 fn frame_bytes(
     comp: &mut zstd::bulk::Compressor<'static>,
-    kind: Kind,
-    thread: u32,
-    count: u32,
-    flags: u8,
-    raw: &[u8],
-) -> std::io::Result<Vec<u8>> {
-    let split = kind.first_stream(count);
-    let first = comp.compress(&raw[..split])?;
-    let mut payload = Vec::with_capacity(4 + first.len() + 64);
-    payload.extend_from_slice(&(first.len() as u32).to_le_bytes());
-    payload.extend_from_slice(&first);
-    payload.extend_from_slice(&comp.compress(&raw[split..])?);
-    let head = codec::encode_frame_head(kind, thread, count, flags, &payload);
-    let mut bytes = Vec::with_capacity(head.len() + payload.len());
-    bytes.extend_from_slice(&head);
-    bytes.extend_from_slice(&payload);
-    Ok(bytes)
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    f: (Kind, u32, u32, u8),
+    first: &[u8],
+    second: &[u8],
+) -> std::io::Result<()> {
+    let (kind, thread, count, flags) = f;
+    let at = out.len();
+    out.resize(at + codec::FRAME_HEADER + 4, 0);
+    for (i, raw) in [first, second].into_iter().enumerate() {
+        scratch.clear();
+        scratch.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        let n = comp.compress_to_buffer(raw, scratch)?;
+        if i == 0 {
+            let len_at = at + codec::FRAME_HEADER;
+            out[len_at..len_at + 4].copy_from_slice(&(n as u32).to_le_bytes());
+        }
+        out.extend_from_slice(&scratch[..n]);
+    }
+    let raw_len = first.len() + second.len();
+    let payload = &out[at + codec::FRAME_HEADER..];
+    let head = codec::encode_frame_head(kind, thread, count, flags, raw_len, payload);
+    out[at..at + codec::FRAME_HEADER].copy_from_slice(&head);
+    Ok(())
 }
 
 struct Background {
@@ -455,7 +489,11 @@ impl Background {
         flags: u8,
         raw: &[u8],
     ) -> std::io::Result<()> {
-        let bytes = frame_bytes(&mut self.comp, kind, thread, count, flags, raw)?;
+        let (first, second) = raw.split_at(kind.first_stream(count));
+        let mut bytes = Vec::new();
+        let mut scratch = Vec::new();
+        let f = (kind, thread, count, flags);
+        frame_bytes(&mut self.comp, &mut scratch, &mut bytes, f, first, second)?;
         self.out.append(&bytes)?;
         self.pos += bytes.len() as u64;
         Ok(())

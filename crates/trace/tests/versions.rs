@@ -3,9 +3,12 @@
 
 use tdmap_trace::*;
 
+/// One appended batch: thread, accesses, collapsed reads (index, extra reads).
+type Batch = (u32, Vec<Access>, Vec<(u32, u32)>);
+
 /// The events of `v4-mixed.trace`, in the order it was written: per batch (thread,
 /// accesses, collapsed reads), then thread 1's faults.
-fn v4_batches() -> Vec<(u32, Vec<Access>, Vec<(u32, u32)>)> {
+fn v4_batches() -> Vec<Batch> {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut rand = move || {
         x ^= x << 13;

@@ -1,0 +1,215 @@
+//! The access columns of format version 5: varint-coded zigzag deltas, built in one
+//! tight pass per column into buffers the writer's workers reuse, then compressed by zstd.
+//!
+//! Why varints: the runtime's times are clock reads spread evenly over `TICK_EVERY`
+//! records, so their deltas are a few nanoseconds (one byte) except at rare jumps, and
+//! strided addresses have one small delta; a varint stores each in one byte where V2-V4
+//! stored eight (and byte-shuffled them in eight passes), so there is 4-6× less to build
+//! and to compress, and one far jump (heap to stack) no longer widens a whole frame.
+
+use crate::chunk::AccessChunk;
+use crate::types::Access;
+
+/// Most bytes of one access's varints: address and time (10 each), size and write (2).
+pub const MAX_ACCESS_BYTES: usize = 22;
+/// Fewest bytes of one access's varints (one each).
+pub const MIN_ACCESS_BYTES: usize = 3;
+/// Most bytes of one varint-coded u64.
+pub const MAX_VARINT: usize = 10;
+
+/// Zigzag: small negative and positive deltas both become small unsigned numbers.
+#[inline(always)]
+fn zigzag(d: u64) -> u64 {
+    let d = d as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline(always)]
+fn unzigzag(z: u64) -> u64 {
+    (z >> 1) ^ (z & 1).wrapping_neg()
+}
+
+/// LEB128: 7 bits per byte, low bits first, the top bit set on all bytes but the last.
+#[inline(always)]
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The varint at `raw[*at..]`, moving `at` past it; None if it overruns `raw` or is
+/// longer than a u64 needs.
+#[inline(always)]
+fn get_varint(raw: &[u8], at: &mut usize) -> Option<u64> {
+    let b = *raw.get(*at)?;
+    *at += 1;
+    if b < 0x80 {
+        return Some(b as u64);
+    }
+    let mut v = (b & 0x7f) as u64;
+    let mut shift = 7;
+    loop {
+        let b = *raw.get(*at)?;
+        *at += 1;
+        // The tenth byte holds the top bit only.
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// Appends a column as varints of zigzag deltas from the previous value (the first
+/// from 0).
+#[inline(always)]
+fn put_deltas(out: &mut Vec<u8>, vals: impl Iterator<Item = u64>) {
+    let mut prev = 0u64;
+    for v in vals {
+        put_varint(out, zigzag(v.wrapping_sub(prev)));
+        prev = v;
+    }
+}
+
+/// Reads `n` varint deltas from `raw[*at..]` into `dst` (cleared first).
+fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Option<()> {
+    dst.clear();
+    dst.reserve(n);
+    let mut acc = 0u64;
+    for _ in 0..n {
+        acc = acc.wrapping_add(unzigzag(get_varint(raw, at)?));
+        dst.push(acc);
+    }
+    Some(())
+}
+
+/// Encodes accesses as V5 columns: the address column into `addrs`, and the time
+/// column followed by one varint per access of `size << 1 | write` into `rest` (one
+/// byte for sizes below 64). Both buffers are cleared first and keep their capacity.
+pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) {
+    addrs.clear();
+    rest.clear();
+    addrs.reserve(a.len() * MAX_VARINT);
+    rest.reserve(a.len() * (MAX_VARINT + 2));
+    put_deltas(addrs, a.iter().map(|x| x.addr));
+    put_deltas(rest, a.iter().map(|x| x.time));
+    for x in a {
+        put_varint(rest, (x.size as u64) << 1 | x.write as u64);
+    }
+}
+
+/// Decodes `n` accesses of V5 columns into `c`, reusing its buffers: `addrs` must hold
+/// exactly the address column and `rest`, unless skipped, exactly the times, sizes and
+/// write flags. False when a column is malformed or does not end where it should.
+pub fn decode(
+    c: &mut AccessChunk,
+    thread: u32,
+    n: usize,
+    addrs: &[u8],
+    rest: Option<&[u8]>,
+) -> bool {
+    c.thread = thread;
+    c.times.clear();
+    c.sizes.clear();
+    c.writes.clear();
+    let mut at = 0;
+    if get_deltas(&mut c.addrs, addrs, &mut at, n).is_none() || at != addrs.len() {
+        c.addrs.clear();
+        return false;
+    }
+    let Some(rest) = rest else { return true };
+    let mut at = 0;
+    if get_deltas(&mut c.times, rest, &mut at, n).is_none() {
+        return false;
+    }
+    c.sizes.reserve(n);
+    c.writes.reserve(n);
+    for _ in 0..n {
+        match get_varint(rest, &mut at) {
+            Some(v) if v >> 1 <= u8::MAX as u64 => {
+                c.sizes.push((v >> 1) as u8);
+                c.writes.push(v & 1 == 1);
+            }
+            _ => return false,
+        }
+    }
+    at == rest.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn access(addr: u64, time: u64, size: u8, write: bool) -> Access {
+        Access {
+            thread: 3,
+            addr,
+            size,
+            write,
+            time,
+        }
+    }
+
+    fn round_trip(a: &[Access]) -> AccessChunk {
+        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
+        encode(a, &mut addrs, &mut rest);
+        let mut c = AccessChunk::default();
+        assert!(decode(&mut c, 3, a.len(), &addrs, Some(&rest)));
+        c
+    }
+
+    proptest! {
+        /// Every column comes back as written, whatever the values.
+        #[test]
+        fn columns_round_trip(v in prop::collection::vec((any::<u64>(), any::<u64>(), any::<u8>(), any::<bool>()), 0..200)) {
+            let a: Vec<Access> = v.iter().map(|&(ad, t, s, w)| access(ad, t, s, w)).collect();
+            let c = round_trip(&a);
+            prop_assert_eq!(c.addrs, a.iter().map(|x| x.addr).collect::<Vec<_>>());
+            prop_assert_eq!(c.times, a.iter().map(|x| x.time).collect::<Vec<_>>());
+            prop_assert_eq!(c.sizes, a.iter().map(|x| x.size).collect::<Vec<_>>());
+            prop_assert_eq!(c.writes, a.iter().map(|x| x.write).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_strided_access_with_small_time_steps_takes_three_bytes() {
+        let a: Vec<Access> = (0..1000)
+            .map(|i| access(0x7f00_0000_0000 + i * 8, 1_000_000 + i * 3, 8, i % 2 == 0))
+            .collect();
+        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
+        encode(&a, &mut addrs, &mut rest);
+        // The first delta of each column is the whole value; the others one byte each.
+        assert_eq!(addrs.len(), 7 + 999);
+        assert_eq!(rest.len(), 3 + 999 + 1000);
+    }
+
+    #[test]
+    fn malformed_columns_are_refused() {
+        let a = [access(5, 1, 4, true), access(u64::MAX, 2, 200, false)];
+        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
+        encode(&a, &mut addrs, &mut rest);
+        let mut c = AccessChunk::default();
+        // One varint short, one byte too many, a varint cut in the middle.
+        assert!(!decode(&mut c, 0, 3, &addrs, Some(&rest)));
+        let mut long = addrs.clone();
+        long.push(0);
+        assert!(!decode(&mut c, 0, 2, &long, Some(&rest)));
+        assert!(!decode(&mut c, 0, 2, &addrs[..addrs.len() - 1], None));
+        // An 11-byte varint, and a size above 255.
+        let eleven = [0xffu8; 10].iter().chain(&[0]).copied().collect::<Vec<_>>();
+        assert!(!decode(&mut c, 0, 1, &eleven, None));
+        assert!(!decode(&mut c, 0, 1, &[1], Some(&[0, 0x80, 0x04])));
+        assert!(decode(&mut c, 0, 2, &addrs, Some(&rest)));
+        assert!(decode(&mut c, 0, 2, &addrs, None));
+        assert!(c.times.is_empty());
+    }
+}
