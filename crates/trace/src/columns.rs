@@ -29,14 +29,18 @@ fn unzigzag(z: u64) -> u64 {
     (z >> 1) ^ (z & 1).wrapping_neg()
 }
 
-/// LEB128: 7 bits per byte, low bits first, the top bit set on all bytes but the last.
+/// LEB128 at `buf[at..]` (7 bits per byte, low bits first, the top bit set on all bytes
+/// but the last); returns the position after it. Into a slice, not a `Vec`: no capacity
+/// check or length update per byte.
 #[inline(always)]
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+fn put_varint(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        buf[at] = v as u8 | 0x80;
         v >>= 7;
+        at += 1;
     }
-    out.push(v as u8);
+    buf[at] = v as u8;
+    at + 1
 }
 
 /// The varint at `raw[*at..]`, moving `at` past it; None if it overruns `raw` or is
@@ -68,17 +72,6 @@ fn get_varint(raw: &[u8], at: &mut usize) -> Option<u64> {
     }
 }
 
-/// Appends a column as varints of zigzag deltas from the previous value (the first
-/// from 0).
-#[inline(always)]
-fn put_deltas(out: &mut Vec<u8>, vals: impl Iterator<Item = u64>) {
-    let mut prev = 0u64;
-    for v in vals {
-        put_varint(out, zigzag(v.wrapping_sub(prev)));
-        prev = v;
-    }
-}
-
 /// Reads `n` varint deltas from `raw[*at..]` into `dst` (cleared first).
 fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Option<()> {
     dst.clear();
@@ -93,17 +86,28 @@ fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Optio
 
 /// Encodes accesses as V5 columns: the address column into `addrs`, and the time
 /// column followed by one varint per access of `size << 1 | write` into `rest` (one
-/// byte for sizes below 64). Both buffers are cleared first and keep their capacity.
-pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) {
-    addrs.clear();
-    rest.clear();
-    addrs.reserve(a.len() * MAX_VARINT);
-    rest.reserve(a.len() * (MAX_VARINT + 2));
-    put_deltas(addrs, a.iter().map(|x| x.addr));
-    put_deltas(rest, a.iter().map(|x| x.time));
-    for x in a {
-        put_varint(rest, (x.size as u64) << 1 | x.write as u64);
+/// byte for sizes below 64). Returns the bytes of each column; the buffers' contents past
+/// them are scratch, left in place so that the next batch need not zero them again.
+pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) -> (usize, usize) {
+    let n = a.len();
+    if addrs.len() < n * MAX_VARINT {
+        addrs.resize(n * MAX_VARINT, 0);
     }
+    if rest.len() < n * (MAX_VARINT + 2) {
+        rest.resize(n * (MAX_VARINT + 2), 0);
+    }
+    let (addrs, rest) = (&mut addrs[..], &mut rest[..]);
+    // Both delta columns in one pass over the batch.
+    let (mut addr, mut time, mut i, mut j) = (0u64, 0u64, 0, 0);
+    for x in a {
+        i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(addr)));
+        j = put_varint(rest, j, zigzag(x.time.wrapping_sub(time)));
+        (addr, time) = (x.addr, x.time);
+    }
+    for x in a {
+        j = put_varint(rest, j, (x.size as u64) << 1 | x.write as u64);
+    }
+    (i, j)
 }
 
 /// Decodes `n` accesses of V5 columns into `c`, reusing its buffers: `addrs` must hold
@@ -159,9 +163,16 @@ mod tests {
         }
     }
 
-    fn round_trip(a: &[Access]) -> AccessChunk {
+    fn encoded(a: &[Access]) -> (Vec<u8>, Vec<u8>) {
         let (mut addrs, mut rest) = (Vec::new(), Vec::new());
-        encode(a, &mut addrs, &mut rest);
+        let (i, j) = encode(a, &mut addrs, &mut rest);
+        addrs.truncate(i);
+        rest.truncate(j);
+        (addrs, rest)
+    }
+
+    fn round_trip(a: &[Access]) -> AccessChunk {
+        let (addrs, rest) = encoded(a);
         let mut c = AccessChunk::default();
         assert!(decode(&mut c, 3, a.len(), &addrs, Some(&rest)));
         c
@@ -185,8 +196,7 @@ mod tests {
         let a: Vec<Access> = (0..1000)
             .map(|i| access(0x7f00_0000_0000 + i * 8, 1_000_000 + i * 3, 8, i % 2 == 0))
             .collect();
-        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
-        encode(&a, &mut addrs, &mut rest);
+        let (addrs, rest) = encoded(&a);
         // The first delta of each column is the whole value; the others one byte each.
         assert_eq!(addrs.len(), 7 + 999);
         assert_eq!(rest.len(), 3 + 999 + 1000);
@@ -195,8 +205,7 @@ mod tests {
     #[test]
     fn malformed_columns_are_refused() {
         let a = [access(5, 1, 4, true), access(u64::MAX, 2, 200, false)];
-        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
-        encode(&a, &mut addrs, &mut rest);
+        let (addrs, rest) = encoded(&a);
         let mut c = AccessChunk::default();
         // One varint short, one byte too many, a varint cut in the middle.
         assert!(!decode(&mut c, 0, 3, &addrs, Some(&rest)));

@@ -22,6 +22,7 @@ mod error;
 mod prefetch;
 mod reader;
 mod types;
+mod workers;
 mod writer;
 
 pub use check::{check, check_bytes, CheckReport, Problem};

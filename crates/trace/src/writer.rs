@@ -1,15 +1,15 @@
-//! The trace writer: any number of threads append batches through `&self`; a few
-//! background workers encode and compress them in parallel and one thread writes the
-//! frames in the order they were appended, so zstd stays off the traced threads' hot path
-//! and the file is byte for byte what a single worker would write.
+//! The trace writer: any number of threads append batches through `&self`, each encoding
+//! its accesses into compact columns while they are still in its cache; a few background
+//! workers compress them in parallel and one thread writes the frames in the order they
+//! were appended, so zstd stays off the appenders' path and the file is byte for byte
+//! what a single worker would write.
 //!
 //! Each frame is written whole with one `write_all`, straight to the file. When a write
 //! fails (a full disk), the file is cut back to the end of the last whole frame, so it
 //! stays a readable Incomplete trace, and every later call reports that one error.
 
-use crate::chunk::{encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
-use crate::columns;
+use crate::workers::{encode_jobs, frame_bytes, Batch, Done, Job, Pool, LEVEL};
 use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
 use std::collections::BTreeMap;
@@ -25,40 +25,6 @@ use std::thread::JoinHandle;
 const QUEUE: usize = 64;
 /// Most encoding and compressing workers: past the machine's cores they only contend.
 const MAX_WORKERS: usize = 4;
-/// zstd level. Measured on delta-coded strided addresses, level 3 finds the long runs
-/// that level 1 cuts into short matches: 44 instead of 264 bytes per 4096 accesses,
-/// faster to compress and over 10× faster to decompress.
-const LEVEL: i32 = 3;
-
-/// Events of one frame, still to be encoded by a worker.
-enum Batch {
-    Accesses(Vec<Access>),
-    /// Accesses with collapsed reads: a repeats frame and the accesses frame after it,
-    /// encoded as one job so that no other thread's frame comes between them.
-    Collapsed(Vec<Access>, Vec<(u32, u32)>),
-    Faults(Vec<Fault>),
-}
-
-enum Job {
-    Frame { thread: u32, batch: Batch },
-    Threads(Vec<ThreadInfo>),
-    Processes(Vec<ProcessInfo>),
-    Finish(TraceStatus),
-}
-
-/// What the writing thread receives, in append order once sorted by sequence number.
-enum Done {
-    Frame {
-        kind: Kind,
-        thread: u32,
-        count: u32,
-        bytes: Vec<u8>,
-    },
-    Threads(Vec<ThreadInfo>),
-    Processes(Vec<ProcessInfo>),
-    Finish(TraceStatus),
-}
-
 /// The appending side: the job channel and the next job's sequence number.
 struct Queue {
     tx: SyncSender<(u64, Job)>,
@@ -124,6 +90,7 @@ pub struct Writer {
     queue: Mutex<Option<Queue>>,
     worker: Mutex<Option<JoinHandle<Result<()>>>>,
     failed: Arc<Mutex<Option<Failure>>>,
+    pool: Arc<Pool>,
 }
 
 impl Writer {
@@ -162,12 +129,13 @@ impl Writer {
         let (done_tx, done_rx) = sync_channel(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
+        let pool = Arc::new(Pool::default());
         for i in 0..workers {
-            let (rx, done) = (Arc::clone(&rx), done_tx.clone());
+            let (rx, done, pool) = (Arc::clone(&rx), done_tx.clone(), Arc::clone(&pool));
             let comp = zstd::bulk::Compressor::new(LEVEL).map_err(io)?;
             std::thread::Builder::new()
                 .name(format!("tdmap-trace-zstd{i}"))
-                .spawn(move || encode_jobs(&rx, &done, comp))
+                .spawn(move || encode_jobs(&rx, &done, comp, &pool))
                 .map_err(io)?;
         }
         drop(done_tx);
@@ -200,13 +168,15 @@ impl Writer {
             queue: Mutex::new(Some(Queue { tx, seq: 0 })),
             worker: Mutex::new(Some(worker)),
             failed,
+            pool,
         })
     }
 
-    /// Appends accesses made by `thread` (their own `thread` fields are ignored), in time order.
+    /// Appends accesses made by `thread` (their own `thread` fields are ignored), in time
+    /// order. They are encoded on the calling thread (a few ns each); compression is not.
     pub fn append_accesses(&self, thread: u32, accesses: &[Access]) -> Result<()> {
         for part in accesses.chunks(codec::MAX_FRAME_EVENTS as usize) {
-            self.send_frame(thread, Batch::Accesses(part.to_vec()))?;
+            self.send_frame(thread, Batch::Accesses(self.pool.encode(part), Vec::new()))?;
         }
         Ok(())
     }
@@ -239,11 +209,7 @@ impl Writer {
             rest = later;
             let base = (k * max) as u32;
             let rebased: Vec<(u32, u32)> = mine.iter().map(|&(i, e)| (i - base, e)).collect();
-            let batch = if rebased.is_empty() {
-                Batch::Accesses(part.to_vec())
-            } else {
-                Batch::Collapsed(part.to_vec(), rebased)
-            };
+            let batch = Batch::Accesses(self.pool.encode(part), rebased);
             self.send_frame(thread, batch)?;
         }
         Ok(())
@@ -281,9 +247,8 @@ impl Writer {
 
     fn send_frame(&self, thread: u32, batch: Batch) -> Result<()> {
         let n = match &batch {
-            Batch::Accesses(a) => a.len(),
+            Batch::Accesses(c, _) => c.len(),
             Batch::Faults(f) => f.len(),
-            Batch::Collapsed(a, _) => a.len(),
         };
         if n == 0 {
             return Ok(());
@@ -322,113 +287,6 @@ impl Drop for Writer {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A worker's reusable buffers: encoded columns and compressed streams, kept across
-/// frames so that encoding allocates nothing but each finished frame.
-#[derive(Default)]
-struct Scratch {
-    first: Vec<u8>,
-    second: Vec<u8>,
-    comp: Vec<u8>,
-}
-
-/// A worker: encodes and compresses frames until the appenders are gone or the writing
-/// thread stops; other jobs pass through with their sequence number.
-fn encode_jobs(
-    rx: &Mutex<Receiver<(u64, Job)>>,
-    done: &SyncSender<(u64, std::io::Result<Done>)>,
-    mut comp: zstd::bulk::Compressor<'static>,
-) {
-    let mut buf = Scratch::default();
-    loop {
-        let Ok((seq, job)) = lock(rx).recv() else {
-            return;
-        };
-        let out = match job {
-            Job::Frame { thread, batch } => encode_frame(&mut comp, &mut buf, thread, batch),
-            Job::Threads(t) => Ok(Done::Threads(t)),
-            Job::Processes(p) => Ok(Done::Processes(p)),
-            Job::Finish(s) => Ok(Done::Finish(s)),
-        };
-        if done.send((seq, out)).is_err() {
-            return;
-        }
-    }
-}
-
-/// The bytes of one batch's frames: a repeats frame first for collapsed reads, then the
-/// accesses (V5 varint columns) or faults frame.
-fn encode_frame(
-    comp: &mut zstd::bulk::Compressor<'static>,
-    buf: &mut Scratch,
-    thread: u32,
-    batch: Batch,
-) -> std::io::Result<Done> {
-    let mut bytes = Vec::new();
-    let (kind, count) = match &batch {
-        Batch::Accesses(a) | Batch::Collapsed(a, _) => (Kind::Accesses, a.len()),
-        Batch::Faults(f) => (Kind::Faults, f.len()),
-    };
-    if let Batch::Collapsed(_, r) = &batch {
-        let raw = encode_repeats(r);
-        let split = Kind::Repeats.first_stream(r.len() as u32);
-        let (first, second) = raw.split_at(split);
-        let f = (Kind::Repeats, thread, r.len() as u32, 0);
-        frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
-    }
-    let f = (kind, thread, count as u32);
-    match &batch {
-        Batch::Accesses(a) | Batch::Collapsed(a, _) => {
-            columns::encode(a, &mut buf.first, &mut buf.second);
-            let f = (f.0, f.1, f.2, 0);
-            frame_bytes(comp, &mut buf.comp, &mut bytes, f, &buf.first, &buf.second)?;
-        }
-        Batch::Faults(faults) => {
-            let (raw, flags) = encode_faults(faults);
-            let (first, second) = raw.split_at(kind.first_stream(count as u32));
-            let f = (f.0, f.1, f.2, flags);
-            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
-        }
-    }
-    Ok(Done::Frame {
-        kind,
-        thread,
-        count: count as u32,
-        bytes,
-    })
-}
-
-/// Appends a whole frame, head and payload, to `out`: two zstd streams, the first one's
-/// length in front (the address column of event frames, which a reader that wants
-/// addresses only decompresses alone). `f` is (kind, thread, records, flags); `scratch`
-/// holds the compressed streams on their way.
-fn frame_bytes(
-    comp: &mut zstd::bulk::Compressor<'static>,
-    scratch: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-    f: (Kind, u32, u32, u8),
-    first: &[u8],
-    second: &[u8],
-) -> std::io::Result<()> {
-    let (kind, thread, count, flags) = f;
-    let at = out.len();
-    out.resize(at + codec::FRAME_HEADER + 4, 0);
-    for (i, raw) in [first, second].into_iter().enumerate() {
-        scratch.clear();
-        scratch.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        let n = comp.compress_to_buffer(raw, scratch)?;
-        if i == 0 {
-            let len_at = at + codec::FRAME_HEADER;
-            out[len_at..len_at + 4].copy_from_slice(&(n as u32).to_le_bytes());
-        }
-        out.extend_from_slice(&scratch[..n]);
-    }
-    let raw_len = first.len() + second.len();
-    let payload = &out[at + codec::FRAME_HEADER..];
-    let head = codec::encode_frame_head(kind, thread, count, flags, raw_len, payload);
-    out[at..at + codec::FRAME_HEADER].copy_from_slice(&head);
-    Ok(())
 }
 
 struct Background {
