@@ -110,12 +110,11 @@ pub(crate) fn encode_jobs(
         };
         let out = match job {
             Job::Frame { thread, batch } => {
-                encode_frame(&mut comp, &mut buf, thread, &batch).map(|done| {
-                    if let Batch::Accesses(c, _) = batch {
-                        pool.give(c);
-                    }
-                    done
-                })
+                let done = encode_frame(&mut comp, &mut buf, thread, &batch);
+                if let Batch::Accesses(c, _) = batch {
+                    pool.give(c);
+                }
+                done
             }
             Job::Threads(t) => Ok(Done::Threads(t)),
             Job::Processes(p) => Ok(Done::Processes(p)),
@@ -198,4 +197,3 @@ pub(crate) fn frame_bytes(
     out[at..at + codec::FRAME_HEADER].copy_from_slice(&head);
     Ok(())
 }
-

@@ -9,9 +9,9 @@
 //! stays a readable Incomplete trace, and every later call reports that one error.
 
 use crate::codec::{self, Kind};
-use crate::workers::{encode_jobs, frame_bytes, Batch, Done, Job, Pool, LEVEL};
 use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
+use crate::workers::{encode_jobs, frame_bytes, Batch, Done, Job, Pool, LEVEL};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
