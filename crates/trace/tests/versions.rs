@@ -103,3 +103,102 @@ fn version_4_fixture_still_reads() {
     assert!(rep.ok(), "{:?}", rep.problems);
     assert!(rep.collapsed_reads > 0);
 }
+
+/// Writes a V5 trace of one accesses frame (3 accesses) and returns its bytes and the
+/// offset of that frame.
+fn one_frame() -> (Vec<u8>, usize) {
+    let p = std::env::temp_dir().join(format!("tdmap-v5-{}", std::process::id()));
+    let mut h = Header::new(vec![], "m");
+    h.threads = 1;
+    let w = Writer::create(&p, h).unwrap();
+    let a: Vec<Access> = (0..3u64)
+        .map(|i| Access {
+            thread: 0,
+            addr: 0x1000 + 8 * i,
+            size: 8,
+            write: false,
+            time: i,
+        })
+        .collect();
+    w.append_accesses(0, &a).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    let at = Reader::open(&p).unwrap().offset() as usize;
+    let bytes = std::fs::read(&p).unwrap();
+    let _ = std::fs::remove_file(&p);
+    (bytes, at)
+}
+
+/// `bytes` with its first frame's payload rebuilt from the raw streams `first` and
+/// `second` (compressed, CRC and trailer fixed), as a writer with a broken coding would
+/// leave it: damage that only the columns' own checks can find.
+fn with_streams(bytes: &[u8], at: usize, first: &[u8], second: &[u8], raw_len: u32) -> Vec<u8> {
+    let old_len = u32::from_le_bytes(bytes[at + 16..at + 20].try_into().unwrap()) as usize;
+    let (c1, c2) = (
+        zstd::bulk::compress(first, 3).unwrap(),
+        zstd::bulk::compress(second, 3).unwrap(),
+    );
+    let mut payload = (c1.len() as u32).to_le_bytes().to_vec();
+    payload.extend(&c1);
+    payload.extend(&c2);
+    let mut head = bytes[at..at + 24].to_vec();
+    head[12..16].copy_from_slice(&raw_len.to_le_bytes());
+    head[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    let mut h = crc32fast::Hasher::new();
+    h.update(&head[..20]);
+    h.update(&payload);
+    head[20..24].copy_from_slice(&h.finalize().to_le_bytes());
+    let mut out = bytes[..at].to_vec();
+    out.extend(&head);
+    out.extend(&payload);
+    out.extend(&bytes[at + 24 + old_len..]);
+    // The trailer points at the threads frame, which moved with the payload's length.
+    let t = out.len() - 16;
+    let threads_at = u64::from_le_bytes(out[t..t + 8].try_into().unwrap());
+    let moved = threads_at + payload.len() as u64 - old_len as u64;
+    out[t..t + 8].copy_from_slice(&moved.to_le_bytes());
+    out
+}
+
+/// The checker validates V5's varint columns: a column with a byte too many or a varint
+/// cut short, or a raw length no 3 accesses can have, is reported, not misread.
+#[test]
+fn trace_check_finds_malformed_v5_columns() {
+    let (bytes, at) = one_frame();
+    assert!(check_bytes(bytes.clone()).ok());
+    // Deltas of 0x1000, 8, 8 (zigzag 0x2000, 16, 16) and times 0, 1, 2; sizes 8, reads.
+    let addrs = [0x80, 0x40, 16, 16];
+    let rest = [0, 2, 2, 16, 16, 16];
+    let good = with_streams(&bytes, at, &addrs, &rest, 10);
+    let rep = check_bytes(good);
+    assert!(rep.ok(), "{:?}", rep.problems);
+    assert_eq!(rep.accesses, 3);
+    let cases: [(&[u8], &[u8], u32, &str); 4] = [
+        (
+            &[0x80, 0x40, 16, 16, 0],
+            &rest,
+            11,
+            "malformed access columns",
+        ),
+        (
+            &addrs,
+            &[0, 2, 2, 16, 16, 0x90],
+            10,
+            "malformed access columns",
+        ),
+        (
+            &addrs[..3],
+            &[0, 2, 2, 16, 16, 16, 16],
+            10,
+            "malformed access columns",
+        ),
+        (&addrs, &rest, 100, "frame lengths do not match"),
+    ];
+    for (first, second, raw, what) in cases {
+        let rep = check_bytes(with_streams(&bytes, at, first, second, raw));
+        assert!(
+            rep.problems.iter().any(|p| p.message.contains(what)),
+            "{what}: {:?}",
+            rep.problems
+        );
+    }
+}
