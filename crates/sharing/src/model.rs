@@ -172,8 +172,8 @@ impl SharingModel {
     /// An access to the same sub-block as the access before it finds the thread already
     /// its (MRU) sharer and the other sharers unchanged, since only this thread runs in a
     /// batch: it repeats that access's sharing events exactly, with nothing newly joined.
-    /// Such repeats (strided streams make 7 in 8 of them) are only counted, and added
-    /// once per run of them.
+    /// So a run of m accesses to one sub-block (strided streams make runs of 8) is one
+    /// update that counts m events.
     #[inline(always)]
     fn run<const ALL: bool>(&mut self, t: u16, node: usize, addrs: &[u64]) {
         let cfg = *self.table.config();
@@ -184,59 +184,45 @@ impl SharingModel {
         );
         let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
-        let (mut own_acc, mut own_amt) = (0u64, 0u64);
+        let mut own = (0u64, 0u64);
         let mut i = 0;
         while i < addrs.len() {
             let page = addrs[i] >> shift;
             let p = self.table.slot(page);
             let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
             let start = i;
-            // The sub-block of the last access, whether it had other sharers, and how
-            // many accesses since repeated it.
-            let (mut last, mut last_shared, mut repeats) = (usize::MAX, false, 0u64);
+            // The sub-block of the current run of accesses and their number.
+            let (mut last, mut m) = (((addrs[i] >> sb_shift) & sb_mask) as usize * k, 0u64);
             while let Some(&a) = addrs.get(i).filter(|&&a| a >> shift == page) {
                 i += 1;
                 let at = ((a >> sb_shift) & sb_mask) as usize * k;
-                if at == last {
-                    repeats += 1;
-                    continue;
+                if at != last {
+                    events::<ALL>(
+                        &mut sbv[last..last + k],
+                        t,
+                        m,
+                        sbs,
+                        row_acc,
+                        row_amt,
+                        &mut own,
+                    );
+                    (last, m) = (at, 0);
                 }
-                if repeats > 0 {
-                    add_repeats::<ALL>(&sbv[last..last + k], t, last_shared, repeats, row_acc);
-                    own_acc += repeats * !last_shared as u64;
-                    repeats = 0;
-                }
-                let slots = &mut sbv[at..at + k];
-                let was_sharer = if ALL {
-                    join(slots, t)
-                } else {
-                    promote(slots, t)
-                };
-                // Branch-free: whether the thread was a sharer is random on random sharing.
-                let joined = sbs * !was_sharer as u64;
-                let add = |u: usize| {
-                    row_acc[u] += 1;
-                    row_amt[u] += joined;
-                };
-                let shared = if ALL {
-                    each_member(slots, t, add)
-                } else {
-                    record(&slots[1..], add)
-                };
-                if !shared {
-                    own_acc += 1;
-                    own_amt += joined;
-                }
-                (last, last_shared) = (at, shared);
+                m += 1;
             }
-            if repeats > 0 {
-                add_repeats::<ALL>(&sbv[last..last + k], t, last_shared, repeats, row_acc);
-                own_acc += repeats * !last_shared as u64;
-            }
+            events::<ALL>(
+                &mut sbv[last..last + k],
+                t,
+                m,
+                sbs,
+                row_acc,
+                row_amt,
+                &mut own,
+            );
             self.table.bump_run(p, node, i - start);
         }
-        row_acc[t as usize] += own_acc;
-        row_amt[t as usize] += own_amt;
+        row_acc[t as usize] += own.0;
+        row_amt[t as usize] += own.1;
     }
 
     /// Many page-fault samples of one thread, with the node of each.
@@ -340,19 +326,39 @@ impl SharingModel {
     }
 }
 
-/// Counts `n` more accesses of thread `t` to the sub-block whose sharers are `slots`,
-/// right after one that found them `shared` with others: the access metric only, once
-/// per other sharer (the caller counts private ones), as `n` single events would.
+/// `m` accesses in a row of thread `t` to the sub-block whose sharers are `slots`: the
+/// thread joins them (or becomes MRU), each access counts a sharing event with every
+/// other sharer (else a private one, kept in `own`), and a newcomer adds `sbs` bytes of
+/// shared amount once (trace paper §III-B; kMAF §3.2).
 #[inline(always)]
-fn add_repeats<const ALL: bool>(slots: &[u16], t: u16, shared: bool, n: u64, row_acc: &mut [u64]) {
-    if !shared {
-        return;
-    }
-    let add = |u: usize| row_acc[u] += n;
-    if ALL {
-        each_member(slots, t, add);
+fn events<const ALL: bool>(
+    slots: &mut [u16],
+    t: u16,
+    m: u64,
+    sbs: u64,
+    row_acc: &mut [u64],
+    row_amt: &mut [u64],
+    own: &mut (u64, u64),
+) {
+    let was_sharer = if ALL {
+        join(slots, t)
     } else {
-        record(&slots[1..], add);
+        promote(slots, t)
+    };
+    // Branch-free: whether the thread was a sharer is random on random sharing.
+    let joined = sbs * !was_sharer as u64;
+    let add = |u: usize| {
+        row_acc[u] += m;
+        row_amt[u] += joined;
+    };
+    let shared = if ALL {
+        each_member(slots, t, add)
+    } else {
+        record(&slots[1..], add)
+    };
+    if !shared {
+        own.0 += m;
+        own.1 += joined;
     }
 }
 
