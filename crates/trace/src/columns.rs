@@ -10,10 +10,22 @@
 use crate::chunk::AccessChunk;
 use crate::types::Access;
 
-/// Most bytes of one access's varints: address and time (10 each), size and write (2).
-pub const MAX_ACCESS_BYTES: usize = 22;
-/// Fewest bytes of one access's varints (one each).
-pub const MIN_ACCESS_BYTES: usize = 3;
+/// Most bytes of one access: base tag (1), address and time varints (10 each), size and
+/// write (2).
+pub const MAX_ACCESS_BYTES: usize = 23;
+/// Fewest bytes of one access (one each).
+pub const MIN_ACCESS_BYTES: usize = 4;
+/// Most bytes of one access in the address stream: base tag and delta.
+pub const MAX_ADDRESS_BYTES: usize = 1 + MAX_VARINT;
+/// Address bases: each access's address is a delta from one of the last addresses of
+/// as many interleaved streams (a CSR product reads values, column indices and the
+/// gathered vector in turn; a stencil reads several rows and planes). One delta column
+/// from the previous access would jump between arrays at every access, in amounts that
+/// change each time; per stream the deltas are the strides, which zstd compresses away.
+pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`.
+/// An address farther than this from every base starts a new stream in the least
+/// recently started base (the encoder's choice; the decoder just follows the tags).
+const NEAR: u64 = 1 << 12;
 /// Most bytes of one varint-coded u64.
 pub const MAX_VARINT: usize = 10;
 
@@ -72,6 +84,42 @@ fn get_varint(raw: &[u8], at: &mut usize) -> Option<u64> {
     }
 }
 
+/// Reads the address stream of `n` accesses (tags, then deltas from the tagged bases)
+/// into `dst` (cleared first); None if malformed or not ending with `raw`.
+fn get_addresses(dst: &mut Vec<u64>, raw: &[u8], n: usize) -> Option<()> {
+    dst.clear();
+    dst.reserve(n);
+    let tags = raw.get(..n)?;
+    let mut at = n;
+    let mut bases = [0u64; BASES];
+    for &tag in tags {
+        let base = bases.get_mut(tag as usize)?;
+        *base = base.wrapping_add(unzigzag(get_varint(raw, &mut at)?));
+        dst.push(*base);
+    }
+    (at == raw.len()).then_some(())
+}
+
+/// The base to code `addr` against: the nearest one, or the next in turn to restart
+/// when none is [`NEAR`]; `next` is that turn.
+#[inline(always)]
+fn pick_base(bases: &[u64; BASES], addr: u64, next: &mut usize) -> usize {
+    // Branch-free: the nearest base is random on gathers. Distances past 2^40 are all
+    // "far"; the low 3 bits carry the base's index through the minimum.
+    let key = |j: usize| {
+        let b = bases[j];
+        let d = addr.wrapping_sub(b).min(b.wrapping_sub(addr)).min(1 << 40);
+        d << 3 | j as u64
+    };
+    let best = (0..BASES).map(key).min().unwrap_or(0);
+    if best >> 3 <= NEAR {
+        return (best & 7) as usize;
+    }
+    let j = *next;
+    *next = (j + 1) % BASES;
+    j
+}
+
 /// Reads `n` varint deltas from `raw[*at..]` into `dst` (cleared first).
 fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Option<()> {
     dst.clear();
@@ -84,25 +132,30 @@ fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Optio
     Some(())
 }
 
-/// Encodes accesses as V5 columns: the address column into `addrs`, and the time
-/// column followed by one varint per access of `size << 1 | write` into `rest` (one
-/// byte for sizes below 64). Returns the bytes of each column; the buffers' contents past
+/// Encodes accesses as V5 columns: into `addrs`, one base tag per access then the
+/// varint zigzag delta of each address from its tagged base (which becomes it); into
+/// `rest`, the time column then one varint per access of `size << 1 | write` (one byte
+/// for sizes below 64). Returns the bytes of each column; the buffers' contents past
 /// them are scratch, left in place so that the next batch need not zero them again.
 pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) -> (usize, usize) {
     let n = a.len();
-    if addrs.len() < n * MAX_VARINT {
-        addrs.resize(n * MAX_VARINT, 0);
+    if addrs.len() < n * MAX_ADDRESS_BYTES {
+        addrs.resize(n * MAX_ADDRESS_BYTES, 0);
     }
     if rest.len() < n * (MAX_VARINT + 2) {
         rest.resize(n * (MAX_VARINT + 2), 0);
     }
     let (addrs, rest) = (&mut addrs[..], &mut rest[..]);
     // Both delta columns in one pass over the batch.
-    let (mut addr, mut time, mut i, mut j) = (0u64, 0u64, 0, 0);
-    for x in a {
-        i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(addr)));
+    let (mut bases, mut next) = ([0u64; BASES], 0);
+    let (mut time, mut i, mut j) = (0u64, n, 0);
+    for (k, x) in a.iter().enumerate() {
+        let b = pick_base(&bases, x.addr, &mut next);
+        addrs[k] = b as u8;
+        i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(bases[b])));
+        bases[b] = x.addr;
         j = put_varint(rest, j, zigzag(x.time.wrapping_sub(time)));
-        (addr, time) = (x.addr, x.time);
+        time = x.time;
     }
     for x in a {
         j = put_varint(rest, j, (x.size as u64) << 1 | x.write as u64);
@@ -124,8 +177,7 @@ pub fn decode(
     c.times.clear();
     c.sizes.clear();
     c.writes.clear();
-    let mut at = 0;
-    if get_deltas(&mut c.addrs, addrs, &mut at, n).is_none() || at != addrs.len() {
+    if get_addresses(&mut c.addrs, addrs, n).is_none() {
         c.addrs.clear();
         return false;
     }
@@ -178,6 +230,31 @@ mod tests {
         c
     }
 
+    /// Interleaved strided streams (a CSR product's values, indices and gathered vector)
+    /// each get a base: every delta after the first of its stream is its stride.
+    #[test]
+    fn interleaved_streams_code_as_their_strides() {
+        let a: Vec<Access> = (0..300u64)
+            .map(|i| {
+                let (k, j) = (i % 3, i / 3);
+                let addr = [
+                    0x1000_0000 + 8 * j,
+                    0x2000_0000 + 4 * j,
+                    0x3000_0000 + 64 * j,
+                ][k as usize];
+                access(addr, i, 8, false)
+            })
+            .collect();
+        let (addrs, _) = encoded(&a);
+        // Tags; each stream's first delta (5 bytes), then strides 8, 4 (1 byte) and 64 (2).
+        assert_eq!(addrs.len(), 300 + 3 * 5 + 99 + 99 + 2 * 99);
+        assert_eq!(&addrs[..6], &[0, 1, 2, 0, 1, 2]);
+        assert_eq!(
+            round_trip(&a).addrs,
+            a.iter().map(|x| x.addr).collect::<Vec<_>>()
+        );
+    }
+
     proptest! {
         /// Every column comes back as written, whatever the values.
         #[test]
@@ -192,13 +269,14 @@ mod tests {
     }
 
     #[test]
-    fn a_strided_access_with_small_time_steps_takes_three_bytes() {
+    fn a_strided_access_with_small_time_steps_takes_four_bytes() {
         let a: Vec<Access> = (0..1000)
             .map(|i| access(0x7f00_0000_0000 + i * 8, 1_000_000 + i * 3, 8, i % 2 == 0))
             .collect();
         let (addrs, rest) = encoded(&a);
-        // The first delta of each column is the whole value; the others one byte each.
-        assert_eq!(addrs.len(), 7 + 999);
+        // A tag each; the first delta of each column is the whole value, the others one
+        // byte each.
+        assert_eq!(addrs.len(), 1000 + 7 + 999);
         assert_eq!(rest.len(), 3 + 999 + 1000);
     }
 
@@ -213,10 +291,13 @@ mod tests {
         long.push(0);
         assert!(!decode(&mut c, 0, 2, &long, Some(&rest)));
         assert!(!decode(&mut c, 0, 2, &addrs[..addrs.len() - 1], None));
-        // An 11-byte varint, and a size above 255.
-        let eleven = [0xffu8; 10].iter().chain(&[0]).copied().collect::<Vec<_>>();
-        assert!(!decode(&mut c, 0, 1, &eleven, None));
-        assert!(!decode(&mut c, 0, 1, &[1], Some(&[0, 0x80, 0x04])));
+        // An 11-byte varint, a tag naming no base, and a size above 255.
+        let eleven = [0u8].iter().chain(&[0xff; 10]).chain(&[0]).copied();
+        assert!(!decode(&mut c, 0, 1, &eleven.collect::<Vec<_>>(), None));
+        assert!(!decode(&mut c, 0, 1, &[BASES as u8, 1], None));
+        assert!(decode(&mut c, 0, 1, &[BASES as u8 - 1, 1], None));
+        assert!(!decode(&mut c, 0, 1, &[0, 1], Some(&[0, 0x80, 0x04])));
+        assert!(decode(&mut c, 0, 1, &[0, 1], Some(&[0, 0x80, 0x03])));
         assert!(decode(&mut c, 0, 2, &addrs, Some(&rest)));
         assert!(decode(&mut c, 0, 2, &addrs, None));
         assert!(c.times.is_empty());

@@ -345,7 +345,7 @@ impl<R: Read + Seek> Reader<R> {
         // V5 accesses: the address column's length is known once decompressed, and the
         // second stream holds the rest of the frame's raw length.
         let max1 = if varint {
-            want.min(head.count as usize * columns::MAX_VARINT)
+            want.min(head.count as usize * columns::MAX_ADDRESS_BYTES)
         } else {
             head.kind.first_stream(head.count)
         };

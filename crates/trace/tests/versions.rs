@@ -159,38 +159,27 @@ fn with_streams(bytes: &[u8], at: usize, first: &[u8], second: &[u8], raw_len: u
     out
 }
 
-/// The checker validates V5's varint columns: a column with a byte too many or a varint
-/// cut short, or a raw length no 3 accesses can have, is reported, not misread.
+/// The checker validates V5's varint columns: a column with a byte too many, a varint
+/// cut short or a tag naming no base, or a raw length no 3 accesses can have, is
+/// reported, not misread.
 #[test]
 fn trace_check_finds_malformed_v5_columns() {
     let (bytes, at) = one_frame();
     assert!(check_bytes(bytes.clone()).ok());
-    // Deltas of 0x1000, 8, 8 (zigzag 0x2000, 16, 16) and times 0, 1, 2; sizes 8, reads.
-    let addrs = [0x80, 0x40, 16, 16];
+    // Base 0 for all three; deltas of 0x1000, 8, 8 (zigzag 0x2000, 16, 16) and times 0,
+    // 1, 2; sizes 8, reads.
+    let addrs = [0, 0, 0, 0x80, 0x40, 16, 16];
     let rest = [0, 2, 2, 16, 16, 16];
-    let good = with_streams(&bytes, at, &addrs, &rest, 10);
+    let good = with_streams(&bytes, at, &addrs, &rest, 13);
     let rep = check_bytes(good);
     assert!(rep.ok(), "{:?}", rep.problems);
     assert_eq!(rep.accesses, 3);
-    let cases: [(&[u8], &[u8], u32, &str); 4] = [
-        (
-            &[0x80, 0x40, 16, 16, 0],
-            &rest,
-            11,
-            "malformed access columns",
-        ),
-        (
-            &addrs,
-            &[0, 2, 2, 16, 16, 0x90],
-            10,
-            "malformed access columns",
-        ),
-        (
-            &addrs[..3],
-            &[0, 2, 2, 16, 16, 16, 16],
-            10,
-            "malformed access columns",
-        ),
+    let bad = "malformed access columns";
+    let cases: [(&[u8], &[u8], u32, &str); 5] = [
+        (&[0, 0, 0, 0x80, 0x40, 16, 16, 0], &rest, 14, bad),
+        (&addrs, &[0, 2, 2, 16, 16, 0x90], 13, bad),
+        (&addrs[..6], &[0, 2, 2, 16, 16, 16, 16], 13, bad),
+        (&[0, 9, 0, 0x80, 0x40, 16, 16], &rest, 13, bad),
         (&addrs, &rest, 100, "frame lengths do not match"),
     ];
     for (first, second, raw, what) in cases {
