@@ -26,6 +26,10 @@ pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`.
 /// An address farther than this from every base starts a new stream in the least
 /// recently started base (the encoder's choice; the decoder just follows the tags).
 const NEAR: u64 = 1 << 12;
+/// How near the guessed base must be to skip the search: a few lines, or a stencil's
+/// neighbouring rows (farther apart, but near one another) would take turns on one
+/// base and their deltas would stop repeating.
+const GUESS_NEAR: u64 = 256;
 /// Most bytes of one varint-coded u64.
 pub const MAX_VARINT: usize = 10;
 
@@ -148,9 +152,19 @@ pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) -> (usize, 
     let (addrs, rest) = (&mut addrs[..], &mut rest[..]);
     // Both delta columns in one pass over the batch.
     let (mut bases, mut next) = ([0u64; BASES], 0);
+    // Streams come in a cycle (value, index, gathered element, value...): the base that
+    // followed the last one before is tried first, with one compare instead of eight.
+    let (mut after, mut prev) = ([0u8; BASES], 0usize);
     let (mut time, mut i, mut j) = (0u64, n, 0);
     for (k, x) in a.iter().enumerate() {
-        let b = pick_base(&bases, x.addr, &mut next);
+        let guess = after[prev] as usize;
+        let g = bases[guess];
+        let b = if x.addr.wrapping_sub(g).min(g.wrapping_sub(x.addr)) <= GUESS_NEAR {
+            guess
+        } else {
+            pick_base(&bases, x.addr, &mut next)
+        };
+        (after[prev], prev) = (b as u8, b);
         addrs[k] = b as u8;
         i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(bases[b])));
         bases[b] = x.addr;
