@@ -168,6 +168,12 @@ impl SharingModel {
     /// §III-B: each access counts with every other thread that touched the sub-block, and
     /// joining one adds its size to the newcomer's shared amount with each of them, so a
     /// line touched by n threads ends in all n·(n-1)/2 pairs); otherwise kMAF's last K.
+    ///
+    /// An access to the same sub-block as the access before it finds the thread already
+    /// its (MRU) sharer and the other sharers unchanged, since only this thread runs in a
+    /// batch: it repeats that access's sharing events exactly, with nothing newly joined.
+    /// So a run of m accesses to one sub-block (strided streams make runs of 8) is one
+    /// update that counts m events.
     #[inline(always)]
     fn run<const ALL: bool>(&mut self, t: u16, node: usize, addrs: &[u64]) {
         let cfg = *self.table.config();
@@ -178,46 +184,45 @@ impl SharingModel {
         );
         let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
-        let (mut own_acc, mut own_amt) = (0u64, 0u64);
-        let mut rest = addrs;
-        while let Some(&first) = rest.first() {
-            let page = first >> shift;
-            let n = rest
-                .iter()
-                .position(|&a| a >> shift != page)
-                .unwrap_or(rest.len());
-            let (now, later) = rest.split_at(n);
-            rest = later;
+        let mut own = (0u64, 0u64);
+        let mut i = 0;
+        while i < addrs.len() {
+            let page = addrs[i] >> shift;
             let p = self.table.slot(page);
-            self.table.bump_run(p, node, n);
             let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
-            for &a in now {
+            let start = i;
+            // The sub-block of the current run of accesses and their number.
+            let (mut last, mut m) = (((addrs[i] >> sb_shift) & sb_mask) as usize * k, 0u64);
+            while let Some(&a) = addrs.get(i).filter(|&&a| a >> shift == page) {
+                i += 1;
                 let at = ((a >> sb_shift) & sb_mask) as usize * k;
-                let slots = &mut sbv[at..at + k];
-                let was_sharer = if ALL {
-                    join(slots, t)
-                } else {
-                    promote(slots, t)
-                };
-                // Branch-free: whether the thread was a sharer is random on random sharing.
-                let joined = sbs * !was_sharer as u64;
-                let add = |u: usize| {
-                    row_acc[u] += 1;
-                    row_amt[u] += joined;
-                };
-                let shared = if ALL {
-                    each_member(slots, t, add)
-                } else {
-                    record(&slots[1..], add)
-                };
-                if !shared {
-                    own_acc += 1;
-                    own_amt += joined;
+                if at != last {
+                    events::<ALL>(
+                        &mut sbv[last..last + k],
+                        t,
+                        m,
+                        sbs,
+                        row_acc,
+                        row_amt,
+                        &mut own,
+                    );
+                    (last, m) = (at, 0);
                 }
+                m += 1;
             }
+            events::<ALL>(
+                &mut sbv[last..last + k],
+                t,
+                m,
+                sbs,
+                row_acc,
+                row_amt,
+                &mut own,
+            );
+            self.table.bump_run(p, node, i - start);
         }
-        row_acc[t as usize] += own_acc;
-        row_amt[t as usize] += own_amt;
+        row_acc[t as usize] += own.0;
+        row_amt[t as usize] += own.1;
     }
 
     /// Many page-fault samples of one thread, with the node of each.
@@ -321,6 +326,42 @@ impl SharingModel {
     }
 }
 
+/// `m` accesses in a row of thread `t` to the sub-block whose sharers are `slots`: the
+/// thread joins them (or becomes MRU), each access counts a sharing event with every
+/// other sharer (else a private one, kept in `own`), and a newcomer adds `sbs` bytes of
+/// shared amount once (trace paper §III-B; kMAF §3.2).
+#[inline(always)]
+fn events<const ALL: bool>(
+    slots: &mut [u16],
+    t: u16,
+    m: u64,
+    sbs: u64,
+    row_acc: &mut [u64],
+    row_amt: &mut [u64],
+    own: &mut (u64, u64),
+) {
+    let was_sharer = if ALL {
+        join(slots, t)
+    } else {
+        promote(slots, t)
+    };
+    // Branch-free: whether the thread was a sharer is random on random sharing.
+    let joined = sbs * !was_sharer as u64;
+    let add = |u: usize| {
+        row_acc[u] += m;
+        row_amt[u] += joined;
+    };
+    let shared = if ALL {
+        each_member(slots, t, add)
+    } else {
+        record(&slots[1..], add)
+    };
+    if !shared {
+        own.0 += m;
+        own.1 += joined;
+    }
+}
+
 /// Records one event of a thread whose sub-block's other sharers are `others`: a
 /// sharing event with each (kMAF §3.2); `add(u)` counts one with thread u. Returns false
 /// when there was no other sharer: the caller then puts the event on the diagonal as
@@ -353,7 +394,15 @@ mod tests {
             batches in prop::collection::vec((0u32..4, prop::collection::vec(0u64..(1 << 16), 1..64)), 1..20),
             narrow in any::<bool>(),
             all in any::<bool>(),
+            // Addresses folded into 3 lines of 2 pages, so that runs of accesses to one
+            // sub-block (counted once per run) and pages shared by threads are common.
+            dense in any::<bool>(),
         ) {
+            let fold = |a: u64| if dense { (a % 3) * 64 + (a >> 2) % 64 + (a >> 10) % 2 * 4096 } else { a };
+            let batches: Vec<(u32, Vec<u64>)> = batches
+                .iter()
+                .map(|(t, v)| (*t, v.iter().map(|&a| fold(a)).collect()))
+                .collect();
             let mut cfg = if all { TableConfig::all_sharers(2, 4) } else { TableConfig::exact(2) };
             cfg.wide_counters = !narrow;
             let nodes = [0, 1, 1, 0];

@@ -149,19 +149,6 @@ fn put_u32s(out: &mut Vec<u8>, it: impl Iterator<Item = u32>) {
     }
 }
 
-/// Encodes accesses as columns (addresses, times, sizes, write flags) and the frame
-/// flags saying which columns are shuffled.
-pub fn encode_accesses(a: &[Access]) -> (Vec<u8>, u8) {
-    let mut out = Vec::with_capacity(a.len() * crate::codec::ACCESS_BYTES);
-    let flags = column_flags(
-        put_column(&mut out, a.iter().map(|x| x.addr)),
-        put_column(&mut out, a.iter().map(|x| x.time)),
-    );
-    out.extend(a.iter().map(|x| x.size));
-    out.extend(a.iter().map(|x| x.write as u8));
-    (out, flags)
-}
-
 fn column_flags(addrs: bool, times: bool) -> u8 {
     (addrs as u8 * SHUFFLED_ADDRS) | (times as u8 * SHUFFLED_TIMES)
 }
@@ -243,7 +230,7 @@ pub fn decode_repeats(dst: &mut Vec<(u32, u32)>, raw: &[u8]) {
     dst.extend(raw.chunks_exact(8).map(|b| (u(&b[..4]), u(&b[4..]))));
 }
 
-/// Decodes accesses into `c`, reusing its buffers: `addrs` holds the address column
+/// Decodes V1-V4 accesses into `c`, reusing its buffers: `addrs` holds the address column
 /// (8n bytes) and `rest`, unless skipped, the times, sizes and write flags (10n bytes).
 /// Returns false when a write flag is neither 0 nor 1.
 pub fn decode_accesses(

@@ -1,9 +1,10 @@
-//! The byte layout of format version 1: header, frame headers, payloads and trailer.
+//! The byte layout of the format: header, frame headers, payloads and trailer.
 //!
 //! All integers are little-endian. The header's status (byte 12) and thread count
 //! (bytes 16..20) stay outside its CRC so that the writer can patch them in place while
 //! the program runs; readers check them by value instead.
 
+use crate::columns;
 use crate::error::{Result, TraceError};
 use crate::types::{Header, ProcessInfo, ThreadInfo, TraceStatus};
 
@@ -26,7 +27,7 @@ pub const MAX_FRAME_EVENTS: u32 = 1 << 20;
 /// Largest header body accepted, so a corrupt length cannot ask for gigabytes.
 const MAX_HEADER_BODY: u32 = 1 << 20;
 
-/// Raw bytes per access: address, time, size, write flag.
+/// Raw bytes per access up to V4: address, time, size, write flag (V5: `columns`).
 pub const ACCESS_BYTES: usize = 18;
 /// Raw bytes per fault: address, time, cpu, node.
 pub const FAULT_BYTES: usize = 24;
@@ -72,7 +73,8 @@ impl Kind {
     }
 
     /// Raw bytes of the first of a frame's two compressed streams: the address column of
-    /// event frames (which a reader that wants addresses only decompresses alone), else all.
+    /// event frames (which a reader that wants addresses only decompresses alone), else
+    /// all. Not for V5 accesses, whose varint columns vary in length.
     pub fn first_stream(self, count: u32) -> usize {
         match self {
             Kind::Accesses | Kind::Faults => 8 * count as usize,
@@ -104,6 +106,8 @@ pub struct FrameHead {
     pub thread: u32,
     /// Records in the frame.
     pub count: u32,
+    /// Bytes of the decompressed payload (both streams).
+    pub raw_len: u32,
     /// Bytes of the compressed payload.
     pub comp_len: u32,
     /// CRC-32 of the frame header's first 20 bytes and the payload.
@@ -197,12 +201,13 @@ pub fn decode_header(fixed: &[u8; HEADER_FIXED], rest: &[u8]) -> Result<Header> 
     })
 }
 
-/// Encodes a frame header whose CRC covers `payload`.
+/// Encodes a frame header whose CRC covers `payload`, which decompresses to `raw` bytes.
 pub fn encode_frame_head(
     kind: Kind,
     thread: u32,
     count: u32,
     flags: u8,
+    raw: usize,
     payload: &[u8],
 ) -> [u8; 24] {
     let mut out = [0u8; FRAME_HEADER];
@@ -210,7 +215,7 @@ pub fn encode_frame_head(
     out[1] = flags;
     out[4..8].copy_from_slice(&thread.to_le_bytes());
     out[8..12].copy_from_slice(&count.to_le_bytes());
-    out[12..16].copy_from_slice(&((count as usize * kind.record_bytes()) as u32).to_le_bytes());
+    out[12..16].copy_from_slice(&(raw as u32).to_le_bytes());
     out[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
     let mut h = crc32fast::Hasher::new();
     h.update(&out[..20]);
@@ -219,8 +224,24 @@ pub fn encode_frame_head(
     out
 }
 
-/// Decodes and sanity-checks a frame header found at `offset`.
-pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64) -> Result<FrameHead> {
+/// True when accesses frames of a version-`version` file hold V5's varint columns.
+pub fn varint_accesses(version: u32) -> bool {
+    version >= crate::TraceVersion::V5 as u32
+}
+
+/// Whether `raw` bytes are a possible raw length for `count` records of `kind` in a
+/// version-`version` file: fixed per record, except V5's varint access columns.
+fn raw_len_ok(kind: Kind, version: u32, count: u32, raw: u32) -> bool {
+    let (n, raw) = (count as usize, raw as usize);
+    if kind == Kind::Accesses && varint_accesses(version) {
+        (n * columns::MIN_ACCESS_BYTES..=n * columns::MAX_ACCESS_BYTES).contains(&raw)
+    } else {
+        raw == n * kind.record_bytes()
+    }
+}
+
+/// Decodes and sanity-checks a frame header found at `offset` in a version-`version` file.
+pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64, version: u32) -> Result<FrameHead> {
     let kind = Kind::from_byte(b[0])
         .ok_or_else(|| corrupt(offset, format!("unknown frame kind {}", b[0])))?;
     let count = u32_at(b, 8);
@@ -230,13 +251,19 @@ pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64) -> Result<FrameHea
     } else {
         MAX_FRAME_EVENTS
     };
-    if count > limit || raw as usize != count as usize * kind.record_bytes() {
+    if count > limit || !raw_len_ok(kind, version, count, raw) {
         return Err(corrupt(
             offset,
             format!("frame lengths do not match ({count} records, {raw} bytes)"),
         ));
     }
-    if b[1] & !3 != 0 {
+    // V5 access columns are never shuffled: no flag is defined for them.
+    let known = if kind == Kind::Accesses && varint_accesses(version) {
+        0
+    } else {
+        3
+    };
+    if b[1] & !known != 0 {
         return Err(corrupt(offset, format!("unknown frame flags {:#x}", b[1])));
     }
     Ok(FrameHead {
@@ -244,6 +271,7 @@ pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64) -> Result<FrameHea
         flags: b[1],
         thread: u32_at(b, 4),
         count,
+        raw_len: raw,
         comp_len: u32_at(b, 16),
         crc: u32_at(b, 20),
     })

@@ -2,7 +2,7 @@
 //! with a streaming reader, a multi-threaded writer and an invariant checker.
 //! Every detector writes it; the analyser, the mapper and the simulator read it.
 //!
-//! Layout (version 4, little-endian): a header (magic `TDMAPTRC`, version, status,
+//! Layout (version 5, little-endian): a header (magic `TDMAPTRC`, version, status,
 //! thread count, page and line size, program and machine strings, CRC-32), then frames.
 //! Each frame is a 24-byte head (kind, thread, record count, raw and compressed length,
 //! CRC-32) and a zstd payload holding one thread's events as columns. A finished trace
@@ -17,10 +17,12 @@
 mod check;
 mod chunk;
 mod codec;
+mod columns;
 mod error;
 mod prefetch;
 mod reader;
 mod types;
+mod workers;
 mod writer;
 
 pub use check::{check, check_bytes, CheckReport, Problem};
@@ -33,4 +35,4 @@ pub use types::{Access, Event, Fault, Header, ProcessInfo, ThreadInfo, TraceStat
 pub use writer::Writer;
 
 /// The format version this build writes (see [`TraceVersion`]).
-pub const VERSION: u32 = TraceVersion::V4 as u32;
+pub const VERSION: u32 = TraceVersion::V5 as u32;

@@ -5,6 +5,7 @@ use crate::chunk::{
     decode_accesses, decode_faults, decode_repeats, Chunk, Coding, SHUFFLED_ADDRS, SHUFFLED_TIMES,
 };
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
+use crate::columns;
 use crate::error::{Result, TraceError};
 use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};
 use std::fs::File;
@@ -311,7 +312,7 @@ impl<R: Read + Seek> Reader<R> {
         }
         let mut hb = [0u8; FRAME_HEADER];
         read_exact(&mut self.src, &mut hb, at, "frame header", &self.path)?;
-        let head = codec::decode_frame_head(&hb, at)?;
+        let head = codec::decode_frame_head(&hb, at, self.header.version)?;
         let end = at + FRAME_HEADER as u64 + head.comp_len as u64;
         if end > self.data_end {
             return Err(TraceError::Truncated {
@@ -339,21 +340,28 @@ impl<R: Read + Seek> Reader<R> {
     /// Decompresses the frame's two streams into `raw` and `rest` (the second one skipped
     /// for accesses in addresses-only mode); `None` if either is malformed.
     fn unpack(&mut self, head: &FrameHead) -> Option<()> {
-        let split = head.kind.first_stream(head.count);
-        let want = head.count as usize * head.kind.record_bytes();
+        let want = head.raw_len as usize;
+        let varint = head.kind == Kind::Accesses && codec::varint_accesses(self.header.version);
+        // V5 accesses: the address column's length is known once decompressed, and the
+        // second stream holds the rest of the frame's raw length.
+        let max1 = if varint {
+            want.min(head.count as usize * columns::MAX_ADDRESS_BYTES)
+        } else {
+            head.kind.first_stream(head.count)
+        };
         let len1 = u32::from_le_bytes(self.comp.get(..4)?.try_into().ok()?) as usize;
         let first = self.comp.get(4..4usize.checked_add(len1)?)?;
-        unzstd(&mut self.dec, first, &mut self.raw, split)?;
+        let got = unzstd(&mut self.dec, first, &mut self.raw, max1)?;
+        if !varint && got != max1 {
+            return None;
+        }
         self.rest.clear();
         if self.addrs_only && head.kind == Kind::Accesses {
             return Some(());
         }
-        unzstd(
-            &mut self.dec,
-            &self.comp[4 + len1..],
-            &mut self.rest,
-            want - split,
-        )
+        let want2 = want - got;
+        let got2 = unzstd(&mut self.dec, &self.comp[4 + len1..], &mut self.rest, want2)?;
+        (got2 == want2).then_some(())
     }
 
     fn check_thread(&self, thread: u32, at: u64) -> Result<()> {
@@ -391,7 +399,11 @@ impl<R: Read + Seek> Reader<R> {
             self.seen.accesses += n as u64;
             if let Chunk::Accesses(c) = &mut self.slots[0] {
                 let rest = (!self.addrs_only).then_some(&self.rest[..]);
-                if !decode_accesses(c, head.thread, &self.raw, rest, coding) {
+                if codec::varint_accesses(v) {
+                    if !columns::decode(c, head.thread, n, &self.raw, rest) {
+                        return Err(corrupt(at, "malformed access columns".into()));
+                    }
+                } else if !decode_accesses(c, head.thread, &self.raw, rest, coding) {
                     return Err(corrupt(at, "write flag is neither 0 nor 1".into()));
                 }
                 c.repeats.clear();
@@ -491,15 +503,17 @@ impl<R: Read + Seek> Reader<R> {
     }
 }
 
+/// Decompresses `src` into `dst`, refusing more than `max` bytes; returns the length.
 fn unzstd(
     dec: &mut zstd::bulk::Decompressor<'static>,
     src: &[u8],
     dst: &mut Vec<u8>,
-    want: usize,
-) -> Option<()> {
+    max: usize,
+) -> Option<usize> {
     dst.clear();
-    dst.reserve(want);
-    (dec.decompress_to_buffer(src, dst).ok()? == want).then_some(())
+    dst.reserve(max);
+    let n = dec.decompress_to_buffer(src, dst).ok()?;
+    (n <= max).then_some(n)
 }
 
 fn read_exact(

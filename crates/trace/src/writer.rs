@@ -1,16 +1,17 @@
-//! The trace writer: any number of threads append batches through `&self`; a few
-//! background workers encode and compress them in parallel and one thread writes the
-//! frames in the order they were appended, so zstd stays off the traced threads' hot path
-//! and the file is byte for byte what a single worker would write.
+//! The trace writer: any number of threads append batches through `&self`, each encoding
+//! its accesses into compact columns while they are still in its cache; a few background
+//! workers compress them in parallel and one thread writes the frames in the order they
+//! were appended, so zstd stays off the appenders' path and the file is byte for byte
+//! what a single worker would write.
 //!
 //! Each frame is written whole with one `write_all`, straight to the file. When a write
 //! fails (a full disk), the file is cut back to the end of the last whole frame, so it
 //! stays a readable Incomplete trace, and every later call reports that one error.
 
-use crate::chunk::{encode_accesses, encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
 use crate::error::{Result, TraceError};
 use crate::types::{Access, Fault, Header, ProcessInfo, ThreadInfo, TraceStatus};
+use crate::workers::{encode_jobs, frame_bytes, Batch, Done, Job, Pool, LEVEL};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -24,40 +25,6 @@ use std::thread::JoinHandle;
 const QUEUE: usize = 64;
 /// Most encoding and compressing workers: past the machine's cores they only contend.
 const MAX_WORKERS: usize = 4;
-/// zstd level. Measured on delta-coded strided addresses, level 3 finds the long runs
-/// that level 1 cuts into short matches: 44 instead of 264 bytes per 4096 accesses,
-/// faster to compress and over 10× faster to decompress.
-const LEVEL: i32 = 3;
-
-/// Events of one frame, still to be encoded by a worker.
-enum Batch {
-    Accesses(Vec<Access>),
-    /// Accesses with collapsed reads: a repeats frame and the accesses frame after it,
-    /// encoded as one job so that no other thread's frame comes between them.
-    Collapsed(Vec<Access>, Vec<(u32, u32)>),
-    Faults(Vec<Fault>),
-}
-
-enum Job {
-    Frame { thread: u32, batch: Batch },
-    Threads(Vec<ThreadInfo>),
-    Processes(Vec<ProcessInfo>),
-    Finish(TraceStatus),
-}
-
-/// What the writing thread receives, in append order once sorted by sequence number.
-enum Done {
-    Frame {
-        kind: Kind,
-        thread: u32,
-        count: u32,
-        bytes: Vec<u8>,
-    },
-    Threads(Vec<ThreadInfo>),
-    Processes(Vec<ProcessInfo>),
-    Finish(TraceStatus),
-}
-
 /// The appending side: the job channel and the next job's sequence number.
 struct Queue {
     tx: SyncSender<(u64, Job)>,
@@ -123,6 +90,7 @@ pub struct Writer {
     queue: Mutex<Option<Queue>>,
     worker: Mutex<Option<JoinHandle<Result<()>>>>,
     failed: Arc<Mutex<Option<Failure>>>,
+    pool: Arc<Pool>,
 }
 
 impl Writer {
@@ -161,12 +129,13 @@ impl Writer {
         let (done_tx, done_rx) = sync_channel(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
+        let pool = Arc::new(Pool::default());
         for i in 0..workers {
-            let (rx, done) = (Arc::clone(&rx), done_tx.clone());
+            let (rx, done, pool) = (Arc::clone(&rx), done_tx.clone(), Arc::clone(&pool));
             let comp = zstd::bulk::Compressor::new(LEVEL).map_err(io)?;
             std::thread::Builder::new()
                 .name(format!("tdmap-trace-zstd{i}"))
-                .spawn(move || encode_jobs(&rx, &done, comp))
+                .spawn(move || encode_jobs(&rx, &done, comp, &pool))
                 .map_err(io)?;
         }
         drop(done_tx);
@@ -199,13 +168,15 @@ impl Writer {
             queue: Mutex::new(Some(Queue { tx, seq: 0 })),
             worker: Mutex::new(Some(worker)),
             failed,
+            pool,
         })
     }
 
-    /// Appends accesses made by `thread` (their own `thread` fields are ignored), in time order.
+    /// Appends accesses made by `thread` (their own `thread` fields are ignored), in time
+    /// order. They are encoded on the calling thread (a few ns each); compression is not.
     pub fn append_accesses(&self, thread: u32, accesses: &[Access]) -> Result<()> {
         for part in accesses.chunks(codec::MAX_FRAME_EVENTS as usize) {
-            self.send_frame(thread, Batch::Accesses(part.to_vec()))?;
+            self.send_frame(thread, Batch::Accesses(self.pool.encode(part), Vec::new()))?;
         }
         Ok(())
     }
@@ -238,11 +209,7 @@ impl Writer {
             rest = later;
             let base = (k * max) as u32;
             let rebased: Vec<(u32, u32)> = mine.iter().map(|&(i, e)| (i - base, e)).collect();
-            let batch = if rebased.is_empty() {
-                Batch::Accesses(part.to_vec())
-            } else {
-                Batch::Collapsed(part.to_vec(), rebased)
-            };
+            let batch = Batch::Accesses(self.pool.encode(part), rebased);
             self.send_frame(thread, batch)?;
         }
         Ok(())
@@ -280,9 +247,8 @@ impl Writer {
 
     fn send_frame(&self, thread: u32, batch: Batch) -> Result<()> {
         let n = match &batch {
-            Batch::Accesses(a) => a.len(),
+            Batch::Accesses(c, _) => c.len(),
             Batch::Faults(f) => f.len(),
-            Batch::Collapsed(a, _) => a.len(),
         };
         if n == 0 {
             return Ok(());
@@ -321,80 +287,6 @@ impl Drop for Writer {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A worker: encodes and compresses frames until the appenders are gone or the writing
-/// thread stops; other jobs pass through with their sequence number.
-fn encode_jobs(
-    rx: &Mutex<Receiver<(u64, Job)>>,
-    done: &SyncSender<(u64, std::io::Result<Done>)>,
-    mut comp: zstd::bulk::Compressor<'static>,
-) {
-    loop {
-        let Ok((seq, job)) = lock(rx).recv() else {
-            return;
-        };
-        let out = match job {
-            Job::Frame { thread, batch } => {
-                let (kind, count, (raw, flags)) = match &batch {
-                    Batch::Accesses(a) => (Kind::Accesses, a.len(), encode_accesses(a)),
-                    Batch::Faults(f) => (Kind::Faults, f.len(), encode_faults(f)),
-                    Batch::Collapsed(a, _) => (Kind::Accesses, a.len(), encode_accesses(a)),
-                };
-                let repeats = match &batch {
-                    Batch::Collapsed(_, r) => frame_bytes(
-                        &mut comp,
-                        Kind::Repeats,
-                        thread,
-                        r.len() as u32,
-                        0,
-                        &encode_repeats(r),
-                    ),
-                    _ => Ok(Vec::new()),
-                };
-                drop(batch);
-                let frame = frame_bytes(&mut comp, kind, thread, count as u32, flags, &raw);
-                repeats.and_then(|mut bytes| {
-                    bytes.extend(frame?);
-                    Ok(Done::Frame {
-                        kind,
-                        thread,
-                        count: count as u32,
-                        bytes,
-                    })
-                })
-            }
-            Job::Threads(t) => Ok(Done::Threads(t)),
-            Job::Processes(p) => Ok(Done::Processes(p)),
-            Job::Finish(s) => Ok(Done::Finish(s)),
-        };
-        if done.send((seq, out)).is_err() {
-            return;
-        }
-    }
-}
-
-/// A whole frame, head and payload: two zstd streams, the first one's length in front
-/// (see `Kind::first_stream`).
-fn frame_bytes(
-    comp: &mut zstd::bulk::Compressor<'static>,
-    kind: Kind,
-    thread: u32,
-    count: u32,
-    flags: u8,
-    raw: &[u8],
-) -> std::io::Result<Vec<u8>> {
-    let split = kind.first_stream(count);
-    let first = comp.compress(&raw[..split])?;
-    let mut payload = Vec::with_capacity(4 + first.len() + 64);
-    payload.extend_from_slice(&(first.len() as u32).to_le_bytes());
-    payload.extend_from_slice(&first);
-    payload.extend_from_slice(&comp.compress(&raw[split..])?);
-    let head = codec::encode_frame_head(kind, thread, count, flags, &payload);
-    let mut bytes = Vec::with_capacity(head.len() + payload.len());
-    bytes.extend_from_slice(&head);
-    bytes.extend_from_slice(&payload);
-    Ok(bytes)
 }
 
 struct Background {
@@ -455,7 +347,11 @@ impl Background {
         flags: u8,
         raw: &[u8],
     ) -> std::io::Result<()> {
-        let bytes = frame_bytes(&mut self.comp, kind, thread, count, flags, raw)?;
+        let (first, second) = raw.split_at(kind.first_stream(count));
+        let mut bytes = Vec::new();
+        let mut scratch = Vec::new();
+        let f = (kind, thread, count, flags);
+        frame_bytes(&mut self.comp, &mut scratch, &mut bytes, f, first, second)?;
         self.out.append(&bytes)?;
         self.pos += bytes.len() as u64;
         Ok(())

@@ -1,0 +1,319 @@
+//! The access columns of format version 5: varint-coded zigzag deltas, built in one
+//! tight pass per column into buffers the writer's workers reuse, then compressed by zstd.
+//!
+//! Why varints: the runtime's times are clock reads spread evenly over `TICK_EVERY`
+//! records, so their deltas are a few nanoseconds (one byte) except at rare jumps, and
+//! strided addresses have one small delta; a varint stores each in one byte where V2-V4
+//! stored eight (and byte-shuffled them in eight passes), so there is 4-6× less to build
+//! and to compress, and one far jump (heap to stack) no longer widens a whole frame.
+
+use crate::chunk::AccessChunk;
+use crate::types::Access;
+
+/// Most bytes of one access: base tag (1), address and time varints (10 each), size and
+/// write (2).
+pub const MAX_ACCESS_BYTES: usize = 23;
+/// Fewest bytes of one access (one each).
+pub const MIN_ACCESS_BYTES: usize = 4;
+/// Most bytes of one access in the address stream: base tag and delta.
+pub const MAX_ADDRESS_BYTES: usize = 1 + MAX_VARINT;
+/// Address bases: each access's address is a delta from one of the last addresses of
+/// as many interleaved streams (a CSR product reads values, column indices and the
+/// gathered vector in turn; a stencil reads several rows and planes). One delta column
+/// from the previous access would jump between arrays at every access, in amounts that
+/// change each time; per stream the deltas are the strides, which zstd compresses away.
+pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`.
+/// An address farther than this from every base starts a new stream in the least
+/// recently started base (the encoder's choice; the decoder just follows the tags).
+const NEAR: u64 = 1 << 12;
+/// How near the guessed base must be to skip the search: a few lines, or a stencil's
+/// neighbouring rows (farther apart, but near one another) would take turns on one
+/// base and their deltas would stop repeating.
+const GUESS_NEAR: u64 = 256;
+/// Most bytes of one varint-coded u64.
+pub const MAX_VARINT: usize = 10;
+
+/// Zigzag: small negative and positive deltas both become small unsigned numbers.
+#[inline(always)]
+fn zigzag(d: u64) -> u64 {
+    let d = d as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline(always)]
+fn unzigzag(z: u64) -> u64 {
+    (z >> 1) ^ (z & 1).wrapping_neg()
+}
+
+/// LEB128 at `buf[at..]` (7 bits per byte, low bits first, the top bit set on all bytes
+/// but the last); returns the position after it. Into a slice, not a `Vec`: no capacity
+/// check or length update per byte.
+#[inline(always)]
+fn put_varint(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[at] = v as u8 | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    buf[at] = v as u8;
+    at + 1
+}
+
+/// The varint at `raw[*at..]`, moving `at` past it; None if it overruns `raw` or is
+/// longer than a u64 needs.
+#[inline(always)]
+fn get_varint(raw: &[u8], at: &mut usize) -> Option<u64> {
+    let b = *raw.get(*at)?;
+    *at += 1;
+    if b < 0x80 {
+        return Some(b as u64);
+    }
+    let mut v = (b & 0x7f) as u64;
+    let mut shift = 7;
+    loop {
+        let b = *raw.get(*at)?;
+        *at += 1;
+        // The tenth byte holds the top bit only.
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// Reads the address stream of `n` accesses (tags, then deltas from the tagged bases)
+/// into `dst` (cleared first); None if malformed or not ending with `raw`.
+fn get_addresses(dst: &mut Vec<u64>, raw: &[u8], n: usize) -> Option<()> {
+    dst.clear();
+    dst.reserve(n);
+    let tags = raw.get(..n)?;
+    let mut at = n;
+    let mut bases = [0u64; BASES];
+    for &tag in tags {
+        let base = bases.get_mut(tag as usize)?;
+        *base = base.wrapping_add(unzigzag(get_varint(raw, &mut at)?));
+        dst.push(*base);
+    }
+    (at == raw.len()).then_some(())
+}
+
+/// The base to code `addr` against: the nearest one, or the next in turn to restart
+/// when none is [`NEAR`]; `next` is that turn.
+#[inline(always)]
+fn pick_base(bases: &[u64; BASES], addr: u64, next: &mut usize) -> usize {
+    // Branch-free: the nearest base is random on gathers. Distances past 2^40 are all
+    // "far"; the low 3 bits carry the base's index through the minimum.
+    let key = |j: usize| {
+        let b = bases[j];
+        let d = addr.wrapping_sub(b).min(b.wrapping_sub(addr)).min(1 << 40);
+        d << 3 | j as u64
+    };
+    let best = (0..BASES).map(key).min().unwrap_or(0);
+    if best >> 3 <= NEAR {
+        return (best & 7) as usize;
+    }
+    let j = *next;
+    *next = (j + 1) % BASES;
+    j
+}
+
+/// Reads `n` varint deltas from `raw[*at..]` into `dst` (cleared first).
+fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Option<()> {
+    dst.clear();
+    dst.reserve(n);
+    let mut acc = 0u64;
+    for _ in 0..n {
+        acc = acc.wrapping_add(unzigzag(get_varint(raw, at)?));
+        dst.push(acc);
+    }
+    Some(())
+}
+
+/// Encodes accesses as V5 columns: into `addrs`, one base tag per access then the
+/// varint zigzag delta of each address from its tagged base (which becomes it); into
+/// `rest`, the time column then one varint per access of `size << 1 | write` (one byte
+/// for sizes below 64). Returns the bytes of each column; the buffers' contents past
+/// them are scratch, left in place so that the next batch need not zero them again.
+pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) -> (usize, usize) {
+    let n = a.len();
+    if addrs.len() < n * MAX_ADDRESS_BYTES {
+        addrs.resize(n * MAX_ADDRESS_BYTES, 0);
+    }
+    if rest.len() < n * (MAX_VARINT + 2) {
+        rest.resize(n * (MAX_VARINT + 2), 0);
+    }
+    let (addrs, rest) = (&mut addrs[..], &mut rest[..]);
+    // Both delta columns in one pass over the batch.
+    let (mut bases, mut next) = ([0u64; BASES], 0);
+    // Streams come in a cycle (value, index, gathered element, value...): the base that
+    // followed the last one before is tried first, with one compare instead of eight.
+    let (mut after, mut prev) = ([0u8; BASES], 0usize);
+    let (mut time, mut i, mut j) = (0u64, n, 0);
+    for (k, x) in a.iter().enumerate() {
+        let guess = after[prev] as usize;
+        let g = bases[guess];
+        let b = if x.addr.wrapping_sub(g).min(g.wrapping_sub(x.addr)) <= GUESS_NEAR {
+            guess
+        } else {
+            pick_base(&bases, x.addr, &mut next)
+        };
+        (after[prev], prev) = (b as u8, b);
+        addrs[k] = b as u8;
+        i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(bases[b])));
+        bases[b] = x.addr;
+        j = put_varint(rest, j, zigzag(x.time.wrapping_sub(time)));
+        time = x.time;
+    }
+    for x in a {
+        j = put_varint(rest, j, (x.size as u64) << 1 | x.write as u64);
+    }
+    (i, j)
+}
+
+/// Decodes `n` accesses of V5 columns into `c`, reusing its buffers: `addrs` must hold
+/// exactly the address column and `rest`, unless skipped, exactly the times, sizes and
+/// write flags. False when a column is malformed or does not end where it should.
+pub fn decode(
+    c: &mut AccessChunk,
+    thread: u32,
+    n: usize,
+    addrs: &[u8],
+    rest: Option<&[u8]>,
+) -> bool {
+    c.thread = thread;
+    c.times.clear();
+    c.sizes.clear();
+    c.writes.clear();
+    if get_addresses(&mut c.addrs, addrs, n).is_none() {
+        c.addrs.clear();
+        return false;
+    }
+    let Some(rest) = rest else { return true };
+    let mut at = 0;
+    if get_deltas(&mut c.times, rest, &mut at, n).is_none() {
+        return false;
+    }
+    c.sizes.reserve(n);
+    c.writes.reserve(n);
+    for _ in 0..n {
+        match get_varint(rest, &mut at) {
+            Some(v) if v >> 1 <= u8::MAX as u64 => {
+                c.sizes.push((v >> 1) as u8);
+                c.writes.push(v & 1 == 1);
+            }
+            _ => return false,
+        }
+    }
+    at == rest.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn access(addr: u64, time: u64, size: u8, write: bool) -> Access {
+        Access {
+            thread: 3,
+            addr,
+            size,
+            write,
+            time,
+        }
+    }
+
+    fn encoded(a: &[Access]) -> (Vec<u8>, Vec<u8>) {
+        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
+        let (i, j) = encode(a, &mut addrs, &mut rest);
+        addrs.truncate(i);
+        rest.truncate(j);
+        (addrs, rest)
+    }
+
+    fn round_trip(a: &[Access]) -> AccessChunk {
+        let (addrs, rest) = encoded(a);
+        let mut c = AccessChunk::default();
+        assert!(decode(&mut c, 3, a.len(), &addrs, Some(&rest)));
+        c
+    }
+
+    /// Interleaved strided streams (a CSR product's values, indices and gathered vector)
+    /// each get a base: every delta after the first of its stream is its stride.
+    #[test]
+    fn interleaved_streams_code_as_their_strides() {
+        let a: Vec<Access> = (0..300u64)
+            .map(|i| {
+                let (k, j) = (i % 3, i / 3);
+                let addr = [
+                    0x1000_0000 + 8 * j,
+                    0x2000_0000 + 4 * j,
+                    0x3000_0000 + 64 * j,
+                ][k as usize];
+                access(addr, i, 8, false)
+            })
+            .collect();
+        let (addrs, _) = encoded(&a);
+        // Tags; each stream's first delta (5 bytes), then strides 8, 4 (1 byte) and 64 (2).
+        assert_eq!(addrs.len(), 300 + 3 * 5 + 99 + 99 + 2 * 99);
+        assert_eq!(&addrs[..6], &[0, 1, 2, 0, 1, 2]);
+        assert_eq!(
+            round_trip(&a).addrs,
+            a.iter().map(|x| x.addr).collect::<Vec<_>>()
+        );
+    }
+
+    proptest! {
+        /// Every column comes back as written, whatever the values.
+        #[test]
+        fn columns_round_trip(v in prop::collection::vec((any::<u64>(), any::<u64>(), any::<u8>(), any::<bool>()), 0..200)) {
+            let a: Vec<Access> = v.iter().map(|&(ad, t, s, w)| access(ad, t, s, w)).collect();
+            let c = round_trip(&a);
+            prop_assert_eq!(c.addrs, a.iter().map(|x| x.addr).collect::<Vec<_>>());
+            prop_assert_eq!(c.times, a.iter().map(|x| x.time).collect::<Vec<_>>());
+            prop_assert_eq!(c.sizes, a.iter().map(|x| x.size).collect::<Vec<_>>());
+            prop_assert_eq!(c.writes, a.iter().map(|x| x.write).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_strided_access_with_small_time_steps_takes_four_bytes() {
+        let a: Vec<Access> = (0..1000)
+            .map(|i| access(0x7f00_0000_0000 + i * 8, 1_000_000 + i * 3, 8, i % 2 == 0))
+            .collect();
+        let (addrs, rest) = encoded(&a);
+        // A tag each; the first delta of each column is the whole value, the others one
+        // byte each.
+        assert_eq!(addrs.len(), 1000 + 7 + 999);
+        assert_eq!(rest.len(), 3 + 999 + 1000);
+    }
+
+    #[test]
+    fn malformed_columns_are_refused() {
+        let a = [access(5, 1, 4, true), access(u64::MAX, 2, 200, false)];
+        let (addrs, rest) = encoded(&a);
+        let mut c = AccessChunk::default();
+        // One varint short, one byte too many, a varint cut in the middle.
+        assert!(!decode(&mut c, 0, 3, &addrs, Some(&rest)));
+        let mut long = addrs.clone();
+        long.push(0);
+        assert!(!decode(&mut c, 0, 2, &long, Some(&rest)));
+        assert!(!decode(&mut c, 0, 2, &addrs[..addrs.len() - 1], None));
+        // An 11-byte varint, a tag naming no base, and a size above 255.
+        let eleven = [0u8].iter().chain(&[0xff; 10]).chain(&[0]).copied();
+        assert!(!decode(&mut c, 0, 1, &eleven.collect::<Vec<_>>(), None));
+        assert!(!decode(&mut c, 0, 1, &[BASES as u8, 1], None));
+        assert!(decode(&mut c, 0, 1, &[BASES as u8 - 1, 1], None));
+        assert!(!decode(&mut c, 0, 1, &[0, 1], Some(&[0, 0x80, 0x04])));
+        assert!(decode(&mut c, 0, 1, &[0, 1], Some(&[0, 0x80, 0x03])));
+        assert!(decode(&mut c, 0, 2, &addrs, Some(&rest)));
+        assert!(decode(&mut c, 0, 2, &addrs, None));
+        assert!(c.times.is_empty());
+    }
+}

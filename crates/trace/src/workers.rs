@@ -1,0 +1,201 @@
+//! The trace writer's background workers: each takes a batch of events (accesses already
+//! encoded as V5 columns by the appending thread), compresses it with zstd and hands the
+//! frame's bytes to the writing thread. The batches' column buffers come back to a pool,
+//! so the appenders encode into memory that is already mapped instead of a fresh
+//! allocation per frame (the kernel's page faults and zeroing were a tenth of the
+//! tracer's time), and the accesses cross to another core at 3-4 bytes each, not 24.
+
+use crate::chunk::{encode_faults, encode_repeats};
+use crate::codec::{self, Kind};
+use crate::columns;
+use crate::types::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Mutex;
+
+/// zstd level. Measured on delta-coded strided addresses, level 3 finds the long runs
+/// that level 1 cuts into short matches: 44 instead of 264 bytes per 4096 accesses,
+/// faster to compress and over 10× faster to decompress. Still so with V5's varints: a
+/// stencil3d trace rewritten at level 1 (`examples/recode.rs`) was 2.3× larger and
+/// took no less CPU time.
+pub(crate) const LEVEL: i32 = 3;
+
+/// Events of one frame, still to be compressed by a worker.
+pub(crate) enum Batch {
+    /// Accesses, already encoded by the appending thread (whose cache still holds them),
+    /// with the collapsed reads of a repeats frame to write just before, if any: both
+    /// one job, so that no other thread's frame comes between them.
+    Accesses(Columns, Vec<(u32, u32)>),
+    Faults(Vec<Fault>),
+}
+
+/// One batch of accesses as V5 columns (`columns::encode`).
+#[derive(Default)]
+pub(crate) struct Columns {
+    count: u32,
+    /// Bytes of `addrs` and `rest` that hold the columns (the rest is scratch).
+    lens: (usize, usize),
+    addrs: Vec<u8>,
+    rest: Vec<u8>,
+}
+
+impl Columns {
+    /// Accesses in the batch.
+    pub(crate) fn len(&self) -> usize {
+        self.count as usize
+    }
+}
+
+pub(crate) enum Job {
+    Frame { thread: u32, batch: Batch },
+    Threads(Vec<ThreadInfo>),
+    Processes(Vec<ProcessInfo>),
+    Finish(TraceStatus),
+}
+
+/// What the writing thread receives, in append order once sorted by sequence number.
+pub(crate) enum Done {
+    Frame {
+        kind: Kind,
+        thread: u32,
+        count: u32,
+        bytes: Vec<u8>,
+    },
+    Threads(Vec<ThreadInfo>),
+    Processes(Vec<ProcessInfo>),
+    Finish(TraceStatus),
+}
+
+/// Spare column buffers, returned by the workers once compressed and taken by the
+/// appenders, so that encoding writes into memory already mapped.
+#[derive(Default)]
+pub(crate) struct Pool(Mutex<Vec<Columns>>);
+
+/// Spare buffers kept: one per queued batch and worker, more only churn memory.
+const POOL_MAX: usize = 64 + 8;
+
+impl Pool {
+    /// `part` encoded as columns, in buffers of the pool (or new ones).
+    pub(crate) fn encode(&self, part: &[Access]) -> Columns {
+        let spare = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut c = spare.unwrap_or_default();
+        c.lens = columns::encode(part, &mut c.addrs, &mut c.rest);
+        c.count = part.len() as u32;
+        c
+    }
+
+    fn give(&self, c: Columns) {
+        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL_MAX {
+            pool.push(c);
+        }
+    }
+}
+
+/// A worker's reusable buffer for compressed streams on their way into a frame.
+#[derive(Default)]
+struct Scratch {
+    comp: Vec<u8>,
+}
+
+/// A worker: encodes and compresses frames until the appenders are gone or the writing
+/// thread stops; other jobs pass through with their sequence number.
+pub(crate) fn encode_jobs(
+    rx: &Mutex<Receiver<(u64, Job)>>,
+    done: &SyncSender<(u64, std::io::Result<Done>)>,
+    mut comp: zstd::bulk::Compressor<'static>,
+    pool: &Pool,
+) {
+    let mut buf = Scratch::default();
+    loop {
+        let Ok((seq, job)) = rx.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
+            return;
+        };
+        let out = match job {
+            Job::Frame { thread, batch } => {
+                let done = encode_frame(&mut comp, &mut buf, thread, &batch);
+                if let Batch::Accesses(c, _) = batch {
+                    pool.give(c);
+                }
+                done
+            }
+            Job::Threads(t) => Ok(Done::Threads(t)),
+            Job::Processes(p) => Ok(Done::Processes(p)),
+            Job::Finish(s) => Ok(Done::Finish(s)),
+        };
+        if done.send((seq, out)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The bytes of one batch's frames: a repeats frame first for collapsed reads, then the
+/// accesses or faults frame.
+fn encode_frame(
+    comp: &mut zstd::bulk::Compressor<'static>,
+    buf: &mut Scratch,
+    thread: u32,
+    batch: &Batch,
+) -> std::io::Result<Done> {
+    let mut bytes = Vec::new();
+    let (kind, count) = match batch {
+        Batch::Accesses(c, r) => {
+            if !r.is_empty() {
+                let raw = encode_repeats(r);
+                let split = Kind::Repeats.first_stream(r.len() as u32);
+                let (first, second) = raw.split_at(split);
+                let f = (Kind::Repeats, thread, r.len() as u32, 0);
+                frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
+            }
+            let f = (Kind::Accesses, thread, c.count, 0);
+            let (first, second) = (&c.addrs[..c.lens.0], &c.rest[..c.lens.1]);
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
+            (Kind::Accesses, c.count)
+        }
+        Batch::Faults(faults) => {
+            let (raw, flags) = encode_faults(faults);
+            let count = faults.len() as u32;
+            let (first, second) = raw.split_at(Kind::Faults.first_stream(count));
+            let f = (Kind::Faults, thread, count, flags);
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
+            (Kind::Faults, count)
+        }
+    };
+    Ok(Done::Frame {
+        kind,
+        thread,
+        count,
+        bytes,
+    })
+}
+
+/// Appends a whole frame, head and payload, to `out`: two zstd streams, the first one's
+/// length in front (the address column of event frames, which a reader that wants
+/// addresses only decompresses alone). `f` is (kind, thread, records, flags); `scratch`
+/// holds the compressed streams on their way.
+pub(crate) fn frame_bytes(
+    comp: &mut zstd::bulk::Compressor<'static>,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    f: (Kind, u32, u32, u8),
+    first: &[u8],
+    second: &[u8],
+) -> std::io::Result<()> {
+    let (kind, thread, count, flags) = f;
+    let at = out.len();
+    out.resize(at + codec::FRAME_HEADER + 4, 0);
+    for (i, raw) in [first, second].into_iter().enumerate() {
+        scratch.clear();
+        scratch.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        let n = comp.compress_to_buffer(raw, scratch)?;
+        if i == 0 {
+            let len_at = at + codec::FRAME_HEADER;
+            out[len_at..len_at + 4].copy_from_slice(&(n as u32).to_le_bytes());
+        }
+        out.extend_from_slice(&scratch[..n]);
+    }
+    let raw_len = first.len() + second.len();
+    let payload = &out[at + codec::FRAME_HEADER..];
+    let head = codec::encode_frame_head(kind, thread, count, flags, raw_len, payload);
+    out[at..at + codec::FRAME_HEADER].copy_from_slice(&head);
+    Ok(())
+}

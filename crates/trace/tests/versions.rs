@@ -1,0 +1,193 @@
+//! Older format versions keep reading: committed fixtures written by earlier writers,
+//! compared event by event with the generator that wrote them.
+
+use tdmap_trace::*;
+
+/// One appended batch: thread, accesses, collapsed reads (index, extra reads).
+type Batch = (u32, Vec<Access>, Vec<(u32, u32)>);
+
+/// The events of `v4-mixed.trace`, in the order it was written: per batch (thread,
+/// accesses, collapsed reads), then thread 1's faults.
+fn v4_batches() -> Vec<Batch> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    let mut time = [1_000u64, 5_000_000];
+    for batch in 0..4u64 {
+        for t in 0..2u32 {
+            let v: Vec<Access> = (0..700u64)
+                .map(|i| {
+                    let r = rand();
+                    // Thread 0 streams (plain columns); thread 1 jumps around a heap and
+                    // now and then to the stack (shuffled columns), with clock jumps.
+                    let addr = if t == 0 {
+                        0x5555_0000_0000 + (batch * 700 + i) * 8
+                    } else if r % 97 == 0 {
+                        0x7ffc_1234_0000 + r % 4096
+                    } else {
+                        0x5555_8000_0000 + (r >> 20) % (1 << 30)
+                    };
+                    time[t as usize] += if r % 211 == 0 { 1 << 33 } else { r % 7 };
+                    Access {
+                        thread: t,
+                        addr,
+                        size: [1u8, 2, 4, 8, 16, 200][(r >> 8) as usize % 6],
+                        write: (r >> 16) % 3 == 0,
+                        time: time[t as usize],
+                    }
+                })
+                .collect();
+            let repeats: Vec<(u32, u32)> = (0..700u32)
+                .filter(|&i| i % 50 == 7 && !v[i as usize].write)
+                .map(|i| (i, i + 1))
+                .collect();
+            out.push((t, v, if batch % 2 == 1 { repeats } else { Vec::new() }));
+        }
+    }
+    out
+}
+
+fn v4_faults() -> Vec<Fault> {
+    (0..40u64)
+        .map(|i| Fault {
+            thread: 1,
+            addr: 0x5555_8000_0000 + i * 4096 * 3,
+            cpu: (i % 4) as u32,
+            node: (i % 4 / 2) as u32,
+            time: (1 << 40) + 10 * i,
+        })
+        .collect()
+}
+
+/// A version-4 trace written before V5's access coding (shuffled and plain zigzag
+/// columns, repeats frames, faults): readers must keep reading it, event for event.
+#[test]
+fn version_4_fixture_still_reads() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v4-mixed.trace");
+    let mut r = Reader::open(&p).unwrap();
+    assert_eq!(r.header().version, 4);
+    assert_eq!(r.header().program, vec!["v4", "fixture"]);
+    assert_eq!(r.threads().len(), 2);
+    let mut want = v4_batches().into_iter();
+    let mut faults = 0;
+    while let Some(c) = r.next_chunk().unwrap() {
+        match c {
+            Chunk::Accesses(c) => {
+                let (t, v, repeats) = want.next().expect("no more access frames written");
+                assert_eq!(c.thread, t);
+                assert_eq!(c.addrs, v.iter().map(|a| a.addr).collect::<Vec<_>>());
+                assert_eq!(c.times, v.iter().map(|a| a.time).collect::<Vec<_>>());
+                assert_eq!(c.sizes, v.iter().map(|a| a.size).collect::<Vec<_>>());
+                assert_eq!(c.writes, v.iter().map(|a| a.write).collect::<Vec<_>>());
+                assert_eq!(c.repeats, repeats);
+            }
+            Chunk::Faults(f) => {
+                let w = v4_faults();
+                assert_eq!(f.addrs, w.iter().map(|x| x.addr).collect::<Vec<_>>());
+                assert_eq!(f.times, w.iter().map(|x| x.time).collect::<Vec<_>>());
+                assert_eq!(f.cpus, w.iter().map(|x| x.cpu).collect::<Vec<_>>());
+                assert_eq!(f.nodes, w.iter().map(|x| x.node).collect::<Vec<_>>());
+                faults += 1;
+            }
+        }
+    }
+    assert!(want.next().is_none(), "every access frame was read");
+    assert_eq!(faults, 1);
+    assert!(r.ending().unwrap().complete());
+    let rep = check(&p);
+    assert!(rep.ok(), "{:?}", rep.problems);
+    assert!(rep.collapsed_reads > 0);
+}
+
+/// Writes a V5 trace of one accesses frame (3 accesses) and returns its bytes and the
+/// offset of that frame.
+fn one_frame() -> (Vec<u8>, usize) {
+    let p = std::env::temp_dir().join(format!("tdmap-v5-{}", std::process::id()));
+    let mut h = Header::new(vec![], "m");
+    h.threads = 1;
+    let w = Writer::create(&p, h).unwrap();
+    let a: Vec<Access> = (0..3u64)
+        .map(|i| Access {
+            thread: 0,
+            addr: 0x1000 + 8 * i,
+            size: 8,
+            write: false,
+            time: i,
+        })
+        .collect();
+    w.append_accesses(0, &a).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    let at = Reader::open(&p).unwrap().offset() as usize;
+    let bytes = std::fs::read(&p).unwrap();
+    let _ = std::fs::remove_file(&p);
+    (bytes, at)
+}
+
+/// `bytes` with its first frame's payload rebuilt from the raw streams `first` and
+/// `second` (compressed, CRC and trailer fixed), as a writer with a broken coding would
+/// leave it: damage that only the columns' own checks can find.
+fn with_streams(bytes: &[u8], at: usize, first: &[u8], second: &[u8], raw_len: u32) -> Vec<u8> {
+    let old_len = u32::from_le_bytes(bytes[at + 16..at + 20].try_into().unwrap()) as usize;
+    let (c1, c2) = (
+        zstd::bulk::compress(first, 3).unwrap(),
+        zstd::bulk::compress(second, 3).unwrap(),
+    );
+    let mut payload = (c1.len() as u32).to_le_bytes().to_vec();
+    payload.extend(&c1);
+    payload.extend(&c2);
+    let mut head = bytes[at..at + 24].to_vec();
+    head[12..16].copy_from_slice(&raw_len.to_le_bytes());
+    head[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    let mut h = crc32fast::Hasher::new();
+    h.update(&head[..20]);
+    h.update(&payload);
+    head[20..24].copy_from_slice(&h.finalize().to_le_bytes());
+    let mut out = bytes[..at].to_vec();
+    out.extend(&head);
+    out.extend(&payload);
+    out.extend(&bytes[at + 24 + old_len..]);
+    // The trailer points at the threads frame, which moved with the payload's length.
+    let t = out.len() - 16;
+    let threads_at = u64::from_le_bytes(out[t..t + 8].try_into().unwrap());
+    let moved = threads_at + payload.len() as u64 - old_len as u64;
+    out[t..t + 8].copy_from_slice(&moved.to_le_bytes());
+    out
+}
+
+/// The checker validates V5's varint columns: a column with a byte too many, a varint
+/// cut short or a tag naming no base, or a raw length no 3 accesses can have, is
+/// reported, not misread.
+#[test]
+fn trace_check_finds_malformed_v5_columns() {
+    let (bytes, at) = one_frame();
+    assert!(check_bytes(bytes.clone()).ok());
+    // Base 0 for all three; deltas of 0x1000, 8, 8 (zigzag 0x2000, 16, 16) and times 0,
+    // 1, 2; sizes 8, reads.
+    let addrs = [0, 0, 0, 0x80, 0x40, 16, 16];
+    let rest = [0, 2, 2, 16, 16, 16];
+    let good = with_streams(&bytes, at, &addrs, &rest, 13);
+    let rep = check_bytes(good);
+    assert!(rep.ok(), "{:?}", rep.problems);
+    assert_eq!(rep.accesses, 3);
+    let bad = "malformed access columns";
+    let cases: [(&[u8], &[u8], u32, &str); 5] = [
+        (&[0, 0, 0, 0x80, 0x40, 16, 16, 0], &rest, 14, bad),
+        (&addrs, &[0, 2, 2, 16, 16, 0x90], 13, bad),
+        (&addrs[..6], &[0, 2, 2, 16, 16, 16, 16], 13, bad),
+        (&[0, 9, 0, 0x80, 0x40, 16, 16], &rest, 13, bad),
+        (&addrs, &rest, 100, "frame lengths do not match"),
+    ];
+    for (first, second, raw, what) in cases {
+        let rep = check_bytes(with_streams(&bytes, at, first, second, raw));
+        assert!(
+            rep.problems.iter().any(|p| p.message.contains(what)),
+            "{what}: {:?}",
+            rep.problems
+        );
+    }
+}
