@@ -159,10 +159,14 @@ fn sharing_heavy_workloads_give_oracle_then_kmaf_then_os() {
 /// pages in 4 on remote nodes by design, and `random` now randomises page homes as
 /// kMAF's random mapping does (issue 18; it was os's placement with first touch): both
 /// must be slower, not equal.
+///
+/// The claim is about the model, so the trace is a fixture (`ep 8 65536`, the command in
+/// tests/fixtures/traces/README.md): on live traces numa-balancing went 1.00-1.14 of os
+/// with the interleaving of the run traced (1.112 in a CI run beside other tests).
 #[test]
 fn private_only_ep_ties_every_mapping_policy() {
     let all = "os,compact,scatter,random,numa-balancing,sammu,kmaf,best-static,interleave,worst";
-    let rs = results(&traced("ep", "65536"), all);
+    let rs = results(&common::test_path("fixtures/traces/ep-8t.trace"), all);
     assert_best_static_bounds("ep", &rs);
     let os = cycles(&rs, "os") as f64;
     for (p, _) in &rs {
@@ -173,12 +177,11 @@ fn private_only_ep_ties_every_mapping_policy() {
             // Not a mapping policy but Linux's balancing, which since issue 18 acts: its
             // hinting faults, and the task it moves on its first faults with the pages
             // that follow it, cost it 1.00-1.07 of os on fresh ep traces of an idle
-            // machine (a 6.6 % run: 2 task moves, 132 page moves), and 1.01-1.14 on six
-            // traces taken beside a busy loop, whose coarser interleaving (OpenMP threads
-            // sleep at once at barriers under `tdmap trace`) gives it longer runs of one
-            // thread's first faults to follow; one such trace in CI gave 1.112. It must
-            // not cost more than that.
-            assert!(c <= os * 1.15, "{p}: {c} cycles vs os {os}");
+            // machine (a 6.6 % run: 2 task moves, 132 page moves), and up to 1.14 on
+            // traces taken beside a busy loop, whose coarser interleaving gives it longer
+            // runs of one thread's first faults to follow. On the fixture: 1.022 (5 page
+            // moves). Held to the idle machine's bound again, as before the live traces.
+            assert!(c <= os * 1.10, "{p}: {c} cycles vs os {os}");
         } else {
             assert!((c / os - 1.0).abs() <= 0.03, "{p}: {c} cycles vs os {os}");
         }

@@ -7,9 +7,14 @@
  *   exit:    the child returns through exit() (atexit) rather than _exit
  *   spawn:   the child execs this program again in mode leaf (fork + exec)
  *   system:  no fork: system() runs this program in mode leaf through sh
- *   leaf:    touches a buffer and exits */
+ *   leaf:    touches a buffer and exits
+ *   late:    forks two children, the second scheduled first: the parent, alone on its
+ *            CPU under SCHED_FIFO, forks the first at priority 10 and the second at 20,
+ *            then waits, so the second runs (and starts recording) before the first;
+ *            prints both pids in fork order, or "unordered" if SCHED_FIFO is refused */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +47,39 @@ static void threads(int n)
         pthread_join(t[i], NULL);
 }
 
+static int fifo(int prio)
+{
+    struct sched_param sp = {.sched_priority = prio};
+    return sched_setscheduler(0, SCHED_FIFO, &sp);
+}
+
+static int late(void)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) || fifo(10)) {
+        printf("forks late unordered\n");
+        return 0;
+    }
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && fifo(20))
+            return 1;
+        kids[k] = fork();
+        if (kids[k] < 0)
+            return 1;
+        if (kids[k] == 0) {
+            touch((void *)(long)k);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        waitpid(kids[k], NULL, 0);
+    printf("forks late %d %d\n", (int)kids[0], (int)kids[1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "threads";
@@ -55,6 +93,8 @@ int main(int argc, char **argv)
         printf("forks system %s\n", rc == 0 ? "ok" : "failed");
         return rc != 0;
     }
+    if (!strcmp(mode, "late"))
+        return late();
     if (!strcmp(mode, "threads"))
         threads(1);
     pid_t c = fork();

@@ -141,17 +141,18 @@ fn pearson(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
 /// `tdmap cc` and through `tdmap gcc` at 8 threads, gives sharing matrices (amount of
 /// shared memory, `tdmap analyze --json`) with a Pearson correlation of at least 0.99.
 /// ep (nothing shared), alltoall and fft (all pairs equal) have no pattern to correlate:
-/// both fronts match their expected matrices in the test above. cg is left out too: its
-/// neighbour pattern sits on vectors every thread reads, and its cc-versus-gcc
-/// correlation went 0.985-0.995 over four runs here (the interleaving decides which
-/// threads a line's bounded sharer list keeps, we believe; not yet checked), while its
-/// similarity to the expected matrix is 1.000 under both fronts (the test above).
+/// both fronts match their expected matrices in the test above. cg's correlation once
+/// went 0.985-0.995 from run to run: analyze fed the trace's first-touch records as
+/// accesses, so whichever thread first touched a page shared its first line (cg's blocks
+/// are half a page; thread 1 often starts before thread 0, the main thread, and its pair
+/// got 29-35 lines instead of 28). Since first touches are no accesses there, both
+/// fronts give the same line counts on every run (3 traces of each beside busy loops).
 #[test]
 fn cc_and_gcc_traces_of_each_workload_give_the_same_matrix() {
     let t = 8;
     let mut report = Vec::new();
     for w in workloads::ALL {
-        if ["ep", "alltoall", "fft", "cg"].contains(&w.name) {
+        if ["ep", "alltoall", "fft"].contains(&w.name) {
             continue;
         }
         let [cc, gcc] = ["tdmap", "tdmap-gcc"].map(|f| traced_by(f, w.name, w.size, t).trace);

@@ -35,6 +35,14 @@ static MODE: AtomicU8 = AtomicU8::new(MODE_RECORD);
 /// Whether forked children record (`tdmap_wire::raw::ENV_CHILDREN`).
 static CHILDREN: AtomicBool = AtomicBool::new(true);
 
+thread_local! {
+    /// When this thread last called `fork`, taken in the parent: the child inherits it
+    /// (its one thread is this one) and reports it, so `tdmap trace` numbers processes
+    /// in fork order. Taken in the child instead, it followed which child the scheduler
+    /// ran first: under load process 3 could start before process 1.
+    static FORKED_AT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Embedded in every instrumented program so that `tdmap trace` can recognise one.
 #[used]
 #[no_mangle]
@@ -254,7 +262,7 @@ pub fn finish_process(tag: u32) {
 /// and a first maps snapshot (the mappings it inherited); false if its files cannot be
 /// created.
 fn start_child() -> bool {
-    let forked_at = state::now_ns();
+    let forked_at = FORKED_AT.with(|t| t.get());
     let Some([ctl, data]) = PATHS.get() else {
         return false;
     };
@@ -299,7 +307,11 @@ fn install_hooks() {
     unsafe {
         libc::pthread_key_create(&raw mut KEY, Some(on_thread_exit));
         libc::atexit(on_exit);
-        libc::pthread_atfork(None, Some(on_fork_parent), Some(on_fork_child));
+        libc::pthread_atfork(
+            Some(on_fork_prepare),
+            Some(on_fork_parent),
+            Some(on_fork_child),
+        );
     }
     let fatal = on_fatal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     for sig in [
@@ -367,6 +379,10 @@ extern "C" fn on_fatal(sig: libc::c_int) {
     // SA_RESETHAND restored the default action, so this kills the process as intended.
     // SAFETY: raise is async-signal-safe.
     unsafe { libc::raise(sig) };
+}
+
+extern "C" fn on_fork_prepare() {
+    FORKED_AT.with(|t| t.set(state::now_ns()));
 }
 
 /// A parent snapshots its shared mappings at each fork too: its child shares what is
