@@ -47,6 +47,7 @@ mod io;
 mod next;
 #[cfg(not(test))]
 mod pin;
+mod quiet_thread;
 #[cfg(not(test))]
 mod setid;
 mod snapshot;

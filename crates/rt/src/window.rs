@@ -14,6 +14,7 @@
 //! rather than shortening the gaps. Each window that opens is announced to `tdmap
 //! trace` (`MSG_WINDOW`), which reports how many were traced.
 
+use crate::quiet_thread::{self, CreateFn, Shape};
 use crate::state::{self, MODE_COUNT, MODE_OFF, MODE_RECORD};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::SeqCst};
 use tdmap_wire::raw::{Msg, MSG_WINDOW};
@@ -137,14 +138,7 @@ fn sleep_until(ns: u64) {
 /// libc's `pthread_create`, not the runtime's wrapper, which would give the helper a
 /// thread id and shift the program's.
 #[cfg(not(test))]
-fn real_create() -> Option<
-    unsafe extern "C" fn(
-        *mut libc::pthread_t,
-        *const libc::pthread_attr_t,
-        extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
-        *mut libc::c_void,
-    ) -> i32,
-> {
+fn real_create() -> Option<CreateFn> {
     crate::next::next_fn!(pthread_create: fn(
         *mut libc::pthread_t,
         *const libc::pthread_attr_t,
@@ -155,14 +149,7 @@ fn real_create() -> Option<
 
 /// Unit tests link libc's `pthread_create` directly (there is no wrapper).
 #[cfg(test)]
-fn real_create() -> Option<
-    unsafe extern "C" fn(
-        *mut libc::pthread_t,
-        *const libc::pthread_attr_t,
-        extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
-        *mut libc::c_void,
-    ) -> i32,
-> {
+fn real_create() -> Option<CreateFn> {
     Some(libc::pthread_create)
 }
 
@@ -177,24 +164,8 @@ fn spawn_helper(t0: u64) {
         // accesses: recorded, they would make the helper a traced thread.
         state::quiet(|| run(p as u64))
     }
-    // SAFETY: sigset_t, pthread_attr_t and pthread_t are plain data initialised by the
-    // calls below; the helper inherits the all-blocked mask, then ours is restored.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        libc::pthread_attr_init(&mut attr);
-        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
-        let mut t: libc::pthread_t = 0;
-        let rc = create(&mut t, &attr, main, t0 as *mut libc::c_void);
-        libc::pthread_attr_destroy(&mut attr);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if rc == 0 {
-            libc::pthread_setname_np(t, c"tdmap-window".as_ptr());
-        }
-    }
+    let name = c"tdmap-window";
+    let _ = quiet_thread::spawn(create, Shape::Detached, main, t0 as *mut libc::c_void, name);
 }
 
 #[cfg(test)]

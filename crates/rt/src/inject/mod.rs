@@ -38,6 +38,7 @@ mod announce;
 mod handler;
 pub(crate) mod maps;
 
+use crate::quiet_thread::{self, Shape};
 use handler::Injector;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tdmap_sys::uffd;
@@ -254,27 +255,15 @@ fn map_beacon(page: usize) -> u64 {
 
 /// Starts the handler on the given stack with every signal blocked; else the errno.
 fn start_thread(stack: usize, len: usize, inj: *mut Injector) -> Result<(), i32> {
-    // SAFETY: sigset_t, pthread_attr_t and pthread_t are plain data initialised by the
-    // calls below; the stack range belongs to our mapping and outlives the thread; the
-    // thread inherits the all-blocked mask, then ours is restored.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        libc::pthread_attr_init(&mut attr);
-        libc::pthread_attr_setstack(&mut attr, stack as *mut libc::c_void, len);
-        let mut t: libc::pthread_t = 0;
-        let rc = libc::pthread_create(&mut t, &attr, handler_main, inj.cast());
-        libc::pthread_attr_destroy(&mut attr);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if rc != 0 {
-            return Err(rc);
-        }
-        libc::pthread_setname_np(t, THREAD_NAME_C.as_ptr());
-    }
-    Ok(())
+    // The stack range belongs to our mapping and outlives the thread.
+    let shape = Shape::Stack(stack, len);
+    quiet_thread::spawn(
+        libc::pthread_create,
+        shape,
+        handler_main,
+        inj.cast(),
+        THREAD_NAME_C,
+    )
 }
 
 const THREAD_NAME_C: &std::ffi::CStr = c"tdmap-inject";
