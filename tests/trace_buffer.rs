@@ -20,23 +20,7 @@ fn stencil3d() -> PathBuf {
 }
 
 fn build_stencil3d() -> PathBuf {
-    common::cargo_build("tdmap-rt");
-    let dir = scratch().join("build");
-    let prog = dir.join("tdmap/stencil3d");
-    let out = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads"))
-        .arg(format!("TDMAP={TDMAP}"))
-        .arg(format!("BUILD={}", dir.display()))
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    prog
+    common::tdmap_cc_workload(&scratch().join("build"), "stencil3d")
 }
 
 #[test]

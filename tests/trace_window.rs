@@ -19,23 +19,7 @@ fn scratch() -> PathBuf {
 
 /// The `tdmap cc` build of mg.
 fn build() -> PathBuf {
-    common::cargo_build("tdmap-rt");
-    let dir = scratch().join("build");
-    let prog = dir.join("tdmap/mg");
-    let out = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads"))
-        .arg(format!("TDMAP={TDMAP}"))
-        .arg(format!("BUILD={}", dir.display()))
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    prog
+    common::tdmap_cc_workload(&scratch().join("build"), "mg")
 }
 
 /// Traces `mg 8 32 12` with `flags`; returns the trace and the JSON summary, after

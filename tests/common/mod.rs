@@ -153,6 +153,27 @@ pub fn cargo_build(package: &str) {
     built.push(package.into());
 }
 
+/// Builds `workloads/<name>.c` with `tdmap cc` (and the runtime it links) into
+/// `dir/tdmap/<name>`; returns its path.
+pub fn tdmap_cc_workload(dir: &Path, name: &str) -> PathBuf {
+    cargo_build("tdmap-rt");
+    let prog = dir.join("tdmap").join(name);
+    let out = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads"))
+        .arg(format!("TDMAP={}", env!("CARGO_BIN_EXE_tdmap")))
+        .arg(format!("BUILD={}", dir.display()))
+        .arg(&prog)
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "building {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    prog
+}
+
 /// Compiles the C program `tests/<rel>` with `gcc -O2 -Wall` into the test target's
 /// temporary directory as `exe`; returns its path.
 pub fn gcc_test_program(rel: &str, exe: &str) -> PathBuf {
