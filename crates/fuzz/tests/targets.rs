@@ -549,13 +549,10 @@ fn sim_report(policy: &str, cycles: u64, remote: u64) -> tdmap_sim::SimReport {
         },
         tlb_misses: 3,
         faults: 2,
-        injected_faults: 0,
         fault_cycles: 100,
-        thread_migration_cycles: 0,
-        page_migration_cycles: 0,
         thread_migrations: 1,
-        page_migrations: 0,
         ticks: 4,
+        ..Default::default()
     }
 }
 

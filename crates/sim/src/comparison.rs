@@ -204,15 +204,7 @@ mod tests {
                 mem_remote: remote,
                 ..MemStats::default()
             },
-            tlb_misses: 0,
-            faults: 0,
-            injected_faults: 0,
-            fault_cycles: 0,
-            thread_migration_cycles: 0,
-            page_migration_cycles: 0,
-            thread_migrations: 0,
-            page_migrations: 0,
-            ticks: 0,
+            ..SimReport::default()
         }
     }
 

@@ -152,20 +152,10 @@ mod tests {
         assert!((model.dram_line - 8.0 * 2.6e-9).abs() < 1e-15);
         let mut r = SimReport {
             policy: "os".into(),
-            accesses: 0,
             cycles_max: m.hz as u64, // one second
-            cycles_total: 0,
             thread_cycles: vec![0; 4],
             mem: MemStats::default(),
-            tlb_misses: 0,
-            faults: 0,
-            injected_faults: 0,
-            fault_cycles: 0,
-            thread_migration_cycles: 0,
-            page_migration_cycles: 0,
-            thread_migrations: 0,
-            page_migrations: 0,
-            ticks: 0,
+            ..SimReport::default()
         };
         let idle = Energy::of(&r, &model);
         assert!(

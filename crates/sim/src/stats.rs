@@ -40,7 +40,7 @@ pub struct MemStats {
 }
 
 /// Everything one run reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimReport {
     /// The policy's name.
     pub policy: String,
