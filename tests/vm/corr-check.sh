@@ -19,26 +19,13 @@
 #   a neighbour's 1 KiB sub-block comes after one to its own in the same page is never
 #   seen there: stencil3d's x-faces (one line at the end of a row half) stay invisible.
 #
-# NUMA balancing is on, with its scanner marking 4 MB every 20 ms (debugfs). The
-# default waits 1 s and then scans every 1-60 s, too slow for runs of seconds; and
-# marking the whole address space at one instant (scan_size_mb 1024) aliases with an
-# iterative program: every page's next toucher then comes from the same step of its
-# loop, so phase saw only one of its two pairings per run (near in one run, far in
-# the next).
+# NUMA balancing is on, with its scanner marking 4 MB every 20 ms (numab.sh says why:
+# with the whole address space marked at once, phase saw only one of its two pairings
+# per run, near in one run, far in the next).
 # Prints "corr_check: N of M checks failed" like the other checkers.
 set -u
-d=/sys/kernel/debug/sched/numa_balancing
-mount -t debugfs none /sys/kernel/debug 2>/dev/null
-old=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo 0)
-echo 1 >/proc/sys/kernel/numa_balancing
-if [ -d "$d" ]; then
-  echo 0 >"$d/scan_delay_ms"
-  echo 20 >"$d/scan_period_min_ms"
-  echo 20 >"$d/scan_period_max_ms"
-  echo 4 >"$d/scan_size_mb"
-else
-  echo "corr| $d missing: NUMA balancing keeps its default scan periods"
-fi
+. /numab.sh
+numab_fast || echo "corr| debugfs numa_balancing missing: NUMA balancing keeps its default scan periods"
 # One run of workload $1 (size $2, repetitions $3) per $4-byte blocks: prints the
 # detected matrix and sets `line` and `s` (the similarity); fails if tdmap run does.
 one() {
@@ -91,6 +78,6 @@ for block in 4096 1024; do
     fi
   done </tmp/corr.specs
 done
-echo "$old" >/proc/sys/kernel/numa_balancing
+numab_restore
 echo "corr_check: $bad of $n checks failed"
 [ "$bad" -eq 0 ]

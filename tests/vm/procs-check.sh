@@ -17,19 +17,11 @@ check() { n=$((n + 1)); if [ "$1" = 1 ]; then echo "PASS $2"; else echo "FAIL $2
 # NUMA balancing scans every process from its start (a new process waits 1 s by default,
 # longer than the children live here, while process 0 is scanned: its hinting faults
 # alone would weigh the pair (0,1)), as in corr-check.sh.
-d=/sys/kernel/debug/sched/numa_balancing
-mount -t debugfs none /sys/kernel/debug 2>/dev/null
-old=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo 0)
-echo 1 >/proc/sys/kernel/numa_balancing
-if [ -d "$d" ]; then
-  echo 0 >"$d/scan_delay_ms"
-  echo 20 >"$d/scan_period_min_ms"
-  echo 20 >"$d/scan_period_max_ms"
-  echo 4 >"$d/scan_size_mb"
-fi
+. /numab.sh
+numab_fast
 /bin/tdmap run --sampler kernel --period 20 --dry-run --json --report /tmp/fs.json -- /bin/forkshare 4 256 20 >/tmp/fs.out
 rc=$?
-echo "$old" >/proc/sys/kernel/numa_balancing
+numab_restore
 check "$([ "$rc" = 0 ] && echo 1)" "tdmap run of forkshare 4 exits 0 (got $rc)"
 j=$(tr -d ' \n' </tmp/fs.json)
 cells=$(echo "$j" | sed 's/.*"matrix":{[^}]*"cells":\[\([^]]*\)\].*/\1/')
