@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use workloads::gcc;
 
 const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
@@ -128,32 +128,11 @@ fn inject_keeps_the_output_and_sees_the_pairs_sharing_first_touches_miss() {
     }
 }
 
-/// Runs `cmd` with stdout captured; panics if it takes longer than `limit` (the program
-/// hung), after killing it.
-fn stdout_within(mut cmd: Command, limit: Duration) -> (String, std::process::ExitStatus) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        pipe.read_to_string(&mut s).unwrap();
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("{cmd:?} still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (reader.join().unwrap(), status)
+/// Runs `cmd`; its stdout and status, or a panic if it takes longer than `limit` (the
+/// program hung).
+fn stdout_within(cmd: Command, limit: Duration) -> (String, std::process::ExitStatus) {
+    let o = common::output_within(cmd, limit);
+    (String::from_utf8(o.stdout).unwrap(), o.status)
 }
 
 /// `tdmap run` of `prog` with every page of it protected every `period_ms` (add its
@@ -204,6 +183,22 @@ fn setuid_in_a_threaded_program_does_not_hang() {
     let (out, st) = stdout_within(cmd, Duration::from_secs(120));
     assert!(st.success(), "{st:?}: {out}");
     assert_eq!(out, "setuid 20000\n");
+}
+
+/// A `tdmap cc` program (the runtime linked in, its statics in the anonymous part of
+/// `.bss`) runs with every resident page protected every 5 ms, the settings given
+/// directly with this test as the monitor: the handler thread's own writes (its busy
+/// flag) must never land on a page it protected. Before the fix it hung on every run.
+#[test]
+fn the_handlers_own_words_are_never_protected() {
+    let prog = common::tdmap_cc_test_program("inject/statics.c", "inject-statics");
+    for _ in 0..3 {
+        let mut cmd = Command::new(&prog);
+        cmd.env("TDMAP_INJECT", format!("5,1,100000,{}", std::process::id()));
+        let (out, st) = stdout_within(cmd, Duration::from_secs(30));
+        assert!(st.success(), "{st:?}: {out}");
+        assert_eq!(out, "statics ok\n");
+    }
 }
 
 /// The runtime follows an `exec` of the same process (the pid and its parent stay).

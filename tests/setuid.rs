@@ -170,7 +170,7 @@ fn run(prog: &Path, out: &Path, as_user: Option<&TempUser>) -> Output {
     if let Some(u) = as_user {
         cmd.uid(u.uid).gid(u.gid);
     }
-    let o = cmd.output().unwrap();
+    let o = common::output_within(cmd, std::time::Duration::from_secs(60));
     assert!(o.status.success(), "{} failed: {o:?}", prog.display());
     assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n");
     o

@@ -177,15 +177,66 @@ pub fn tdmap_cc_workload(dir: &Path, name: &str) -> PathBuf {
 /// Compiles the C program `tests/<rel>` with `gcc -O2 -Wall` into the test target's
 /// temporary directory as `exe`; returns its path.
 pub fn gcc_test_program(rel: &str, exe: &str) -> PathBuf {
+    test_program(Command::new("gcc"), rel, exe)
+}
+
+/// As [`gcc_test_program`], with `tdmap cc` (the runtime linked in).
+pub fn tdmap_cc_test_program(rel: &str, exe: &str) -> PathBuf {
+    cargo_build("tdmap-rt");
+    let mut cc = Command::new(env!("CARGO_BIN_EXE_tdmap"));
+    cc.arg("cc");
+    test_program(cc, rel, exe)
+}
+
+fn test_program(mut cc: Command, rel: &str, exe: &str) -> PathBuf {
     let src = test_path(rel);
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(exe);
-    let ok = Command::new("gcc")
+    let ok = cc
         .args(["-O2", "-Wall", "-o"])
         .arg(&exe)
         .arg(&src)
         .status()
         .unwrap()
         .success();
-    assert!(ok, "gcc failed on {}", src.display());
+    assert!(ok, "{cc:?} failed on {}", src.display());
     exe
+}
+
+/// Runs `cmd` to its end with stdout and stderr captured, like `Command::output`; kills
+/// it and panics if it takes longer than `limit`, so that a hang fails the test instead
+/// of stalling the whole run.
+pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let drain = |mut p: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = p.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }

@@ -8,8 +8,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use tdmap_wire::Announcement;
 
-/// 1 once the handler thread has written its announcement (or failed to).
-static SENT: AtomicU32 = AtomicU32::new(0);
+/// 1 once the handler thread has written its announcement (or failed to); on the page
+/// the handler never protects.
+const SENT: &AtomicU32 = &super::SHARED.sent;
 
 /// The announcement descriptor `fd` if it is a pipe, marked close-on-exec; None
 /// otherwise (then it is not the pipe `tdmap run` made, and is left alone).

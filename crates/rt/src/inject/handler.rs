@@ -67,8 +67,9 @@ pub struct Injector {
     /// The pipe on which the thread announces its tid as it starts, -1 for none; the
     /// constructor closes it once the thread has.
     pub announce_fd: i32,
-    /// The injector's own memory (this struct and the thread's stack), never registered.
-    pub own: Region,
+    /// Memory never registered, sorted: the injector's own (this struct and the thread's
+    /// stack) and the page of the words it shares with the program's threads.
+    pub own: [Region; 2],
     regions: [Region; MAX_REGIONS],
     n: usize,
     fresh: [Region; MAX_REGIONS],
@@ -81,25 +82,24 @@ pub struct Injector {
     pub faults: u64,
 }
 
-/// Appends the parts of `r` outside `own` to `out` (the kernel may merge our mapping
-/// with a neighbour into one line).
-fn push_outside(out: &mut [Region], m: &mut usize, r: Region, own: Region) {
-    let parts = [
-        Region {
-            end: r.end.min(own.start),
-            ..r
-        },
-        Region {
-            start: r.start.max(own.end),
-            ..r
-        },
-    ];
-    for p in parts {
-        if p.start < p.end && *m < out.len() {
-            out[*m] = p;
+/// Appends the parts of `r` outside every range of `own` (sorted, disjoint) to `out`
+/// (the kernel may merge our mapping with a neighbour into one line).
+fn push_outside(out: &mut [Region], m: &mut usize, r: Region, own: &[Region]) {
+    let mut push = |start: u64, end: u64| {
+        if start < end && *m < out.len() {
+            out[*m] = Region { start, end, ..r };
             *m += 1;
         }
+    };
+    let mut from = r.start;
+    for o in own {
+        if o.end <= from || o.start >= r.end {
+            continue;
+        }
+        push(from, o.start);
+        from = o.end;
     }
+    push(from, r.end);
 }
 
 impl Injector {
@@ -179,7 +179,7 @@ impl Injector {
                 end: line.end,
                 ok: 0,
             };
-            push_outside(fresh, &mut m, r, own);
+            push_outside(fresh, &mut m, r, &own);
         });
         let known = &self.regions[..self.n];
         for r in &mut self.fresh[..m] {
@@ -281,18 +281,38 @@ mod tests {
 
     #[test]
     fn our_own_memory_is_cut_out_of_a_merged_line() {
-        let mut out = [Region::default(); 4];
+        let own = [reg(0x4000, 0x6000), reg(0x7000, 0x8000)];
+        let mut out = [Region::default(); 8];
         let mut m = 0;
-        push_outside(&mut out, &mut m, reg(0x1000, 0x9000), reg(0x4000, 0x6000));
-        push_outside(&mut out, &mut m, reg(0x4000, 0x6000), reg(0x4000, 0x6000));
-        push_outside(&mut out, &mut m, reg(0xa000, 0xb000), reg(0x4000, 0x6000));
+        for r in [
+            reg(0x1000, 0x9000),
+            reg(0x4000, 0x6000),
+            reg(0xa000, 0xb000),
+            reg(0x5000, 0x7800),
+            reg(0x6000, 0x7000),
+        ] {
+            push_outside(&mut out, &mut m, r, &own);
+        }
         assert_eq!(
             &out[..m],
             &[
                 reg(0x1000, 0x4000),
-                reg(0x6000, 0x9000),
-                reg(0xa000, 0xb000)
+                reg(0x6000, 0x7000),
+                reg(0x8000, 0x9000),
+                reg(0xa000, 0xb000),
+                reg(0x6000, 0x7000),
+                reg(0x6000, 0x7000)
             ]
         );
+    }
+
+    #[test]
+    fn the_shared_words_have_a_page_to_themselves() {
+        let page = tdmap_sys::page_size();
+        let p = super::super::shared_page(page);
+        let at = std::ptr::addr_of!(super::super::SHARED) as u64;
+        assert_eq!(p.end - p.start, page as u64);
+        assert!(p.start <= at && at + std::mem::size_of::<super::super::Shared>() as u64 <= p.end);
+        assert_eq!(std::mem::align_of::<super::super::Shared>(), 4096);
     }
 }

@@ -46,14 +46,43 @@ use tdmap_wire::inject as env;
 
 /// Stack of the handler thread (glibc also puts its descriptor and TLS there).
 const STACK: usize = 256 * 1024;
-/// The userfaultfd, -1 when not injecting.
-static FD: AtomicI32 = AtomicI32::new(-1);
-/// Set-id calls under way ([`unprotected`]): no protection pass starts meanwhile.
-static PAUSED: AtomicU32 = AtomicU32::new(0);
-/// 1 while the handler thread protects pages.
-static BUSY: AtomicU32 = AtomicU32::new(0);
-/// 1 once the handler thread may have protected pages since they were last all lifted.
-static PROTECTED: AtomicU32 = AtomicU32::new(0);
+/// The words the handler thread writes outside its own mapping, on one page that it
+/// never protects: a write of its own to a protected page would wait for itself. It
+/// happened: in a `tdmap cc` program the runtime's statics lie in the anonymous part of
+/// `.bss`, which is eligible, and the handler hung at its first pass that sampled that
+/// page (`tests/run_inject.rs`, `the_handlers_own_words_are_never_protected`).
+#[repr(C, align(4096))]
+struct Shared {
+    /// The userfaultfd, -1 when not injecting.
+    fd: AtomicI32,
+    /// Set-id calls under way ([`unprotected`]): no protection pass starts meanwhile.
+    paused: AtomicU32,
+    /// 1 while the handler thread protects pages.
+    busy: AtomicU32,
+    /// 1 once the handler thread may have protected pages since they were last all
+    /// lifted.
+    protected: AtomicU32,
+    /// 1 once the handler thread has written its announcement (`announce`).
+    sent: AtomicU32,
+}
+
+static SHARED: Shared = Shared {
+    fd: AtomicI32::new(-1),
+    paused: AtomicU32::new(0),
+    busy: AtomicU32::new(0),
+    protected: AtomicU32::new(0),
+    sent: AtomicU32::new(0),
+};
+const FD: &AtomicI32 = &SHARED.fd;
+const PAUSED: &AtomicU32 = &SHARED.paused;
+const BUSY: &AtomicU32 = &SHARED.busy;
+const PROTECTED: &AtomicU32 = &SHARED.protected;
+
+/// The page that holds [`SHARED`], never protected.
+fn shared_page(page: usize) -> handler::Region {
+    let at = std::ptr::addr_of!(SHARED) as usize & !(page - 1);
+    handler::Region::new(at as u64, (at + page) as u64)
+}
 
 /// Runs `f`, a set-id call, with no page of the program write-protected. glibc runs its
 /// set-id handler on every thread, the handler thread included, and the kernel writes
@@ -216,7 +245,11 @@ fn spawn(fd: i32, s: &env::Settings, announce_fd: i32) -> Result<(), i32> {
     st.fraction = s.fraction;
     st.max_pages = s.pages;
     st.monitor = s.monitor;
-    st.own = handler::Region::new(area as u64, (area + size) as u64);
+    st.own = [
+        handler::Region::new(area as u64, (area + size) as u64),
+        shared_page(page),
+    ];
+    st.own.sort_by_key(|r| r.start);
     st.beacon = map_beacon(page);
     st.announce_fd = announce_fd;
     let stack = area + std::mem::size_of::<Injector>().next_multiple_of(page);
