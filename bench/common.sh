@@ -9,7 +9,7 @@ TDMAP=target/release/tdmap
 export OMP_WAIT_POLICY=passive
 
 cargo build --release -q -p tdmap -p tdmap-rt
-make -s -j2 -C workloads gcc tdmap TDMAP="$PWD/$TDMAP" BUILD="$PWD/$OUT/build" >/dev/null
+make -s -j2 -C workloads gcc tdmap TDMAP="$(realpath "$TDMAP")" BUILD="$(realpath -m "$OUT")/build" >/dev/null
 mkdir -p "$OUT"
 
 # shellcheck source=bench/lib.sh

@@ -17,7 +17,7 @@ TDMAP=target/release/tdmap
 export OMP_WAIT_POLICY=passive
 
 cargo build --release -q -p tdmap
-make -s -j2 -C workloads gcc BUILD="$PWD/$OUT/build" >/dev/null
+make -s -j2 -C workloads gcc BUILD="$(realpath -m "$OUT")/build" >/dev/null
 # Sizes (size[:repeat]) at 2 threads: single-pass runs of 0.1-0.4 s on the 2-vCPU
 # development VM (2026-11), all page faults; iterative runs of about 2-4 s, each rep well
 # above the cost of its barriers, which is erratic on a 2-vCPU VM. tdmap's fixed start-up

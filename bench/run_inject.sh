@@ -18,7 +18,7 @@ TDMAP=target/release/tdmap
 export OMP_WAIT_POLICY=passive
 
 cargo build --release -q -p tdmap -p tdmap-rt
-make -s -j2 -C workloads gcc BUILD="$PWD/$OUT/build" >/dev/null
+make -s -j2 -C workloads gcc BUILD="$(realpath -m "$OUT")/build" >/dev/null
 gcc -O2 -Wall -o "$OUT/inject_cost" bench/inject_cost.c
 # The sizes of bench/run.sh: runs of about 0.5-2 s at 2 threads.
 SIZES=${SIZES:-"ep:20000000 stencil1d:16384 stencil3d:72 pairs:1572864 alltoall:4096 pipeline:262144 cginit:400000 phase:786432"}

@@ -13,20 +13,17 @@ THREADS=${THREADS:-8}
 MACHINE=${MACHINE:-xeon-x7550-4s}
 SEED=${SEED:-1}
 OUT=${BENCH_DIR:-target/bench-sim}
-TDMAP=target/release/tdmap
 POLICIES=os,compact,scatter,random,interleave,numa-balancing,sammu,kmaf,oracle
-export OMP_WAIT_POLICY=passive
-
-cargo build --release -q -p tdmap -p tdmap-rt
-make -s -j2 -C workloads tdmap TDMAP="$PWD/$TDMAP" BUILD="$PWD/$OUT/build" >/dev/null
-mkdir -p "$OUT"
+# shellcheck source=bench/sim_lib.sh
+. bench/sim_lib.sh
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 # size:repeat, giving 1-3.5 million accesses at 8 threads: each pattern run 16 times, as
 # iterative programs do (the sizes of tests/sim_cli.rs). SIZES="ep:131072 ..." (repeat 1)
 # gives the single-pass traces, on which kmaf cannot pay back (crates/sim/README.md).
 SIZES=${SIZES:-"ep:4096:16 stencil1d:4:16 stencil3d:4:16 pairs:256:16 alltoall:128:16 pipeline:64:16 cginit:1024:16 phase:128:16"}
 
-now() { date +%s%N; }
 summary="$OUT/summary.txt"
 : >"$summary"
 total_acc=0
@@ -36,9 +33,7 @@ for spec in $SIZES; do
   # shellcheck disable=SC2206 # size and optional repeat, split on ':'
   args=(${rest//:/ })
   trace="$OUT/$w.trace"
-  if [ "${KEEP_TRACES:-0}" != 1 ] || [ ! -s "$trace" ]; then
-    "$TDMAP" trace --force -o "$trace" -- "$OUT/build/tdmap/$w" "$THREADS" "${args[@]}" >/dev/null 2>&1
-  fi
+  workload_trace "$trace" "$w" "${args[@]}"
   s=$(now)
   "$TDMAP" sim "$trace" --machine "$MACHINE" --seed "$SEED" --policies "$POLICIES" \
     --plot "$OUT/$w.png" >"$OUT/$w.txt"
@@ -53,19 +48,7 @@ for spec in $SIZES; do
 done
 
 echo "SIMULATED modelled execution time relative to os on $MACHINE ($THREADS threads, seed $SEED; lower is better)"
-awk '
-  { if (!($2 in seen)) { seen[$2]=1; pol[++np]=$2 }
-    if (!($1 in wseen)) { wseen[$1]=1; wl[++nw]=$1 }
-    t[$1, $2]=$3 }
-  END {
-    printf "%-10s", "workload"; for (p=1; p<=np; p++) printf " %9.9s", pol[p]; printf "\n"
-    for (i=1; i<=nw; i++) {
-      printf "%-10s", wl[i]
-      for (p=1; p<=np; p++) { v=t[wl[i], pol[p]]; printf " %9.3f", v; lg[p]+=log(v) }
-      printf "\n"
-    }
-    printf "%-10s", "geomean"; for (p=1; p<=np; p++) printf " %9.3f", exp(lg[p]/nw); printf "\n"
-  }' "$summary"
+relative_table "$summary" 9
 awk -v a="$total_acc" -v ns="$total_ns" 'BEGIN {
   printf "\nreplay throughput: %.1f M simulated accesses x policies per second (%d in %.1f s, one core, release, trace read twice)\n", a/ns*1e3, a, ns/1e9 }'
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

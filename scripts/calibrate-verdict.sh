@@ -12,13 +12,8 @@ cd "$(dirname "$0")/.."
 THREADS=${THREADS:-8}
 MACHINE=${MACHINE:-xeon-x7550-4s}
 OUT=${OUT:-target/calibrate-verdict}
-export OMP_WAIT_POLICY=passive
-if [ -z "${TDMAP:-}" ]; then
-  cargo build --release -q -p tdmap -p tdmap-rt
-  TDMAP=target/release/tdmap
-fi
-mkdir -p "$OUT"
-make -s -j2 -C workloads tdmap TDMAP="$PWD/$TDMAP" BUILD="$PWD/$OUT/build" >/dev/null
+# shellcheck source=bench/sim_lib.sh
+. bench/sim_lib.sh
 SIZES=${SIZES:-"ep:4096 stencil1d:4 stencil3d:4 pairs:256 alltoall:128 pipeline:64 cginit:1024 phase:128"}
 
 # The first value of "key": in a JSON file.
@@ -31,9 +26,7 @@ for spec in $SIZES; do
   w=${spec%%:*}; size=${spec#*:}
   for repeat in 1 16; do
     trace="$OUT/$w-$repeat.trace"
-    if [ "${KEEP_TRACES:-0}" != 1 ] || [ ! -s "$trace" ]; then
-      "$TDMAP" trace --force -o "$trace" -- "$OUT/build/tdmap/$w" "$THREADS" "$size" "$repeat" >/dev/null 2>&1
-    fi
+    workload_trace "$trace" "$w" "$size" "$repeat"
     j="$OUT/$w-$repeat.json"
     "$TDMAP" analyze "$trace" --machine "$MACHINE" --page-size 4K --sim --json >"$j"
     vt=$(words verdict_threads "$j"); vd=$(words verdict_data "$j")
