@@ -257,11 +257,13 @@ fn the_papers_baselines_run_on_cginit_and_numa_balancing_moves_pages() {
 /// of os on `alltoall 8 128` traces; 1.89 with 1,323 page migrations at 256, now 1.06).
 /// `crates/sim/tests/sammu_alltoall.rs` checks the same on synthetic streams.
 ///
-/// Not on a single transpose (`alltoall 8 128 1`, 114 periods): there sammu's one remap
-/// packs the threads onto one package at its first period with too little run left for
-/// Eq. 6 to bring the pages after them (0-3 page migrations), so its time is the noise
-/// of the trace's interleaving: 0.97-1.04 of os over 9 traces of this machine. From two
-/// transposes on (0.91-0.95 of os over 4 traces; 0.83-0.87 at 4) the pages follow.
+/// Not on a single run of the pattern (`alltoall 8 N 1`), where the paper has no rule
+/// that would keep sammu within 2 % (crates/sim/README.md, `sammu`): at N = 128 the one
+/// remap packs the threads onto one package at 84-87 % of the run, too late to pay back
+/// (0.987-1.032 of os over 3 traces, 0-1 page migrations); at 192 and 256 each thread's
+/// whole step comes as one burst in a trace of 8 threads on 2 cores, and Eq. 6 moves the
+/// matrix it reads to the burst's node in batches (0.99-1.35, up to 838 migrations).
+/// From two runs on (0.91-0.95 of os over 4 traces; 0.83-0.87 at 4) the pages follow.
 #[test]
 fn sammu_is_within_2_percent_of_os_on_the_all_to_all_transpose() {
     for repeat in ["2", "16"] {

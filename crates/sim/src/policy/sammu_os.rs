@@ -7,10 +7,12 @@
 //! leaves a quarter of a count, 1 / (1 − [`AGING`]) = 4) was moved for a burst of one
 //! node's accesses, not for where the page is used. With 4-bit counters NT only matters
 //! between Table 1's 10 and 16 (no migration): a burst that saturates one node's counter
-//! (15 against 0) passes any NT up to 15. On the `alltoall` traces and streams of
-//! `tests/sammu_alltoall.rs` the rule does not fire (a page's moves there are more than
-//! 4 periods apart), so their figures come from the list and the thread mapping, not
-//! from NT.
+//! (15 against 0) passes any NT up to 15. The rule does not fire on the streams of
+//! `tests/sammu_alltoall.rs` and fires in one period of 10 `alltoall` traces (a page's
+//! moves there are mostly more than 4 periods apart), so their figures come from the
+//! list and the thread mapping, not from NT: a single run traced on 2 cores moves the
+//! read matrix in the batches of its bursts (838 migrations of 256 pages, 257 back to a
+//! node the page had left) that no NT below 16, where data mapping stops, holds back.
 
 use crate::hash::FastMap;
 use tdmap_sharing::AGING;

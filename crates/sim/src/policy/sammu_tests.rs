@@ -202,3 +202,32 @@ fn threads_stay_with_their_data_when_it_outweighs_the_sharing() {
     assert_eq!(threads_moved(p, 200, 16), 0);
     assert!(threads_moved(p, 0, 16) > 0);
 }
+
+/// Why NT cannot hold back the batches of a traced burst (crates/sim/README.md, `sammu`
+/// on a single alltoall run): one thread's column walk, run alone for a whole step,
+/// sends a case-1 event on every page it reads again and again. From its owner's 15
+/// against 0 the walker's node gets 15 against 0 after 15 events, which passes every NT
+/// that 4-bit counters allow (up to 15); only 16, where the OS stops data mapping, holds.
+#[test]
+fn a_burst_of_one_node_passes_every_nt_below_sixteen() {
+    let burst_moves = |nt: u8| {
+        let mut s = Sammu::new(SammuParams {
+            nt,
+            ..SammuParams::default()
+        });
+        s.resize(8, 4);
+        s.set_page(
+            P,
+            PageHist {
+                at: 0,
+                sv: vec![0, 0],
+                nc: vec![15, 0, 0, 0],
+            },
+        );
+        (1..=15).find(|_| s.event(2, 1, P, 0, 1, false).migrate_to == Some(1))
+    };
+    for nt in 10..=15 {
+        assert!(burst_moves(nt).is_some(), "NT {nt} held the page back");
+    }
+    assert_eq!(burst_moves(16), None);
+}
