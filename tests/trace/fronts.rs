@@ -257,9 +257,15 @@ int main(void) {
 /// shares the copied lines with it, under both fronts.
 #[test]
 fn a_memcpy_of_another_threads_data_shows_as_sharing() {
+    pairs_share_what_they_copy("copy_pairs", COPY_PAIRS, (1 << 14) + 1024);
+}
+
+/// Builds `src` (4 threads, t copying from t^1) with `tdmap cc` and `tdmap gcc`, traces
+/// it, and checks that partners share at least `copied` bytes and others under 1 KiB.
+fn pairs_share_what_they_copy(name: &str, src: &str, copied: usize) {
     for front in ["cc", "gcc"] {
-        let exe = compile_by(front, "copy_pairs.c", COPY_PAIRS);
-        let (trace, out) = trace_to(&format!("copy-pairs-{front}.trace"), &[], &exe, &[]);
+        let exe = compile_by(front, &format!("{name}.c"), src);
+        let (trace, out) = trace_to(&format!("{name}-{front}.trace"), &[], &exe, &[]);
         assert!(
             out.status.success(),
             "{}",
@@ -267,7 +273,6 @@ fn a_memcpy_of_another_threads_data_shows_as_sharing() {
         );
         assert!(tdmap_trace::check(&trace).ok());
         let (m, _) = analyze_pairs(&trace, 4, "amount");
-        let copied = (1 << 14) + 1024;
         for (i, j) in [(0, 1), (2, 3)] {
             assert!(m[i][j] >= copied as f64, "{front}: pair {i},{j}: {m:?}");
         }
@@ -312,24 +317,7 @@ int main(void) {
 /// it, under both fronts (clang's aggregate copies reach the runtime as `__tsan_memcpy`).
 #[test]
 fn a_struct_copy_of_another_threads_data_shows_as_sharing() {
-    for front in ["cc", "gcc"] {
-        let exe = compile_by(front, "struct_pairs.c", STRUCT_PAIRS);
-        let (trace, out) = trace_to(&format!("struct-pairs-{front}.trace"), &[], &exe, &[]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(tdmap_trace::check(&trace).ok());
-        let (m, _) = analyze_pairs(&trace, 4, "amount");
-        let copied = (512 * 32) as f64;
-        for (i, j) in [(0, 1), (2, 3)] {
-            assert!(m[i][j] >= copied, "{front}: pair {i},{j}: {m:?}");
-        }
-        for (i, j) in [(0, 2), (0, 3), (1, 2), (1, 3)] {
-            assert!(m[i][j] < 1024.0, "{front}: pair {i},{j}: {m:?}");
-        }
-    }
+    pairs_share_what_they_copy("struct_pairs", STRUCT_PAIRS, 512 * 32);
 }
 
 /// Every kind of atomic gcc turns into a `__tsan_atomic*` call, hammered by 4 threads:
