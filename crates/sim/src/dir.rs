@@ -14,8 +14,8 @@ pub(crate) struct DirEntry {
     pub(crate) cores: u64,
     /// Shared-cache domains that hold the line.
     pub(crate) domains: u64,
-    /// The NUMA node of the line's page.
-    pub(crate) home: u16,
+    /// The NUMA node of the line's page (in a shared replay, its row in `Homes`).
+    pub(crate) home: u32,
 }
 
 /// One slot: the line number plus one (0 when empty) and its entry.
@@ -170,7 +170,7 @@ mod tests {
         DirEntry {
             cores: v,
             domains: v >> 3,
-            home: v as u16,
+            home: v as u32,
         }
     }
 

@@ -25,6 +25,7 @@ mod memsys;
 pub mod policy;
 mod replay;
 mod rng;
+mod shared;
 mod sim;
 mod stats;
 pub mod synth;

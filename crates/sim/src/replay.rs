@@ -4,11 +4,13 @@
 //! `tdmap sim` run share the decoding and advance in parallel; memory stays bounded, as
 //! only a few chunks are alive at a time. Each simulator sees the same chunks in the same
 //! order whichever thread runs it, so the reports do not depend on the thread count.
+//! Static policies that place threads alike share one simulator (see `shared`).
 
 use crate::access::SimAccess;
 use crate::config::SimConfig;
 use crate::error::SimError;
-use crate::policy::Policy;
+use crate::machine::Machine;
+use crate::policy::{PageView, Policy, PolicyCtx};
 use crate::sim::Simulator;
 use crate::stats::SimReport;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -53,21 +55,21 @@ where
     I: IntoIterator<Item = Result<SimAccess, E>>,
     E: From<SimError>,
 {
-    let sims = policies
+    let n = policies.len();
+    let sims = share(topo, cfg, policies, threads)
         .into_iter()
-        .map(|p| Simulator::new(topo, cfg.clone(), p, threads))
+        .map(|(at, ps)| Ok((at, Simulator::shared(topo, cfg.clone(), ps, threads)?)))
         .collect::<Result<Vec<_>, SimError>>()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(sims.len());
     if workers <= 1 {
-        return inline(sims, stream);
+        return inline(sims, stream, n);
     }
-    // Simulator k goes to worker k % workers; reports are put back in that order.
-    let mut groups: Vec<Vec<(usize, Simulator)>> = (0..workers).map(|_| Vec::new()).collect();
+    // Simulator k goes to worker k % workers; reports are put back in the policies' order.
+    let mut groups: Vec<Vec<Sim>> = (0..workers).map(|_| Vec::new()).collect();
     for (k, sim) in sims.into_iter().enumerate() {
-        groups[k % workers].push((k, sim));
+        groups[k % workers].push(sim);
     }
-    let n = groups.iter().map(Vec::len).sum();
     std::thread::scope(|scope| {
         let mut senders = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
@@ -82,11 +84,7 @@ where
         let mut failed = None;
         for h in handles {
             match h.join().expect("a simulator thread panicked") {
-                Ok(done) => {
-                    for (k, r) in done {
-                        reports[k] = Some(r);
-                    }
-                }
+                Ok(done) => put(&mut reports, done),
                 Err(e) => failed = failed.or(Some(e)),
             }
         }
@@ -101,8 +99,63 @@ where
     })
 }
 
+/// A simulator and the indexes, in the list of policies, of the policies it replays.
+type Sim<'t> = (Vec<usize>, Simulator<'t>);
+
+/// The policies grouped into replays: each static policy with the static policies of the
+/// same thread mapping ([`Policy::static_mapping`]), every other policy alone. Each group
+/// comes with the policies' indexes in the list, first where the first of them was.
+#[allow(clippy::type_complexity)]
+fn share(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    threads: usize,
+) -> Vec<(Vec<usize>, Vec<Box<dyn Policy>>)> {
+    // A machine the simulator cannot model: every policy alone, for Simulator::new to
+    // report why, as it would without sharing.
+    let Ok(machine) = Machine::new(topo, cfg) else {
+        let alone = policies.into_iter().enumerate();
+        return alone.map(|(k, p)| (vec![k], vec![p])).collect();
+    };
+    let ctx = PolicyCtx {
+        topo,
+        machine: &machine,
+        threads,
+        thread_pu: &[],
+        now: 0,
+        period: 1,
+        work: 0,
+        pages: PageView::default(),
+    };
+    let mut groups: Vec<(Option<Vec<usize>>, Vec<usize>, Vec<Box<dyn Policy>>)> = Vec::new();
+    for (k, p) in policies.into_iter().enumerate() {
+        let key = p.static_mapping(&ctx);
+        let same = key
+            .as_ref()
+            .and_then(|key| groups.iter().position(|g| g.0.as_ref() == Some(key)));
+        match same {
+            Some(g) => {
+                groups[g].1.push(k);
+                groups[g].2.push(p);
+            }
+            None => groups.push((key, vec![k], vec![p])),
+        }
+    }
+    groups.into_iter().map(|(_, at, ps)| (at, ps)).collect()
+}
+
+/// Puts a worker's reports where their policies are in the list.
+fn put(reports: &mut [Option<SimReport>], done: Vec<(Vec<usize>, Vec<SimReport>)>) {
+    for (at, rs) in done {
+        for (k, r) in at.into_iter().zip(rs) {
+            reports[k] = Some(r);
+        }
+    }
+}
+
 /// One thread replays everything: no worker to feed.
-fn inline<I, E>(mut sims: Vec<Simulator>, stream: I) -> Result<Vec<SimReport>, E>
+fn inline<I, E>(mut sims: Vec<Sim>, stream: I, n: usize) -> Result<Vec<SimReport>, E>
 where
     I: IntoIterator<Item = Result<SimAccess, E>>,
     E: From<SimError>,
@@ -110,11 +163,17 @@ where
     let mut buf = Vec::with_capacity(CHUNK);
     let mut stream = stream.into_iter();
     while fill(&mut stream, &mut buf)? {
-        for sim in &mut sims {
+        for (_, sim) in &mut sims {
             sim.run_chunk(&buf)?;
         }
     }
-    Ok(sims.into_iter().map(Simulator::finish).collect())
+    let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
+    let done = sims.into_iter().map(|(at, s)| (at, s.finish_all()));
+    put(&mut reports, done.collect());
+    Ok(reports
+        .into_iter()
+        .map(|r| r.expect("every simulator reports"))
+        .collect())
 }
 
 /// Decodes the stream chunk by chunk and sends each chunk to every worker. A worker that
@@ -151,14 +210,18 @@ where
 }
 
 /// A worker: replays every chunk it receives under each of its simulators.
+#[allow(clippy::type_complexity)]
 fn worker(
-    mut group: Vec<(usize, Simulator)>,
+    mut group: Vec<Sim>,
     rx: Receiver<Arc<Vec<SimAccess>>>,
-) -> Result<Vec<(usize, SimReport)>, SimError> {
+) -> Result<Vec<(Vec<usize>, Vec<SimReport>)>, SimError> {
     for chunk in rx {
         for (_, sim) in &mut group {
             sim.run_chunk(&chunk)?;
         }
     }
-    Ok(group.into_iter().map(|(k, s)| (k, s.finish())).collect())
+    Ok(group
+        .into_iter()
+        .map(|(at, s)| (at, s.finish_all()))
+        .collect())
 }

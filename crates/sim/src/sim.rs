@@ -16,6 +16,7 @@ use crate::memsys::MemSys;
 use crate::policy::{
     Actions, FaultEvent, FaultKind, PageView, Policy, PolicyCtx, TlbEvent, TlbEventKind,
 };
+use crate::shared::{Follower, Homes};
 use crate::stats::SimReport;
 use crate::tlb::{Tlb, TlbEntry};
 use tdmap_topo::Topology;
@@ -53,6 +54,9 @@ pub(crate) struct Pte {
     pub(crate) node: u16,
     /// Cleared by a policy's extra-fault injection.
     pub(crate) present: bool,
+    /// The page's home as the memory system knows it: `node`, or in a shared replay the
+    /// page's row in [`Homes`].
+    pub(crate) home: u32,
 }
 
 /// One simulation run of one policy.
@@ -88,6 +92,8 @@ pub struct Simulator<'t> {
     thread_migrations: u64,
     page_migrations: u64,
     ticks: u64,
+    /// The other policies of a shared replay (`shared`), none in a replay of its own.
+    followers: Vec<Follower>,
 }
 
 impl<'t> Simulator<'t> {
@@ -161,11 +167,34 @@ impl<'t> Simulator<'t> {
             thread_migrations: 0,
             page_migrations: 0,
             ticks: 0,
+            followers: Vec::new(),
             machine,
             cfg,
         };
         for t in 0..threads {
             s.place_thread(t, s.thread_pu[t]);
+        }
+        Ok(s)
+    }
+
+    /// One replay of several static policies that place threads alike (see `shared`):
+    /// the first drives it, each with the same thread mapping
+    /// ([`Policy::static_mapping`]). [`Simulator::finish_all`] gives their reports.
+    pub(crate) fn shared(
+        topo: &'t Topology,
+        cfg: SimConfig,
+        policies: Vec<Box<dyn Policy>>,
+        threads: usize,
+    ) -> Result<Self, SimError> {
+        let mut policies = policies.into_iter();
+        let lead = policies.next().expect("a shared replay has a policy");
+        let mut s = Simulator::new(topo, cfg, lead, threads)?;
+        let period = s.period;
+        s.followers = policies
+            .map(|p| Follower::new(p, threads, period))
+            .collect();
+        if !s.followers.is_empty() {
+            s.mem.homes = Some(Homes::new(s.followers.len() + 1));
         }
         Ok(s)
     }
@@ -187,6 +216,30 @@ impl<'t> Simulator<'t> {
     /// One access.
     #[inline]
     pub fn step(&mut self, a: &SimAccess) -> Result<(), SimError> {
+        let (t, lat) = self.serve(a)?;
+        if !self.followers.is_empty() {
+            self.follow(t, lat);
+            return Ok(());
+        }
+        self.advance(t, lat);
+        Ok(())
+    }
+
+    /// A shared replay's access: each policy's clock advances by the common latency
+    /// plus its own memory latency.
+    fn follow(&mut self, t: usize, lat: u64) {
+        let h = self.mem.homes.as_mut().expect("a shared replay has homes");
+        for (f, &own) in self.followers.iter_mut().zip(&h.pending[1..]) {
+            f.advance(t, lat + own, self.period);
+        }
+        let own = h.pending[0];
+        h.pending.fill(0);
+        self.advance(t, lat + own);
+    }
+
+    /// Serves an access; returns its thread and the cycles it took.
+    #[inline(always)]
+    fn serve(&mut self, a: &SimAccess) -> Result<(usize, u64), SimError> {
         let t = a.thread as usize;
         if t >= self.clocks.len() {
             return Err(SimError::ThreadOutOfRange {
@@ -209,14 +262,19 @@ impl<'t> Simulator<'t> {
         if self.access_events {
             self.report_access(a, home, t);
         }
-        self.clocks[t] += lat + self.cfg.costs.compute;
+        Ok((t, lat + self.cfg.costs.compute))
+    }
+
+    /// Thread `t` spent `lat` cycles: time moves on, and the policy ticks.
+    #[inline(always)]
+    fn advance(&mut self, t: usize, lat: u64) {
+        self.clocks[t] += lat;
         if self.clocks[t] > self.now {
             self.now = self.clocks[t];
             if self.now >= self.next_tick {
                 self.tick(t);
             }
         }
-        Ok(())
     }
 
     /// A thread's first access: it starts at the simulated time of that point of the
@@ -228,6 +286,9 @@ impl<'t> Simulator<'t> {
         self.started[t] = true;
         self.clocks[t] = self.now;
         self.start_sum += self.now;
+        for f in &mut self.followers {
+            f.start(t);
+        }
     }
 
     /// The TLB and page table: the page's node, and the cycles of a walk or a fault.
@@ -238,18 +299,18 @@ impl<'t> Simulator<'t> {
         if let Some(e) = self.tlbs[core].lookup(page, t as u32) {
             e.ac = e.ac.saturating_add(1);
             if e.ac < ac_max || !self.tlb_events {
-                return (e.node as usize, 0);
+                return (e.home as usize, 0);
             }
             let ev = *e;
             e.ac = 0;
             self.report_tlb(ev, core, TlbEventKind::Saturated, t);
-            return (ev.node as usize, 0);
+            return (ev.home as usize, 0);
         }
         self.tlb_misses += 1;
         let (node, cost) = self.walk(t, addr, page);
         let victim = self.tlbs[core].insert(TlbEntry {
             page,
-            node: node as u16,
+            home: node as u32,
             thread: t as u32,
             ac: 1,
         });
@@ -259,10 +320,11 @@ impl<'t> Simulator<'t> {
         (node, cost + self.cfg.costs.page_walk)
     }
 
-    /// A page walk; faults place or re-validate the page.
+    /// A page walk; faults place or re-validate the page. Gives the page's home as the
+    /// memory system knows it ([`Pte::home`]).
     fn walk(&mut self, t: usize, addr: u64, page: u64) -> (usize, u64) {
         let kind = match self.pages.get_mut(&page) {
-            Some(p) if p.present => return (p.node as usize, 0),
+            Some(p) if p.present => return (p.home as usize, 0),
             Some(p) => {
                 p.present = true;
                 FaultKind::Injected
@@ -272,11 +334,13 @@ impl<'t> Simulator<'t> {
                 let ctx = ctx!(self);
                 let home = self.policy.place_page(&ctx, t as u32, page, node);
                 let home = home.min(self.machine.nodes() - 1);
+                let key = self.home_key(t, page, node, home);
                 self.pages.insert(
                     page,
                     Pte {
                         node: home as u16,
                         present: true,
+                        home: key,
                     },
                 );
                 FaultKind::FirstTouch
@@ -297,7 +361,7 @@ impl<'t> Simulator<'t> {
         self.policy.on_fault(&ctx, &ev, &mut out);
         self.apply(&mut out, t);
         self.actions = out;
-        let node = self.pages[&page].node as usize;
+        let home = self.pages[&page].home as usize;
         let cost = match kind {
             FaultKind::FirstTouch => self.cfg.costs.fault,
             FaultKind::Injected => {
@@ -306,7 +370,22 @@ impl<'t> Simulator<'t> {
             }
         };
         self.overhead.fault_cycles += cost;
-        (node, cost)
+        (home, cost)
+    }
+
+    /// A new page's home for the memory system: its node, `home`; in a shared replay,
+    /// its row in [`Homes`], with the node each follower places it on.
+    fn home_key(&mut self, t: usize, page: u64, node: usize, home: usize) -> u32 {
+        let Some(homes) = self.mem.homes.as_mut() else {
+            return home as u32;
+        };
+        let ctx = ctx!(self);
+        let last = self.machine.nodes() - 1;
+        let rest = self.followers.iter_mut().map(|f| {
+            let n = f.policy().place_page(&ctx, t as u32, page, node);
+            n.min(last)
+        });
+        homes.push(std::iter::once(home).chain(rest))
     }
 
     #[cold]
@@ -322,7 +401,7 @@ impl<'t> Simulator<'t> {
         let page_node = self
             .pages
             .get(&e.page)
-            .map_or(e.node as usize, |p| p.node as usize);
+            .map_or(e.home as usize, |p| p.node as usize);
         let ev = TlbEvent {
             thread: e.thread,
             node: self.node_of_core[core],
@@ -416,7 +495,9 @@ impl<'t> Simulator<'t> {
         if from == node {
             return;
         }
+        debug_assert!(self.mem.homes.is_none(), "static policies move no page");
         p.node = node as u16;
+        p.home = node as u32;
         let lines = self.cfg.page_size >> self.line_shift;
         self.mem.flush_lines(page * lines, lines);
         for tlb in &mut self.tlbs {
@@ -482,8 +563,30 @@ impl<'t> Simulator<'t> {
         &self.mem
     }
 
-    /// Ends the run and gives its report.
+    /// Ends the run and gives its report (of the first policy, in a shared replay).
     pub fn finish(self) -> SimReport {
+        self.finish_all().swap_remove(0)
+    }
+
+    /// Ends the run and gives the report of each policy it replayed, in order.
+    pub(crate) fn finish_all(mut self) -> Vec<SimReport> {
+        let followers = std::mem::take(&mut self.followers);
+        let homes = self.mem.homes.take();
+        let mut lead = self.report();
+        let Some(homes) = homes else {
+            return vec![lead];
+        };
+        let common = lead.mem;
+        lead.mem = homes.mem_stats(common, 0);
+        let rest: Vec<SimReport> = followers
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| f.finish(&lead, homes.mem_stats(common, i + 1)))
+            .collect();
+        std::iter::once(lead).chain(rest).collect()
+    }
+
+    fn report(self) -> SimReport {
         SimReport {
             policy: self.policy.name(),
             accesses: self.accesses,

@@ -492,6 +492,9 @@ impl Policy for Renamed {
     fn first_touch_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
         self.inner.first_touch_mapping(ctx)
     }
+    fn static_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        self.inner.static_mapping(ctx)
+    }
     fn wants_accesses(&self) -> bool {
         self.inner.wants_accesses()
     }

@@ -1,0 +1,229 @@
+//! Shared replays: static policies that place the threads alike, replayed as one.
+//!
+//! A static policy (a thread mapping and a page-placement rule; no event hook, no move)
+//! cannot change through its page homes what the caches, TLBs and directory hold: that
+//! depends only on the stream and on the core of each thread. Homes only set what a read
+//! from memory costs and which links a line crosses to or from memory, and the policy's
+//! ticks do nothing. So the static policies of a run that place threads alike (each of
+//! best-static's mappings with first-touch pages and with its best homes, `scatter` and
+//! `scatter+homes`) share one replay of the caches, and each keeps its own clocks and
+//! home-dependent counters: its report is the one a replay of its own gives, figure for
+//! figure (`replay`'s tests check it). On the workload traces this replays 9-10 cache
+//! models where there were 15-16.
+//!
+//! In a shared replay, the memory system knows a page's home by the page's row in a
+//! table of homes (one node per policy) instead of by its node.
+
+use crate::policy::Policy;
+use crate::stats::{MemStats, SimReport};
+
+/// The home-dependent side of the memory system in a shared replay.
+#[derive(Debug, Clone)]
+pub(crate) struct Homes {
+    /// Policies sharing the replay.
+    n: usize,
+    /// Row `r`, column `v`: the node of row `r`'s page under policy `v`.
+    table: Vec<u16>,
+    /// Each policy's memory latency in the access under way, for its clock.
+    pub(crate) pending: Vec<u64>,
+    /// Each policy's home-dependent counters: reads from memory, local or remote, and
+    /// the bytes they and write-backs to memory move.
+    pub(crate) counts: Vec<MemStats>,
+}
+
+impl Homes {
+    /// An empty table for `n` policies.
+    pub(crate) fn new(n: usize) -> Homes {
+        Homes {
+            n,
+            table: Vec::new(),
+            pending: vec![0; n],
+            counts: vec![MemStats::default(); n],
+        }
+    }
+
+    /// Number of policies.
+    #[inline]
+    pub(crate) fn policies(&self) -> usize {
+        self.n
+    }
+
+    /// Adds a page with its node under each policy; returns its row.
+    pub(crate) fn push(&mut self, nodes: impl IntoIterator<Item = usize>) -> u32 {
+        let row = self.table.len() / self.n;
+        self.table.extend(nodes.into_iter().map(|n| n as u16));
+        debug_assert_eq!(self.table.len(), (row + 1) * self.n);
+        row as u32
+    }
+
+    /// The node of row `row`'s page under policy `v`.
+    #[inline]
+    pub(crate) fn node(&self, row: usize, v: usize) -> usize {
+        self.table[row * self.n + v] as usize
+    }
+
+    /// Policy `v`'s report from the one the replay's simulator gave for policy 0: the
+    /// same cache figures, its own home-dependent counters added.
+    pub(crate) fn mem_stats(&self, common: MemStats, v: usize) -> MemStats {
+        let c = &self.counts[v];
+        MemStats {
+            mem_local: common.mem_local + c.mem_local,
+            mem_remote: common.mem_remote + c.mem_remote,
+            traffic_intra: common.traffic_intra + c.traffic_intra,
+            traffic_inter: common.traffic_inter + c.traffic_inter,
+            ..common
+        }
+    }
+}
+
+/// A policy that follows a shared replay: its own clocks, advanced by the replay's
+/// latencies plus its own memory latencies, as the simulator advances its own.
+pub(crate) struct Follower {
+    policy: Box<dyn Policy>,
+    clocks: Vec<u64>,
+    start_sum: u64,
+    now: u64,
+    next_tick: u64,
+    ticks: u64,
+}
+
+impl Follower {
+    /// A follower of `threads` threads ticking every `period` cycles.
+    pub(crate) fn new(policy: Box<dyn Policy>, threads: usize, period: u64) -> Follower {
+        Follower {
+            policy,
+            clocks: vec![0; threads],
+            start_sum: 0,
+            now: 0,
+            next_tick: period,
+            ticks: 0,
+        }
+    }
+
+    /// The policy, to place pages on their first touch.
+    pub(crate) fn policy(&mut self) -> &mut dyn Policy {
+        self.policy.as_mut()
+    }
+
+    /// Thread `t`'s first access (as `Simulator::start`).
+    pub(crate) fn start(&mut self, t: usize) {
+        self.clocks[t] = self.now;
+        self.start_sum += self.now;
+    }
+
+    /// Thread `t` spent `lat` cycles; ticks are counted as the simulator counts them
+    /// (a static policy does nothing at a tick).
+    #[inline]
+    pub(crate) fn advance(&mut self, t: usize, lat: u64, period: u64) {
+        self.clocks[t] += lat;
+        if self.clocks[t] > self.now {
+            self.now = self.clocks[t];
+            while self.now >= self.next_tick {
+                self.next_tick += period;
+                self.ticks += 1;
+            }
+        }
+    }
+
+    /// The report, from the replay's report for policy 0 and this policy's counters.
+    pub(crate) fn finish(self, lead: &SimReport, mem: MemStats) -> SimReport {
+        SimReport {
+            policy: self.policy.name(),
+            cycles_max: self.clocks.iter().copied().max().unwrap_or(0),
+            cycles_total: self.clocks.iter().sum::<u64>() - self.start_sum,
+            thread_cycles: self.clocks,
+            mem,
+            ticks: self.ticks,
+            ..lead.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::{pu_order, Fixed, PagePlacement, Policy, StaticPolicy, ThreadOrder};
+    use crate::sim::Simulator;
+    use crate::{simulate, SimAccess, SimConfig, SimReport, SplitMix64};
+    use tdmap_topo::Topology;
+
+    /// Threads reading and writing lines of each other's pages, thread 1 starting late,
+    /// and some accesses crossing a page boundary (whose second line takes the home of
+    /// the first page): every kind of eviction and write-back, to memory homes that the
+    /// policies place differently.
+    fn stream(threads: u32, seed: u64) -> Vec<SimAccess> {
+        let mut rng = SplitMix64::new(seed);
+        let mut out = Vec::new();
+        for i in 0..60_000u64 {
+            let t = match i {
+                0..5_000 => 0,
+                _ => rng.below(threads as usize) as u32,
+            };
+            let page = rng.below(64) as u64;
+            let addr = match rng.below(50) {
+                0 => (page << 12) + 4092,
+                _ => (page << 12) + rng.below(64) as u64 * 64,
+            };
+            out.push(match rng.unit() < 0.3 {
+                true => SimAccess::write(t, addr, 8),
+                false => SimAccess::read(t, addr, 8),
+            });
+        }
+        out
+    }
+
+    /// Static policies with scatter's thread mapping and four ways of placing pages.
+    fn policies(topo: &Topology, threads: usize) -> Vec<Box<dyn Policy>> {
+        let order = pu_order(topo, ThreadOrder::Scatter);
+        let mapping: Vec<usize> = (0..threads).map(|t| order[t % order.len()]).collect();
+        let nodes = topo.num_nodes();
+        let homes = (0..64u64).map(|p| (p, (p as usize * 7 + 1) % nodes));
+        let placed = |name, pages| StaticPolicy::new(name, ThreadOrder::Scatter, pages);
+        vec![
+            Box::new(placed("first-touch", PagePlacement::FirstTouch)),
+            Box::new(placed("interleave", PagePlacement::Interleave)),
+            Box::new(Fixed::new("homes", mapping).with_pages(homes)),
+            Box::new(placed("random", PagePlacement::Random(9))),
+        ]
+    }
+
+    fn shared_and_alone(topo: &Topology, threads: usize) -> (Vec<SimReport>, Vec<SimReport>) {
+        let cfg = SimConfig {
+            tick_cycles: Some(20_000),
+            ..SimConfig::default()
+        };
+        let t = stream(threads as u32, 4);
+        let mut sim = Simulator::shared(topo, cfg.clone(), policies(topo, threads), threads)
+            .expect("a valid machine");
+        sim.run_chunk(&t).unwrap();
+        let alone = policies(topo, threads)
+            .into_iter()
+            .map(|p| simulate(topo, cfg.clone(), p, threads, t.iter().copied()).unwrap())
+            .collect();
+        (sim.finish_all(), alone)
+    }
+
+    /// Each policy's report from the shared replay is the one its own replay gives, on a
+    /// machine with tiny shared caches (dirty shared-cache victims go home) and on one
+    /// without a shared cache (dirty private victims go home); the homes do change the
+    /// figures, so the test compares different reports.
+    #[test]
+    fn a_shared_replay_reports_each_policy_as_its_own_replay() {
+        let tiny = tdmap_topo::from_synthetic(
+            "pack:2 [numa(memory=1GiB)] l3:1(size=4KiB) l2:2(size=1KiB) l1d:1(size=512) core:1 pu:1",
+        )
+        .unwrap();
+        let opteron = tdmap_topo::preset("opteron-8n").unwrap();
+        for (topo, threads) in [(&tiny, 4), (&opteron, 8)] {
+            let (shared, alone) = shared_and_alone(topo, threads);
+            assert_eq!(shared.len(), alone.len());
+            for (s, a) in shared.iter().zip(&alone) {
+                assert_eq!(s, a, "{} on {}", a.policy, topo.name);
+            }
+            let differ = |f: fn(&SimReport) -> u64| alone.iter().any(|r| f(r) != f(&alone[0]));
+            assert!(differ(|r| r.cycles_max), "times on {}", topo.name);
+            assert!(differ(|r| r.mem.mem_remote), "remote on {}", topo.name);
+            assert!(differ(|r| r.mem.traffic_inter), "links on {}", topo.name);
+            assert!(alone[0].mem.writebacks > 0 && alone[0].ticks > 1);
+        }
+    }
+}
