@@ -142,6 +142,16 @@ fn share(
             None => groups.push((key, vec![k], vec![p])),
         }
     }
+    if std::env::var_os("SIMSPEED_DEBUG").is_some() {
+        for g in &groups {
+            eprintln!(
+                "group {:?} {:?} {:?}",
+                g.0,
+                g.1,
+                g.2.iter().map(|p| p.name()).collect::<Vec<_>>()
+            );
+        }
+    }
     groups.into_iter().map(|(_, at, ps)| (at, ps)).collect()
 }
 
