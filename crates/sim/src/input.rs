@@ -122,6 +122,32 @@ impl TraceInput {
         Ok(true)
     }
 
+    /// Appends the next `max` accesses to `buf` (fewer only at the end of the trace), in
+    /// the order the iterator gives them, without its per-access calls: the replay of
+    /// every policy waits on this loop.
+    pub fn fill(&mut self, buf: &mut Vec<SimAccess>, max: usize) -> Result<(), RunError> {
+        let goal = buf.len() + max;
+        loop {
+            if let Some(t) = self.cur {
+                let q = &mut self.queues[t as usize];
+                let before = buf.len();
+                while buf.len() < goal {
+                    match q.front() {
+                        Some(&(time, a)) if time <= self.bound => {
+                            q.pop_front();
+                            buf.push(a);
+                        }
+                        _ => break,
+                    }
+                }
+                self.buffered -= buf.len() - before;
+            }
+            if buf.len() >= goal || !self.switch()? {
+                return Ok(());
+            }
+        }
+    }
+
     fn next_access(&mut self) -> Result<Option<SimAccess>, RunError> {
         loop {
             if let Some(t) = self.cur {

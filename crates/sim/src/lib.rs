@@ -41,7 +41,7 @@ pub use input::{first_pass, Profile, RunError, TraceInput};
 pub use machine::{CacheGeom, Machine, SharedGeom};
 pub use memsys::MemSys;
 pub use policy::{Actions, Policy, PolicyCtx};
-pub use replay::{simulate, simulate_many, CHUNK};
+pub use replay::{simulate, simulate_chunks, simulate_many, CHUNK};
 pub use rng::SplitMix64;
 pub use sim::Simulator;
 pub use stats::{MemStats, SimReport};

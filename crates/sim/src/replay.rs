@@ -13,6 +13,7 @@ use crate::machine::Machine;
 use crate::policy::{PageView, Policy, PolicyCtx};
 use crate::sim::Simulator;
 use crate::stats::SimReport;
+use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use tdmap_topo::Topology;
@@ -55,6 +56,24 @@ where
     I: IntoIterator<Item = Result<SimAccess, E>>,
     E: From<SimError>,
 {
+    let mut stream = stream.into_iter();
+    let next = move |buf: &mut Vec<SimAccess>| fill(&mut stream, buf);
+    simulate_chunks(topo, cfg, policies, threads, next)
+}
+
+/// [`simulate_many`] on a stream read chunk by chunk: `next` appends up to [`CHUNK`]
+/// accesses to the empty buffer it is given, none at the end (as
+/// [`crate::TraceInput::fill`] does, without a call per access).
+pub fn simulate_chunks<E>(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    threads: usize,
+    next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), E>,
+) -> Result<Vec<SimReport>, E>
+where
+    E: From<SimError>,
+{
     let n = policies.len();
     let sims = share(topo, cfg, policies, threads)
         .into_iter()
@@ -63,7 +82,7 @@ where
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(sims.len());
     if workers <= 1 {
-        return inline(sims, stream, n);
+        return inline(sims, next, n);
     }
     // Simulator k goes to worker k % workers; reports are put back in the policies' order.
     let mut groups: Vec<Vec<Sim>> = (0..workers).map(|_| Vec::new()).collect();
@@ -78,7 +97,7 @@ where
             senders.push(tx);
             handles.push(scope.spawn(move || worker(group, rx)));
         }
-        let fed = feed(stream, &senders);
+        let fed = feed(next, &senders);
         drop(senders);
         let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
         let mut failed = None;
@@ -165,14 +184,21 @@ fn put(reports: &mut [Option<SimReport>], done: Vec<(Vec<usize>, Vec<SimReport>)
 }
 
 /// One thread replays everything: no worker to feed.
-fn inline<I, E>(mut sims: Vec<Sim>, stream: I, n: usize) -> Result<Vec<SimReport>, E>
+fn inline<E>(
+    mut sims: Vec<Sim>,
+    mut next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), E>,
+    n: usize,
+) -> Result<Vec<SimReport>, E>
 where
-    I: IntoIterator<Item = Result<SimAccess, E>>,
     E: From<SimError>,
 {
     let mut buf = Vec::with_capacity(CHUNK);
-    let mut stream = stream.into_iter();
-    while fill(&mut stream, &mut buf)? {
+    loop {
+        buf.clear();
+        next(&mut buf)?;
+        if buf.is_empty() {
+            break;
+        }
         for (_, sim) in &mut sims {
             sim.run_chunk(&buf)?;
         }
@@ -187,15 +213,27 @@ where
 }
 
 /// Decodes the stream chunk by chunk and sends each chunk to every worker. A worker that
-/// hung up has failed: feeding stops, and its error is reported when it is joined.
-fn feed<I, E>(stream: I, senders: &[SyncSender<Arc<Vec<SimAccess>>>]) -> Result<(), E>
-where
-    I: IntoIterator<Item = Result<SimAccess, E>>,
-{
-    let mut stream = stream.into_iter();
+/// hung up has failed: feeding stops, and its error is reported when it is joined. A
+/// chunk every worker is done with is filled again: a fresh megabyte per chunk cost more
+/// in page faults than the replay of a policy.
+fn feed<E>(
+    mut next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), E>,
+    senders: &[SyncSender<Arc<Vec<SimAccess>>>],
+) -> Result<(), E> {
+    // The chunks sent, oldest first: bounded, as the channels are.
+    let mut sent: VecDeque<Arc<Vec<SimAccess>>> = VecDeque::new();
     loop {
-        let mut buf = Vec::with_capacity(CHUNK);
-        if !fill(&mut stream, &mut buf)? {
+        let mut buf = match sent.pop_front().map(Arc::try_unwrap) {
+            Some(Ok(done)) => done,
+            Some(Err(busy)) => {
+                sent.push_front(busy);
+                Vec::with_capacity(CHUNK)
+            }
+            None => Vec::with_capacity(CHUNK),
+        };
+        buf.clear();
+        next(&mut buf)?;
+        if buf.is_empty() {
             return Ok(());
         }
         let chunk = Arc::new(buf);
@@ -204,19 +242,19 @@ where
                 return Ok(());
             }
         }
+        sent.push_back(chunk);
     }
 }
 
-/// Refills `buf` with up to [`CHUNK`] accesses; false when the stream has ended.
-fn fill<I, E>(stream: &mut I, buf: &mut Vec<SimAccess>) -> Result<bool, E>
+/// Appends up to [`CHUNK`] accesses of `stream` to `buf`.
+fn fill<I, E>(stream: &mut I, buf: &mut Vec<SimAccess>) -> Result<(), E>
 where
     I: Iterator<Item = Result<SimAccess, E>>,
 {
-    buf.clear();
     for a in stream.by_ref().take(CHUNK) {
         buf.push(a?);
     }
-    Ok(!buf.is_empty())
+    Ok(())
 }
 
 /// A worker: replays every chunk it receives under each of its simulators.
