@@ -231,3 +231,58 @@ pub fn first_pass(
         ending: reader.ending(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdmap_trace::{Access, Header, TraceStatus, Writer};
+
+    /// Three threads whose frames arrive out of time order, one of them late.
+    fn trace(path: &Path) {
+        let mut h = Header::new(vec!["test".into()], "test");
+        h.threads = 3;
+        let w = Writer::create(path, h).unwrap();
+        let acc = |thread: u32, i: u64, step: u64| Access {
+            thread,
+            addr: (thread as u64) << 20 | i * 8,
+            size: 8,
+            write: i % 3 == 0,
+            time: i * step + thread as u64,
+        };
+        for (t, step, n) in [(2u32, 5u64, 900u64), (0, 3, 2000), (1, 7, 700), (0, 3, 300)] {
+            let start = if t == 0 && n == 300 { 2000 } else { 0 };
+            let frame: Vec<Access> = (start..start + n).map(|i| acc(t, i, step)).collect();
+            w.append_accesses(t, &frame).unwrap();
+        }
+        w.finish(TraceStatus::Complete).unwrap();
+    }
+
+    /// Chunks of any size give the accesses in the iterator's order, one by one.
+    #[test]
+    fn fill_gives_the_iterators_order_in_any_chunk_size() {
+        let dir = std::env::temp_dir().join(format!("tdmap-sim-fill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.trace");
+        trace(&path);
+        let one_by_one: Vec<SimAccess> = TraceInput::open(&path)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(one_by_one.len(), 3900);
+        for max in [1, 7, 1000, 5000] {
+            let mut input = TraceInput::open(&path).unwrap();
+            let mut all = Vec::new();
+            loop {
+                let before = all.len();
+                input.fill(&mut all, max).unwrap();
+                let got = all.len() - before;
+                assert!(got <= max);
+                if got < max {
+                    break;
+                }
+            }
+            assert_eq!(all, one_by_one, "chunks of {max}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
