@@ -174,6 +174,15 @@ impl Dir {
         Some(gone)
     }
 
+    /// Maps every entry's home through `f` (a shared replay that splits).
+    pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
+        for s in self.groups.iter_mut().flat_map(|g| g.0.iter_mut()) {
+            if s.key != 0 {
+                s.entry.home = f(s.entry.home);
+            }
+        }
+    }
+
     /// Every line and its entry, in no particular order.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, DirEntry)> + '_ {

@@ -410,6 +410,12 @@ impl MemSys {
         }
     }
 
+    /// Maps the home of every line the directory tracks through `f` (a shared replay
+    /// that splits: rows of its table of homes become nodes).
+    pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
+        self.dir.rehome(f);
+    }
+
     /// Drops every cached copy of lines `first..first + n` (a page that moves to another
     /// frame leaves its old lines behind).
     pub fn flush_lines(&mut self, first: u64, n: u64) {

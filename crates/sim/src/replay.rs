@@ -121,8 +121,9 @@ where
 /// A simulator and the indexes, in the list of policies, of the policies it replays.
 type Sim<'t> = (Vec<usize>, Simulator<'t>);
 
-/// The policies grouped into replays: each static policy with the static policies of the
-/// same thread mapping ([`Policy::static_mapping`]), every other policy alone. Each group
+/// The policies grouped into replays: each static or quiet policy with those of the same
+/// thread mapping ([`Policy::static_mapping`], [`Policy::quiet_mapping`]), every other
+/// policy alone. Each group
 /// comes with the policies' indexes in the list, first where the first of them was.
 #[allow(clippy::type_complexity)]
 fn share(
@@ -149,7 +150,7 @@ fn share(
     };
     let mut groups: Vec<(Option<Vec<usize>>, Vec<usize>, Vec<Box<dyn Policy>>)> = Vec::new();
     for (k, p) in policies.into_iter().enumerate() {
-        let key = p.static_mapping(&ctx);
+        let key = p.static_mapping(&ctx).or_else(|| p.quiet_mapping(&ctx));
         let same = key
             .as_ref()
             .and_then(|key| groups.iter().position(|g| g.0.as_ref() == Some(key)));
@@ -172,6 +173,22 @@ fn share(
         }
     }
     groups.into_iter().map(|(_, at, ps)| (at, ps)).collect()
+}
+
+/// Replays a chunk under each simulator; the forks of a shared replay that split join
+/// the list, each with its policy's index.
+fn run<'t>(sims: &mut Vec<Sim<'t>>, chunk: &[SimAccess]) -> Result<(), SimError> {
+    let mut born = Vec::new();
+    for (at, sim) in sims.iter_mut() {
+        sim.run_chunk(chunk)?;
+        let forks = sim.take_forks();
+        if !forks.is_empty() {
+            let rest = at.split_off(1).into_iter().map(|k| vec![k]);
+            born.extend(rest.zip(forks));
+        }
+    }
+    sims.extend(born);
+    Ok(())
 }
 
 /// Puts a worker's reports where their policies are in the list.
@@ -199,9 +216,7 @@ where
         if buf.is_empty() {
             break;
         }
-        for (_, sim) in &mut sims {
-            sim.run_chunk(&buf)?;
-        }
+        run(&mut sims, &buf)?;
     }
     let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
     let done = sims.into_iter().map(|(at, s)| (at, s.finish_all()));
@@ -264,9 +279,7 @@ fn worker(
     rx: Receiver<Arc<Vec<SimAccess>>>,
 ) -> Result<Vec<(Vec<usize>, Vec<SimReport>)>, SimError> {
     for chunk in rx {
-        for (_, sim) in &mut group {
-            sim.run_chunk(&chunk)?;
-        }
+        run(&mut group, &chunk)?;
     }
     Ok(group
         .into_iter()

@@ -11,10 +11,14 @@
 //! figure (`replay`'s tests check it). On the workload traces this replays 9-10 cache
 //! models where there were 15-16.
 //!
+//! A quiet policy ([`Policy::quiet_mapping`]: `os`, `interleave`) replays as a static one
+//! until its first tick that asks for something; the shared replay then splits
+//! (`Simulator::split`), each policy going on with a copy of the state of its own.
+//!
 //! In a shared replay, the memory system knows a page's home by the page's row in a
 //! table of homes (one node per policy) instead of by its node.
 
-use crate::policy::Policy;
+use crate::policy::{Actions, Policy, PolicyCtx};
 use crate::stats::{MemStats, SimReport};
 
 /// The home-dependent side of the memory system in a shared replay.
@@ -79,17 +83,28 @@ impl Homes {
 /// A policy that follows a shared replay: its own clocks, advanced by the replay's
 /// latencies plus its own memory latencies, as the simulator advances its own.
 pub(crate) struct Follower {
-    policy: Box<dyn Policy>,
-    clocks: Vec<u64>,
-    start_sum: u64,
-    now: u64,
-    next_tick: u64,
-    ticks: u64,
+    pub(crate) policy: Box<dyn Policy>,
+    pub(crate) clocks: Vec<u64>,
+    pub(crate) start_sum: u64,
+    pub(crate) now: u64,
+    pub(crate) next_tick: u64,
+    pub(crate) ticks: u64,
+    /// A quiet policy, whose ticks are called; a static one does nothing at a tick.
+    quiet: bool,
+    /// What the policy asked for at the first tick that asked for something: the
+    /// replay splits at the end of the access.
+    pub(crate) acted: Option<Actions>,
 }
 
 impl Follower {
-    /// A follower of `threads` threads ticking every `period` cycles.
-    pub(crate) fn new(policy: Box<dyn Policy>, threads: usize, period: u64) -> Follower {
+    /// A follower of `threads` threads ticking every `period` cycles; `quiet` for a
+    /// quiet policy, false for a static one.
+    pub(crate) fn new(
+        policy: Box<dyn Policy>,
+        threads: usize,
+        period: u64,
+        quiet: bool,
+    ) -> Follower {
         Follower {
             policy,
             clocks: vec![0; threads],
@@ -97,6 +112,8 @@ impl Follower {
             now: 0,
             next_tick: period,
             ticks: 0,
+            quiet,
+            acted: None,
         }
     }
 
@@ -111,18 +128,37 @@ impl Follower {
         self.start_sum += self.now;
     }
 
-    /// Thread `t` spent `lat` cycles; ticks are counted as the simulator counts them
-    /// (a static policy does nothing at a tick).
+    /// Thread `t` spent `lat` cycles; true when a tick is due ([`Follower::tick`]).
     #[inline]
-    pub(crate) fn advance(&mut self, t: usize, lat: u64, period: u64) {
+    pub(crate) fn advance(&mut self, t: usize, lat: u64) -> bool {
         self.clocks[t] += lat;
-        if self.clocks[t] > self.now {
-            self.now = self.clocks[t];
-            while self.now >= self.next_tick {
-                self.next_tick += period;
-                self.ticks += 1;
+        if self.clocks[t] <= self.now {
+            return false;
+        }
+        self.now = self.clocks[t];
+        self.now >= self.next_tick
+    }
+
+    /// The ticks due, as the simulator makes them: a quiet policy's called with `ctx`
+    /// at this policy's time, a static policy's only counted. True when the policy asked
+    /// for something (it then stops ticking: the replay must split).
+    pub(crate) fn tick(&mut self, ctx: &PolicyCtx) -> bool {
+        while self.acted.is_none() && self.now >= self.next_tick {
+            self.next_tick += ctx.period;
+            self.ticks += 1;
+            if self.quiet {
+                let mut out = Actions::default();
+                let work = self.clocks.iter().sum::<u64>() - self.start_sum;
+                let ctx = PolicyCtx {
+                    now: self.now,
+                    work,
+                    ..*ctx
+                };
+                self.policy.on_tick(&ctx, &mut out);
+                self.acted = (!out.is_empty()).then_some(out);
             }
         }
+        self.acted.is_some()
     }
 
     /// The report, from the replay's report for policy 0 and this policy's counters.
@@ -141,10 +177,15 @@ impl Follower {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::{pu_order, Fixed, PagePlacement, Policy, StaticPolicy, ThreadOrder};
+    use crate::policy::{
+        pu_order, Fixed, OsPolicy, PagePlacement, Policy, StaticPolicy, TestPages, ThreadOrder,
+    };
     use crate::sim::Simulator;
-    use crate::{simulate, SimAccess, SimConfig, SimReport, SplitMix64};
+    use crate::{simulate, Machine, SimAccess, SimConfig, SimReport, SplitMix64};
     use tdmap_topo::Topology;
+
+    /// The period of the tests' runs, in cycles.
+    const PERIOD: u64 = 20_000;
 
     /// Threads reading and writing lines of each other's pages, thread 1 starting late,
     /// and some accesses crossing a page boundary (whose second line takes the home of
@@ -186,20 +227,78 @@ mod tests {
         ]
     }
 
-    fn shared_and_alone(topo: &Topology, threads: usize) -> (Vec<SimReport>, Vec<SimReport>) {
+    /// The OS model, calm (its default rate: it moves no thread in these runs) or busy
+    /// (a migration every few ticks, the first some ticks in), with a static policy of
+    /// its thread mapping; the one that leads the shared replay first.
+    fn quiet(topo: &Topology, threads: usize, busy_first: bool) -> Vec<Box<dyn Policy>> {
+        let machine = Machine::new(topo, &SimConfig::default()).unwrap();
+        let calm = OsPolicy::new("os-calm", 5, PagePlacement::FirstTouch);
+        let mut busy = OsPolicy::new("os-busy", 5, PagePlacement::Interleave);
+        busy.migrations_per_sec = 0.05 * machine.hz / PERIOD as f64;
+        let pages = TestPages::default();
+        let mapping = calm
+            .clone()
+            .initial_mapping(&pages.ctx(topo, &machine, threads, &[]));
+        let nodes = topo.num_nodes();
+        let homes = (0..64u64).map(|p| (p, (p as usize * 3) % nodes));
+        let fixed = Box::new(Fixed::new("fixed", mapping).with_pages(homes));
+        match busy_first {
+            true => vec![Box::new(busy), Box::new(calm), fixed],
+            false => vec![Box::new(calm), fixed, Box::new(busy)],
+        }
+    }
+
+    fn shared_and_alone(
+        topo: &Topology,
+        threads: usize,
+        policies: impl Fn() -> Vec<Box<dyn Policy>>,
+    ) -> (Vec<SimReport>, Vec<SimReport>) {
         let cfg = SimConfig {
-            tick_cycles: Some(20_000),
+            tick_cycles: Some(PERIOD),
             ..SimConfig::default()
         };
         let t = stream(threads as u32, 4);
-        let mut sim = Simulator::shared(topo, cfg.clone(), policies(topo, threads), threads)
-            .expect("a valid machine");
-        sim.run_chunk(&t).unwrap();
-        let alone = policies(topo, threads)
+        let mut sim = Simulator::shared(topo, cfg.clone(), policies(), threads).unwrap();
+        // In two chunks, so that a split replay goes on in the next one.
+        let (a, b) = t.split_at(t.len() / 3);
+        let mut sims = vec![sim];
+        for chunk in [a, b] {
+            let mut born = Vec::new();
+            for s in &mut sims {
+                s.run_chunk(chunk).unwrap();
+                born.extend(s.take_forks());
+            }
+            sims.extend(born);
+        }
+        sim = sims.remove(0);
+        let mut shared = sim.finish_all();
+        shared.extend(sims.into_iter().map(Simulator::finish));
+        let alone = policies()
             .into_iter()
             .map(|p| simulate(topo, cfg.clone(), p, threads, t.iter().copied()).unwrap())
             .collect();
-        (sim.finish_all(), alone)
+        (shared, alone)
+    }
+
+    /// A quiet policy replays as a static one until it moves a thread; the shared replay
+    /// then splits, whichever policy leads it, and every report is still its own
+    /// replay's. The calm OS model never splits its replay from the static policy's.
+    #[test]
+    fn a_shared_replay_splits_when_a_quiet_policy_acts() {
+        let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+        for busy_first in [true, false] {
+            let (shared, alone) = shared_and_alone(&topo, 8, || quiet(&topo, 8, busy_first));
+            let name = |r: &SimReport| r.policy.clone();
+            let mut by_name = shared.clone();
+            by_name.sort_by_key(name);
+            let mut want = alone.clone();
+            want.sort_by_key(name);
+            assert_eq!(by_name, want, "busy first: {busy_first}");
+            let busy = alone.iter().find(|r| r.policy == "os-busy").unwrap();
+            assert!(busy.thread_migrations > 1 && busy.ticks > 10, "{busy:?}");
+            let calm = alone.iter().find(|r| r.policy == "os-calm").unwrap();
+            assert_eq!(calm.thread_migrations, 0);
+        }
     }
 
     /// Each policy's report from the shared replay is the one its own replay gives, on a
@@ -214,7 +313,7 @@ mod tests {
         .unwrap();
         let opteron = tdmap_topo::preset("opteron-8n").unwrap();
         for (topo, threads) in [(&tiny, 4), (&opteron, 8)] {
-            let (shared, alone) = shared_and_alone(topo, threads);
+            let (shared, alone) = shared_and_alone(topo, threads, || policies(topo, threads));
             assert_eq!(shared.len(), alone.len());
             for (s, a) in shared.iter().zip(&alone) {
                 assert_eq!(s, a, "{} on {}", a.policy, topo.name);

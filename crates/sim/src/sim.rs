@@ -94,7 +94,13 @@ pub struct Simulator<'t> {
     ticks: u64,
     /// The other policies of a shared replay (`shared`), none in a replay of its own.
     followers: Vec<Follower>,
+    /// The followers' own simulators once a shared replay split, for the caller to take
+    /// ([`Simulator::take_forks`]), in the followers' order.
+    forks: Vec<Simulator<'t>>,
 }
+
+#[path = "fork.rs"]
+mod fork;
 
 impl<'t> Simulator<'t> {
     /// A run of `policy` with `threads` threads on `topo`.
@@ -168,6 +174,7 @@ impl<'t> Simulator<'t> {
             page_migrations: 0,
             ticks: 0,
             followers: Vec::new(),
+            forks: Vec::new(),
             machine,
             cfg,
         };
@@ -177,9 +184,10 @@ impl<'t> Simulator<'t> {
         Ok(s)
     }
 
-    /// One replay of several static policies that place threads alike (see `shared`):
-    /// the first drives it, each with the same thread mapping
-    /// ([`Policy::static_mapping`]). [`Simulator::finish_all`] gives their reports.
+    /// One replay of several static or quiet policies that place threads alike (see
+    /// `shared`): the first drives it, each with the same thread mapping
+    /// ([`Policy::static_mapping`], [`Policy::quiet_mapping`]). [`Simulator::finish_all`]
+    /// gives their reports.
     pub(crate) fn shared(
         topo: &'t Topology,
         cfg: SimConfig,
@@ -190,8 +198,12 @@ impl<'t> Simulator<'t> {
         let lead = policies.next().expect("a shared replay has a policy");
         let mut s = Simulator::new(topo, cfg, lead, threads)?;
         let period = s.period;
+        let ctx = ctx!(s);
         s.followers = policies
-            .map(|p| Follower::new(p, threads, period))
+            .map(|p| {
+                let quiet = p.static_mapping(&ctx).is_none();
+                Follower::new(p, threads, period, quiet)
+            })
             .collect();
         if !s.followers.is_empty() {
             s.mem.homes = Some(Homes::new(s.followers.len() + 1));
@@ -205,12 +217,27 @@ impl<'t> Simulator<'t> {
         self.thread_node[t] = self.machine.node_of_pu[pu];
     }
 
-    /// Replays a chunk of the stream.
+    /// Replays a chunk of the stream (a shared replay that splits on the way replays the
+    /// rest of the chunk in each of its forks too).
     pub fn run_chunk(&mut self, chunk: &[SimAccess]) -> Result<(), SimError> {
-        for a in chunk {
+        let shared = !self.followers.is_empty();
+        for (i, a) in chunk.iter().enumerate() {
             self.step(a)?;
+            if shared && self.followers.is_empty() {
+                let rest = &chunk[i + 1..];
+                for f in &mut self.forks {
+                    f.run_chunk(rest)?;
+                }
+                return self.run_chunk(rest);
+            }
         }
         Ok(())
+    }
+
+    /// The simulators of the followers of a shared replay that split (in the followers'
+    /// order; this one goes on with its own policy alone).
+    pub(crate) fn take_forks(&mut self) -> Vec<Simulator<'t>> {
+        std::mem::take(&mut self.forks)
     }
 
     /// One access.
@@ -227,14 +254,27 @@ impl<'t> Simulator<'t> {
 
     /// A shared replay's access: each policy's clock advances by the common latency
     /// plus its own memory latency.
+    /// The followers tick before the simulator does, so that a split the simulator's
+    /// own tick makes finds them at the end of the access too.
     fn follow(&mut self, t: usize, lat: u64) {
         let h = self.mem.homes.as_mut().expect("a shared replay has homes");
+        let mut due = false;
         for (f, &own) in self.followers.iter_mut().zip(&h.pending[1..]) {
-            f.advance(t, lat + own, self.period);
+            due |= f.advance(t, lat + own);
         }
         let own = h.pending[0];
         h.pending.fill(0);
+        let mut acted = false;
+        if due {
+            let ctx = ctx!(self);
+            for f in &mut self.followers {
+                acted |= f.tick(&ctx);
+            }
+        }
         self.advance(t, lat + own);
+        if acted && !self.followers.is_empty() {
+            self.split(t);
+        }
     }
 
     /// Serves an access; returns its thread and the cycles it took.
@@ -424,6 +464,9 @@ impl<'t> Simulator<'t> {
             let mut out = std::mem::take(&mut self.actions);
             let ctx = ctx!(self);
             self.policy.on_tick(&ctx, &mut out);
+            if !out.is_empty() && !self.followers.is_empty() {
+                self.split(charge);
+            }
             self.migrate_spread(&mut out.page_moves, charge);
             self.apply(&mut out, charge);
             self.actions = out;

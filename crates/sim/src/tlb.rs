@@ -103,6 +103,13 @@ impl Tlb {
         Some(e)
     }
 
+    /// Maps every entry's home through `f` (a shared replay that splits).
+    pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
+        for e in self.slots.iter_mut().filter(|e| e.page != EMPTY) {
+            e.home = f(e.home);
+        }
+    }
+
     /// Empties the TLB, returning the entries it held.
     pub fn flush(&mut self) -> Vec<TlbEntry> {
         let out = self

@@ -180,6 +180,11 @@ impl Policy for OsPolicy {
         pus
     }
 
+    /// It acts only at ticks, from its random numbers and the threads' PUs.
+    fn quiet_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        Some(self.clone().initial_mapping(ctx))
+    }
+
     fn place_page(&mut self, ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {
         self.pages.place(page, node, ctx.machine.nodes())
     }

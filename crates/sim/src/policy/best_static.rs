@@ -496,6 +496,9 @@ impl Policy for Renamed {
     fn static_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
         self.inner.static_mapping(ctx)
     }
+    fn quiet_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        self.inner.quiet_mapping(ctx)
+    }
     fn wants_accesses(&self) -> bool {
         self.inner.wants_accesses()
     }
