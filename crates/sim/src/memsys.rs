@@ -274,7 +274,7 @@ impl MemSys {
                     c.mem_remote += 1;
                 }
                 add_bytes(c, self.pkg_of_node[home] == pkg, self.line_bytes);
-                h.pending[v] += self.mem_latency[node * self.nodes + home];
+                h.add_latency(v, self.mem_latency[node * self.nodes + home]);
             }
             return 0;
         }

@@ -29,7 +29,9 @@ pub(crate) struct Homes {
     /// Row `r`, column `v`: the node of row `r`'s page under policy `v`.
     table: Vec<u16>,
     /// Each policy's memory latency in the access under way, for its clock.
-    pub(crate) pending: Vec<u64>,
+    pending: Vec<u64>,
+    /// Whether the access under way read memory (most do not: `pending` is all 0).
+    read: bool,
     /// Each policy's home-dependent counters: reads from memory, local or remote, and
     /// the bytes they and write-backs to memory move.
     pub(crate) counts: Vec<MemStats>,
@@ -42,6 +44,7 @@ impl Homes {
             n,
             table: Vec::new(),
             pending: vec![0; n],
+            read: false,
             counts: vec![MemStats::default(); n],
         }
     }
@@ -58,6 +61,19 @@ impl Homes {
         self.table.extend(nodes.into_iter().map(|n| n as u16));
         debug_assert_eq!(self.table.len(), (row + 1) * self.n);
         row as u32
+    }
+
+    /// Adds a memory read's latency `lat` for policy `v` to the access under way.
+    #[inline]
+    pub(crate) fn add_latency(&mut self, v: usize, lat: u64) {
+        self.pending[v] += lat;
+        self.read = true;
+    }
+
+    /// Ends the access under way: each policy's memory latency in it, if it read memory.
+    #[inline]
+    pub(crate) fn take_latencies(&mut self) -> Option<&mut [u64]> {
+        std::mem::take(&mut self.read).then_some(&mut self.pending[..])
     }
 
     /// The node of row `row`'s page under policy `v`.

@@ -259,11 +259,20 @@ impl<'t> Simulator<'t> {
     fn follow(&mut self, t: usize, lat: u64) {
         let h = self.mem.homes.as_mut().expect("a shared replay has homes");
         let mut due = false;
-        for (f, &own) in self.followers.iter_mut().zip(&h.pending[1..]) {
-            due |= f.advance(t, lat + own);
-        }
-        let own = h.pending[0];
-        h.pending.fill(0);
+        let own = match h.take_latencies() {
+            None => {
+                for f in &mut self.followers {
+                    due |= f.advance(t, lat);
+                }
+                0
+            }
+            Some(pending) => {
+                for (f, own) in self.followers.iter_mut().zip(&mut pending[1..]) {
+                    due |= f.advance(t, lat + std::mem::take(own));
+                }
+                std::mem::take(&mut pending[0])
+            }
+        };
         let mut acted = false;
         if due {
             let ctx = ctx!(self);
