@@ -346,8 +346,12 @@ impl<'t> Simulator<'t> {
         let page = addr >> self.page_shift;
         let ac_max = self.cfg.ac_max;
         if let Some(e) = self.tlbs[core].lookup(page, t as u32) {
+            // Only a policy that sees TLB events reads the counter: no store for others.
+            if !self.tlb_events {
+                return (e.home as usize, 0);
+            }
             e.ac = e.ac.saturating_add(1);
-            if e.ac < ac_max || !self.tlb_events {
+            if e.ac < ac_max {
                 return (e.home as usize, 0);
             }
             let ev = *e;
