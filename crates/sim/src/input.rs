@@ -244,9 +244,9 @@ mod tests {
         let w = Writer::create(path, h).unwrap();
         let acc = |thread: u32, i: u64, step: u64| Access {
             thread,
-            addr: (thread as u64) << 20 | i * 8,
+            addr: ((thread as u64) << 20) | (i * 8),
             size: 8,
-            write: i % 3 == 0,
+            write: i.is_multiple_of(3),
             time: i * step + thread as u64,
         };
         for (t, step, n) in [(2u32, 5u64, 900u64), (0, 3, 2000), (1, 7, 700), (0, 3, 300)] {
