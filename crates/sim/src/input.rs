@@ -17,6 +17,7 @@
 use crate::access::SimAccess;
 use crate::error::SimError;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use std::path::Path;
 use tdmap_trace::{Chunk, Reader, TraceError};
@@ -106,15 +107,22 @@ impl TraceInput {
 
     /// Picks the thread with the earliest pending event, refilling the window first.
     fn switch(&mut self) -> Result<bool, RunError> {
-        if let Some(t) = self.cur.take() {
-            if let Some(&(time, _)) = self.queues[t as usize].front() {
-                self.heap.push(Reverse((time, t)));
-            }
-        }
-        if !self.eof && self.buffered < WINDOW / 2 || self.heap.is_empty() {
+        // The thread that ran goes back among the others (while it has events), then the
+        // earliest of them all runs: at once when it is the one at the top of the heap,
+        // which takes its place there (one sift instead of a push and a pop).
+        let ran = self.cur.take().and_then(|t| {
+            let q = &self.queues[t as usize];
+            q.front().map(|&(time, _)| Reverse((time, t)))
+        });
+        if !self.eof && self.buffered < WINDOW / 2 || self.heap.is_empty() && ran.is_none() {
             self.refill()?;
         }
-        let Some(Reverse((_, t))) = self.heap.pop() else {
+        let next = match (ran, self.heap.peek_mut()) {
+            (Some(ran), Some(mut top)) if *top > ran => Some(std::mem::replace(&mut *top, ran)),
+            (Some(ran), _) => Some(ran),
+            (None, top) => top.map(PeekMut::pop),
+        };
+        let Some(Reverse((_, t))) = next else {
             return Ok(false);
         };
         self.cur = Some(t);

@@ -256,6 +256,7 @@ impl<'t> Simulator<'t> {
     /// plus its own memory latency.
     /// The followers tick before the simulator does, so that a split the simulator's
     /// own tick makes finds them at the end of the access too.
+    #[inline(always)]
     fn follow(&mut self, t: usize, lat: u64) {
         let h = self.mem.homes.as_mut().expect("a shared replay has homes");
         let mut due = false;
