@@ -16,7 +16,7 @@ use crate::memsys::MemSys;
 use crate::policy::{
     Actions, FaultEvent, FaultKind, PageView, Policy, PolicyCtx, TlbEvent, TlbEventKind,
 };
-use crate::shared::{Follower, Homes};
+use crate::shared::Follower;
 use crate::stats::SimReport;
 use crate::tlb::{Tlb, TlbEntry};
 use tdmap_topo::Topology;
@@ -184,33 +184,6 @@ impl<'t> Simulator<'t> {
         Ok(s)
     }
 
-    /// One replay of several static or quiet policies that place threads alike (see
-    /// `shared`): the first drives it, each with the same thread mapping
-    /// ([`Policy::static_mapping`], [`Policy::quiet_mapping`]). [`Simulator::finish_all`]
-    /// gives their reports.
-    pub(crate) fn shared(
-        topo: &'t Topology,
-        cfg: SimConfig,
-        policies: Vec<Box<dyn Policy>>,
-        threads: usize,
-    ) -> Result<Self, SimError> {
-        let mut policies = policies.into_iter();
-        let lead = policies.next().expect("a shared replay has a policy");
-        let mut s = Simulator::new(topo, cfg, lead, threads)?;
-        let period = s.period;
-        let ctx = ctx!(s);
-        s.followers = policies
-            .map(|p| {
-                let quiet = p.static_mapping(&ctx).is_none();
-                Follower::new(p, threads, period, quiet)
-            })
-            .collect();
-        if !s.followers.is_empty() {
-            s.mem.homes = Some(Homes::new(s.followers.len() + 1));
-        }
-        Ok(s)
-    }
-
     fn place_thread(&mut self, t: usize, pu: usize) {
         self.thread_pu[t] = pu;
         self.thread_core[t] = self.machine.core_of_pu[pu];
@@ -234,12 +207,6 @@ impl<'t> Simulator<'t> {
         Ok(())
     }
 
-    /// The simulators of the followers of a shared replay that split (in the followers'
-    /// order; this one goes on with its own policy alone).
-    pub(crate) fn take_forks(&mut self) -> Vec<Simulator<'t>> {
-        std::mem::take(&mut self.forks)
-    }
-
     /// One access.
     #[inline]
     pub fn step(&mut self, a: &SimAccess) -> Result<(), SimError> {
@@ -250,41 +217,6 @@ impl<'t> Simulator<'t> {
         }
         self.advance(t, lat);
         Ok(())
-    }
-
-    /// A shared replay's access: each policy's clock advances by the common latency
-    /// plus its own memory latency.
-    /// The followers tick before the simulator does, so that a split the simulator's
-    /// own tick makes finds them at the end of the access too.
-    #[inline(always)]
-    fn follow(&mut self, t: usize, lat: u64) {
-        let h = self.mem.homes.as_mut().expect("a shared replay has homes");
-        let mut due = false;
-        let own = match h.take_latencies() {
-            None => {
-                for f in &mut self.followers {
-                    due |= f.advance(t, lat);
-                }
-                0
-            }
-            Some(pending) => {
-                for (f, own) in self.followers.iter_mut().zip(&mut pending[1..]) {
-                    due |= f.advance(t, lat + std::mem::take(own));
-                }
-                std::mem::take(&mut pending[0])
-            }
-        };
-        let mut acted = false;
-        if due {
-            let ctx = ctx!(self);
-            for f in &mut self.followers {
-                acted |= f.tick(&ctx);
-            }
-        }
-        self.advance(t, lat + own);
-        if acted && !self.followers.is_empty() {
-            self.split(t);
-        }
     }
 
     /// Serves an access; returns its thread and the cycles it took.
@@ -425,21 +357,6 @@ impl<'t> Simulator<'t> {
         };
         self.overhead.fault_cycles += cost;
         (home, cost)
-    }
-
-    /// A new page's home for the memory system: its node, `home`; in a shared replay,
-    /// its row in [`Homes`], with the node each follower places it on.
-    fn home_key(&mut self, t: usize, page: u64, node: usize, home: usize) -> u32 {
-        let Some(homes) = self.mem.homes.as_mut() else {
-            return home as u32;
-        };
-        let ctx = ctx!(self);
-        let last = self.machine.nodes() - 1;
-        let rest = self.followers.iter_mut().map(|f| {
-            let n = f.policy().place_page(&ctx, t as u32, page, node);
-            n.min(last)
-        });
-        homes.push(std::iter::once(home).chain(rest))
     }
 
     #[cold]
@@ -623,24 +540,6 @@ impl<'t> Simulator<'t> {
     /// Ends the run and gives its report (of the first policy, in a shared replay).
     pub fn finish(self) -> SimReport {
         self.finish_all().swap_remove(0)
-    }
-
-    /// Ends the run and gives the report of each policy it replayed, in order.
-    pub(crate) fn finish_all(mut self) -> Vec<SimReport> {
-        let followers = std::mem::take(&mut self.followers);
-        let homes = self.mem.homes.take();
-        let mut lead = self.report();
-        let Some(homes) = homes else {
-            return vec![lead];
-        };
-        let common = lead.mem;
-        lead.mem = homes.mem_stats(common, 0);
-        let rest: Vec<SimReport> = followers
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| f.finish(&lead, homes.mem_stats(common, i + 1)))
-            .collect();
-        std::iter::once(lead).chain(rest).collect()
     }
 
     fn report(self) -> SimReport {
