@@ -11,6 +11,7 @@ use crate::cache::{Cache, State};
 use crate::dir::{Dir, DirEntry};
 use crate::hash::FastMap;
 use crate::machine::Machine;
+use crate::shared::Homes;
 use crate::stats::MemStats;
 
 /// The cache hierarchy and directory of the whole machine.
@@ -32,8 +33,11 @@ pub struct MemSys {
     interchip: u64,
     line_bytes: u64,
     control_bytes: u64,
-    /// The counters.
+    /// The counters (in a shared replay, those that do not depend on page homes).
     pub stats: MemStats,
+    /// In a shared replay (`shared`), the homes of every policy: `home` arguments are
+    /// then rows of its table, not nodes.
+    pub(crate) homes: Option<Homes>,
 }
 
 impl MemSys {
@@ -79,11 +83,13 @@ impl MemSys {
             line_bytes: m.line,
             control_bytes,
             stats: MemStats::default(),
+            homes: None,
         }
     }
 
     /// One access to one line by a core of node `node`; `home` is the node of the line's
-    /// page. Returns the latency in cycles.
+    /// page. Returns the latency in cycles (in a shared replay, less the memory latency,
+    /// which goes to each policy's `Homes::pending`).
     #[inline(always)]
     pub fn access(&mut self, core: usize, line: u64, write: bool, home: usize, node: usize) -> u64 {
         if let Some(st) = self.l1[core].lookup(line) {
@@ -149,7 +155,7 @@ impl MemSys {
         let pkg = self.pkg_of_core[core];
         let dom = self.dom_of_core[core];
         let mut e = self.dir.get(line).unwrap_or(DirEntry {
-            home: home as u16,
+            home: home as u32,
             ..DirEntry::default()
         });
         let me = 1u64 << core;
@@ -166,11 +172,7 @@ impl MemSys {
             if !write {
                 // MESI: M -> S writes the line back.
                 self.set_private_state(o, line, State::Shared);
-                self.count_bytes(
-                    self.pkg_of_core[o],
-                    self.pkg_of_node[e.home as usize],
-                    self.line_bytes,
-                );
+                self.count_to_home(self.pkg_of_core[o], e.home as usize);
                 self.stats.writebacks += 1;
             }
             l
@@ -262,6 +264,20 @@ impl MemSys {
     }
 
     fn read_memory(&mut self, home: usize, node: usize, pkg: usize) -> u64 {
+        if let Some(h) = self.homes.as_mut() {
+            for v in 0..h.policies() {
+                let home = h.node(home, v);
+                let c = &mut h.counts[v];
+                if home == node {
+                    c.mem_local += 1;
+                } else {
+                    c.mem_remote += 1;
+                }
+                add_bytes(c, self.pkg_of_node[home] == pkg, self.line_bytes);
+                h.add_latency(v, self.mem_latency[node * self.nodes + home]);
+            }
+            return 0;
+        }
         if home == node {
             self.stats.mem_local += 1;
         } else {
@@ -273,10 +289,19 @@ impl MemSys {
 
     /// Counts bytes on the on-chip interconnect, or on the inter-chip links.
     fn count_bytes(&mut self, from_pkg: usize, to_pkg: usize, bytes: u64) {
-        if from_pkg == to_pkg {
-            self.stats.traffic_intra += bytes;
-        } else {
-            self.stats.traffic_inter += bytes;
+        add_bytes(&mut self.stats, from_pkg == to_pkg, bytes);
+    }
+
+    /// Counts a line written back from package `pkg` to the node of page home `home`.
+    fn count_to_home(&mut self, pkg: usize, home: usize) {
+        match self.homes.as_mut() {
+            None => self.count_bytes(pkg, self.pkg_of_node[home], self.line_bytes),
+            Some(h) => {
+                for v in 0..h.policies() {
+                    let to = self.pkg_of_node[h.node(home, v)];
+                    add_bytes(&mut h.counts[v], pkg == to, self.line_bytes);
+                }
+            }
         }
     }
 
@@ -357,8 +382,11 @@ impl MemSys {
         }
         self.stats.writebacks += 1;
         let pkg = self.pkg_of_core[core];
-        let to = if has_llc { pkg } else { self.pkg_of_node[home] };
-        self.count_bytes(pkg, to, self.line_bytes);
+        if has_llc {
+            self.count_bytes(pkg, pkg, self.line_bytes);
+        } else {
+            self.count_to_home(pkg, home);
+        }
         if refill {
             if let Some((v, vs)) = self.llc[dom].insert(line, State::Modified) {
                 self.llc_evicted(dom, v, vs);
@@ -378,12 +406,14 @@ impl MemSys {
         }
         if st == State::Modified {
             self.stats.writebacks += 1;
-            self.count_bytes(
-                self.pkg_of_dom[dom],
-                self.pkg_of_node[home],
-                self.line_bytes,
-            );
+            self.count_to_home(self.pkg_of_dom[dom], home);
         }
+    }
+
+    /// Maps the home of every line the directory tracks through `f` (a shared replay
+    /// that splits: rows of its table of homes become nodes).
+    pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
+        self.dir.rehome(f);
     }
 
     /// Drops every cached copy of lines `first..first + n` (a page that moves to another
@@ -488,6 +518,16 @@ impl MemSys {
     /// Package of a core.
     pub fn pkg_of_core(&self, core: usize) -> usize {
         self.pkg_of_core[core]
+    }
+}
+
+/// Counts bytes on the on-chip interconnect (`same_pkg`), or on the inter-chip links.
+#[inline]
+fn add_bytes(stats: &mut MemStats, same_pkg: bool, bytes: u64) {
+    if same_pkg {
+        stats.traffic_intra += bytes;
+    } else {
+        stats.traffic_inter += bytes;
     }
 }
 

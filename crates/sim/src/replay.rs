@@ -4,13 +4,16 @@
 //! `tdmap sim` run share the decoding and advance in parallel; memory stays bounded, as
 //! only a few chunks are alive at a time. Each simulator sees the same chunks in the same
 //! order whichever thread runs it, so the reports do not depend on the thread count.
+//! Static policies that place threads alike share one simulator (see `shared`).
 
 use crate::access::SimAccess;
 use crate::config::SimConfig;
 use crate::error::SimError;
-use crate::policy::Policy;
+use crate::machine::Machine;
+use crate::policy::{PageView, Policy, PolicyCtx};
 use crate::sim::Simulator;
 use crate::stats::SimReport;
+use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use tdmap_topo::Topology;
@@ -53,21 +56,39 @@ where
     I: IntoIterator<Item = Result<SimAccess, E>>,
     E: From<SimError>,
 {
-    let sims = policies
+    let mut stream = stream.into_iter();
+    let next = move |buf: &mut Vec<SimAccess>| fill(&mut stream, buf);
+    simulate_chunks(topo, cfg, policies, threads, next)
+}
+
+/// [`simulate_many`] on a stream read chunk by chunk: `next` appends up to [`CHUNK`]
+/// accesses to the empty buffer it is given, none at the end (as
+/// [`crate::TraceInput::fill`] does, without a call per access).
+pub fn simulate_chunks<E>(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    threads: usize,
+    next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), E>,
+) -> Result<Vec<SimReport>, E>
+where
+    E: From<SimError>,
+{
+    let n = policies.len();
+    let sims = share(topo, cfg, policies, threads)
         .into_iter()
-        .map(|p| Simulator::new(topo, cfg.clone(), p, threads))
+        .map(|(at, ps)| Ok((at, Simulator::shared(topo, cfg.clone(), ps, threads)?)))
         .collect::<Result<Vec<_>, SimError>>()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(sims.len());
     if workers <= 1 {
-        return inline(sims, stream);
+        return inline(sims, next, n);
     }
-    // Simulator k goes to worker k % workers; reports are put back in that order.
-    let mut groups: Vec<Vec<(usize, Simulator)>> = (0..workers).map(|_| Vec::new()).collect();
+    // Simulator k goes to worker k % workers; reports are put back in the policies' order.
+    let mut groups: Vec<Vec<Sim>> = (0..workers).map(|_| Vec::new()).collect();
     for (k, sim) in sims.into_iter().enumerate() {
-        groups[k % workers].push((k, sim));
+        groups[k % workers].push(sim);
     }
-    let n = groups.iter().map(Vec::len).sum();
     std::thread::scope(|scope| {
         let mut senders = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
@@ -76,17 +97,13 @@ where
             senders.push(tx);
             handles.push(scope.spawn(move || worker(group, rx)));
         }
-        let fed = feed(stream, &senders);
+        let fed = feed(next, &senders);
         drop(senders);
         let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
         let mut failed = None;
         for h in handles {
             match h.join().expect("a simulator thread panicked") {
-                Ok(done) => {
-                    for (k, r) in done {
-                        reports[k] = Some(r);
-                    }
-                }
+                Ok(done) => put(&mut reports, done),
                 Err(e) => failed = failed.or(Some(e)),
             }
         }
@@ -101,32 +118,137 @@ where
     })
 }
 
+/// A simulator and the indexes, in the list of policies, of the policies it replays.
+type Sim<'t> = (Vec<usize>, Simulator<'t>);
+
+/// The policies grouped into replays: each static or quiet policy with those of the same
+/// thread mapping ([`Policy::static_mapping`], [`Policy::quiet_mapping`]), every other
+/// policy alone. Each group
+/// comes with the policies' indexes in the list, first where the first of them was.
+#[allow(clippy::type_complexity)]
+fn share(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policies: Vec<Box<dyn Policy>>,
+    threads: usize,
+) -> Vec<(Vec<usize>, Vec<Box<dyn Policy>>)> {
+    // A machine the simulator cannot model: every policy alone, for Simulator::new to
+    // report why, as it would without sharing.
+    let Ok(machine) = Machine::new(topo, cfg) else {
+        let alone = policies.into_iter().enumerate();
+        return alone.map(|(k, p)| (vec![k], vec![p])).collect();
+    };
+    let ctx = PolicyCtx {
+        topo,
+        machine: &machine,
+        threads,
+        thread_pu: &[],
+        now: 0,
+        period: 1,
+        work: 0,
+        pages: PageView::default(),
+    };
+    let mut groups: Vec<(Option<Vec<usize>>, Vec<usize>, Vec<Box<dyn Policy>>)> = Vec::new();
+    for (k, p) in policies.into_iter().enumerate() {
+        let key = p.static_mapping(&ctx).or_else(|| p.quiet_mapping(&ctx));
+        let same = key
+            .as_ref()
+            .and_then(|key| groups.iter().position(|g| g.0.as_ref() == Some(key)));
+        match same {
+            Some(g) => {
+                groups[g].1.push(k);
+                groups[g].2.push(p);
+            }
+            None => groups.push((key, vec![k], vec![p])),
+        }
+    }
+    if std::env::var_os("SIMSPEED_DEBUG").is_some() {
+        for g in &groups {
+            eprintln!(
+                "group {:?} {:?} {:?}",
+                g.0,
+                g.1,
+                g.2.iter().map(|p| p.name()).collect::<Vec<_>>()
+            );
+        }
+    }
+    groups.into_iter().map(|(_, at, ps)| (at, ps)).collect()
+}
+
+/// Replays a chunk under each simulator; the forks of a shared replay that split join
+/// the list, each with its policy's index.
+fn run<'t>(sims: &mut Vec<Sim<'t>>, chunk: &[SimAccess]) -> Result<(), SimError> {
+    let mut born = Vec::new();
+    for (at, sim) in sims.iter_mut() {
+        sim.run_chunk(chunk)?;
+        let forks = sim.take_forks();
+        if !forks.is_empty() {
+            let rest = at.split_off(1).into_iter().map(|k| vec![k]);
+            born.extend(rest.zip(forks));
+        }
+    }
+    sims.extend(born);
+    Ok(())
+}
+
+/// Puts a worker's reports where their policies are in the list.
+fn put(reports: &mut [Option<SimReport>], done: Vec<(Vec<usize>, Vec<SimReport>)>) {
+    for (at, rs) in done {
+        for (k, r) in at.into_iter().zip(rs) {
+            reports[k] = Some(r);
+        }
+    }
+}
+
 /// One thread replays everything: no worker to feed.
-fn inline<I, E>(mut sims: Vec<Simulator>, stream: I) -> Result<Vec<SimReport>, E>
+fn inline<E>(
+    mut sims: Vec<Sim>,
+    mut next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), E>,
+    n: usize,
+) -> Result<Vec<SimReport>, E>
 where
-    I: IntoIterator<Item = Result<SimAccess, E>>,
     E: From<SimError>,
 {
     let mut buf = Vec::with_capacity(CHUNK);
-    let mut stream = stream.into_iter();
-    while fill(&mut stream, &mut buf)? {
-        for sim in &mut sims {
-            sim.run_chunk(&buf)?;
+    loop {
+        buf.clear();
+        next(&mut buf)?;
+        if buf.is_empty() {
+            break;
         }
+        run(&mut sims, &buf)?;
     }
-    Ok(sims.into_iter().map(Simulator::finish).collect())
+    let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
+    let done = sims.into_iter().map(|(at, s)| (at, s.finish_all()));
+    put(&mut reports, done.collect());
+    Ok(reports
+        .into_iter()
+        .map(|r| r.expect("every simulator reports"))
+        .collect())
 }
 
 /// Decodes the stream chunk by chunk and sends each chunk to every worker. A worker that
-/// hung up has failed: feeding stops, and its error is reported when it is joined.
-fn feed<I, E>(stream: I, senders: &[SyncSender<Arc<Vec<SimAccess>>>]) -> Result<(), E>
-where
-    I: IntoIterator<Item = Result<SimAccess, E>>,
-{
-    let mut stream = stream.into_iter();
+/// hung up has failed: feeding stops, and its error is reported when it is joined. A
+/// chunk every worker is done with is filled again: a fresh megabyte per chunk cost more
+/// in page faults than the replay of a policy.
+fn feed<E>(
+    mut next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), E>,
+    senders: &[SyncSender<Arc<Vec<SimAccess>>>],
+) -> Result<(), E> {
+    // The chunks sent, oldest first: bounded, as the channels are.
+    let mut sent: VecDeque<Arc<Vec<SimAccess>>> = VecDeque::new();
     loop {
-        let mut buf = Vec::with_capacity(CHUNK);
-        if !fill(&mut stream, &mut buf)? {
+        let mut buf = match sent.pop_front().map(Arc::try_unwrap) {
+            Some(Ok(done)) => done,
+            Some(Err(busy)) => {
+                sent.push_front(busy);
+                Vec::with_capacity(CHUNK)
+            }
+            None => Vec::with_capacity(CHUNK),
+        };
+        buf.clear();
+        next(&mut buf)?;
+        if buf.is_empty() {
             return Ok(());
         }
         let chunk = Arc::new(buf);
@@ -135,30 +257,32 @@ where
                 return Ok(());
             }
         }
+        sent.push_back(chunk);
     }
 }
 
-/// Refills `buf` with up to [`CHUNK`] accesses; false when the stream has ended.
-fn fill<I, E>(stream: &mut I, buf: &mut Vec<SimAccess>) -> Result<bool, E>
+/// Appends up to [`CHUNK`] accesses of `stream` to `buf`.
+fn fill<I, E>(stream: &mut I, buf: &mut Vec<SimAccess>) -> Result<(), E>
 where
     I: Iterator<Item = Result<SimAccess, E>>,
 {
-    buf.clear();
     for a in stream.by_ref().take(CHUNK) {
         buf.push(a?);
     }
-    Ok(!buf.is_empty())
+    Ok(())
 }
 
 /// A worker: replays every chunk it receives under each of its simulators.
+#[allow(clippy::type_complexity)]
 fn worker(
-    mut group: Vec<(usize, Simulator)>,
+    mut group: Vec<Sim>,
     rx: Receiver<Arc<Vec<SimAccess>>>,
-) -> Result<Vec<(usize, SimReport)>, SimError> {
+) -> Result<Vec<(Vec<usize>, Vec<SimReport>)>, SimError> {
     for chunk in rx {
-        for (_, sim) in &mut group {
-            sim.run_chunk(&chunk)?;
-        }
+        run(&mut group, &chunk)?;
     }
-    Ok(group.into_iter().map(|(k, s)| (k, s.finish())).collect())
+    Ok(group
+        .into_iter()
+        .map(|(at, s)| (at, s.finish_all()))
+        .collect())
 }

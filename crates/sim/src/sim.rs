@@ -16,6 +16,7 @@ use crate::memsys::MemSys;
 use crate::policy::{
     Actions, FaultEvent, FaultKind, PageView, Policy, PolicyCtx, TlbEvent, TlbEventKind,
 };
+use crate::shared::Follower;
 use crate::stats::SimReport;
 use crate::tlb::{Tlb, TlbEntry};
 use tdmap_topo::Topology;
@@ -53,6 +54,9 @@ pub(crate) struct Pte {
     pub(crate) node: u16,
     /// Cleared by a policy's extra-fault injection.
     pub(crate) present: bool,
+    /// The page's home as the memory system knows it: `node`, or in a shared replay the
+    /// page's row in [`Homes`].
+    pub(crate) home: u32,
 }
 
 /// One simulation run of one policy.
@@ -88,7 +92,15 @@ pub struct Simulator<'t> {
     thread_migrations: u64,
     page_migrations: u64,
     ticks: u64,
+    /// The other policies of a shared replay (`shared`), none in a replay of its own.
+    followers: Vec<Follower>,
+    /// The followers' own simulators once a shared replay split, for the caller to take
+    /// ([`Simulator::take_forks`]), in the followers' order.
+    forks: Vec<Simulator<'t>>,
 }
+
+#[path = "fork.rs"]
+mod fork;
 
 impl<'t> Simulator<'t> {
     /// A run of `policy` with `threads` threads on `topo`.
@@ -161,6 +173,8 @@ impl<'t> Simulator<'t> {
             thread_migrations: 0,
             page_migrations: 0,
             ticks: 0,
+            followers: Vec::new(),
+            forks: Vec::new(),
             machine,
             cfg,
         };
@@ -176,10 +190,19 @@ impl<'t> Simulator<'t> {
         self.thread_node[t] = self.machine.node_of_pu[pu];
     }
 
-    /// Replays a chunk of the stream.
+    /// Replays a chunk of the stream (a shared replay that splits on the way replays the
+    /// rest of the chunk in each of its forks too).
     pub fn run_chunk(&mut self, chunk: &[SimAccess]) -> Result<(), SimError> {
-        for a in chunk {
+        let shared = !self.followers.is_empty();
+        for (i, a) in chunk.iter().enumerate() {
             self.step(a)?;
+            if shared && self.followers.is_empty() {
+                let rest = &chunk[i + 1..];
+                for f in &mut self.forks {
+                    f.run_chunk(rest)?;
+                }
+                return self.run_chunk(rest);
+            }
         }
         Ok(())
     }
@@ -187,6 +210,18 @@ impl<'t> Simulator<'t> {
     /// One access.
     #[inline]
     pub fn step(&mut self, a: &SimAccess) -> Result<(), SimError> {
+        let (t, lat) = self.serve(a)?;
+        if !self.followers.is_empty() {
+            self.follow(t, lat);
+            return Ok(());
+        }
+        self.advance(t, lat);
+        Ok(())
+    }
+
+    /// Serves an access; returns its thread and the cycles it took.
+    #[inline(always)]
+    fn serve(&mut self, a: &SimAccess) -> Result<(usize, u64), SimError> {
         let t = a.thread as usize;
         if t >= self.clocks.len() {
             return Err(SimError::ThreadOutOfRange {
@@ -209,14 +244,19 @@ impl<'t> Simulator<'t> {
         if self.access_events {
             self.report_access(a, home, t);
         }
-        self.clocks[t] += lat + self.cfg.costs.compute;
+        Ok((t, lat + self.cfg.costs.compute))
+    }
+
+    /// Thread `t` spent `lat` cycles: time moves on, and the policy ticks.
+    #[inline(always)]
+    fn advance(&mut self, t: usize, lat: u64) {
+        self.clocks[t] += lat;
         if self.clocks[t] > self.now {
             self.now = self.clocks[t];
             if self.now >= self.next_tick {
                 self.tick(t);
             }
         }
-        Ok(())
     }
 
     /// A thread's first access: it starts at the simulated time of that point of the
@@ -228,6 +268,9 @@ impl<'t> Simulator<'t> {
         self.started[t] = true;
         self.clocks[t] = self.now;
         self.start_sum += self.now;
+        for f in &mut self.followers {
+            f.start(t);
+        }
     }
 
     /// The TLB and page table: the page's node, and the cycles of a walk or a fault.
@@ -236,20 +279,24 @@ impl<'t> Simulator<'t> {
         let page = addr >> self.page_shift;
         let ac_max = self.cfg.ac_max;
         if let Some(e) = self.tlbs[core].lookup(page, t as u32) {
+            // Only a policy that sees TLB events reads the counter: no store for others.
+            if !self.tlb_events {
+                return (e.home as usize, 0);
+            }
             e.ac = e.ac.saturating_add(1);
-            if e.ac < ac_max || !self.tlb_events {
-                return (e.node as usize, 0);
+            if e.ac < ac_max {
+                return (e.home as usize, 0);
             }
             let ev = *e;
             e.ac = 0;
             self.report_tlb(ev, core, TlbEventKind::Saturated, t);
-            return (ev.node as usize, 0);
+            return (ev.home as usize, 0);
         }
         self.tlb_misses += 1;
         let (node, cost) = self.walk(t, addr, page);
         let victim = self.tlbs[core].insert(TlbEntry {
             page,
-            node: node as u16,
+            home: node as u32,
             thread: t as u32,
             ac: 1,
         });
@@ -259,10 +306,11 @@ impl<'t> Simulator<'t> {
         (node, cost + self.cfg.costs.page_walk)
     }
 
-    /// A page walk; faults place or re-validate the page.
+    /// A page walk; faults place or re-validate the page. Gives the page's home as the
+    /// memory system knows it ([`Pte::home`]).
     fn walk(&mut self, t: usize, addr: u64, page: u64) -> (usize, u64) {
         let kind = match self.pages.get_mut(&page) {
-            Some(p) if p.present => return (p.node as usize, 0),
+            Some(p) if p.present => return (p.home as usize, 0),
             Some(p) => {
                 p.present = true;
                 FaultKind::Injected
@@ -272,11 +320,13 @@ impl<'t> Simulator<'t> {
                 let ctx = ctx!(self);
                 let home = self.policy.place_page(&ctx, t as u32, page, node);
                 let home = home.min(self.machine.nodes() - 1);
+                let key = self.home_key(t, page, node, home);
                 self.pages.insert(
                     page,
                     Pte {
                         node: home as u16,
                         present: true,
+                        home: key,
                     },
                 );
                 FaultKind::FirstTouch
@@ -297,7 +347,7 @@ impl<'t> Simulator<'t> {
         self.policy.on_fault(&ctx, &ev, &mut out);
         self.apply(&mut out, t);
         self.actions = out;
-        let node = self.pages[&page].node as usize;
+        let home = self.pages[&page].home as usize;
         let cost = match kind {
             FaultKind::FirstTouch => self.cfg.costs.fault,
             FaultKind::Injected => {
@@ -306,7 +356,7 @@ impl<'t> Simulator<'t> {
             }
         };
         self.overhead.fault_cycles += cost;
-        (node, cost)
+        (home, cost)
     }
 
     #[cold]
@@ -322,7 +372,7 @@ impl<'t> Simulator<'t> {
         let page_node = self
             .pages
             .get(&e.page)
-            .map_or(e.node as usize, |p| p.node as usize);
+            .map_or(e.home as usize, |p| p.node as usize);
         let ev = TlbEvent {
             thread: e.thread,
             node: self.node_of_core[core],
@@ -345,6 +395,9 @@ impl<'t> Simulator<'t> {
             let mut out = std::mem::take(&mut self.actions);
             let ctx = ctx!(self);
             self.policy.on_tick(&ctx, &mut out);
+            if !out.is_empty() && !self.followers.is_empty() {
+                self.split(charge);
+            }
             self.migrate_spread(&mut out.page_moves, charge);
             self.apply(&mut out, charge);
             self.actions = out;
@@ -416,7 +469,9 @@ impl<'t> Simulator<'t> {
         if from == node {
             return;
         }
+        debug_assert!(self.mem.homes.is_none(), "static policies move no page");
         p.node = node as u16;
+        p.home = node as u32;
         let lines = self.cfg.page_size >> self.line_shift;
         self.mem.flush_lines(page * lines, lines);
         for tlb in &mut self.tlbs {
@@ -482,8 +537,12 @@ impl<'t> Simulator<'t> {
         &self.mem
     }
 
-    /// Ends the run and gives its report.
+    /// Ends the run and gives its report (of the first policy, in a shared replay).
     pub fn finish(self) -> SimReport {
+        self.finish_all().swap_remove(0)
+    }
+
+    fn report(self) -> SimReport {
         SimReport {
             policy: self.policy.name(),
             accesses: self.accesses,

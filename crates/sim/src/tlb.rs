@@ -1,7 +1,7 @@
 //! One core's TLB: set-associative, LRU, and with SAMMU's access counter (AC) and thread
 //! ID beside each entry (the "TLB access table" of SAMMU §2.2 and §2.6.1).
 //!
-//! Each entry also caches the node of its page, so a TLB hit needs no page-table lookup.
+//! Each entry also caches the home of its page, so a TLB hit needs no page-table lookup.
 //! Entries are tagged by thread: SMT siblings sharing a core's TLB hold separate entries
 //! for a page they both use, each with its own counter, as SAMMU's per-entry thread ID
 //! requires (the sibling's first access walks the page table instead of hitting).
@@ -11,8 +11,9 @@
 pub struct TlbEntry {
     /// Virtual page number.
     pub page: u64,
-    /// The node the page lives on.
-    pub node: u16,
+    /// The page's home as the memory system knows it: the node it lives on (in a shared
+    /// replay of several static policies, its row in their table of homes).
+    pub home: u32,
     /// The thread whose accesses the AC counts.
     pub thread: u32,
     /// SAMMU's access counter: accesses to the page through this entry.
@@ -49,7 +50,7 @@ impl Tlb {
         let sets = 1usize << (usize::BITS - 1 - sets.leading_zeros());
         let empty = TlbEntry {
             page: EMPTY,
-            node: 0,
+            home: 0,
             thread: 0,
             ac: 0,
         };
@@ -102,6 +103,13 @@ impl Tlb {
         Some(e)
     }
 
+    /// Maps every entry's home through `f` (a shared replay that splits).
+    pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
+        for e in self.slots.iter_mut().filter(|e| e.page != EMPTY) {
+            e.home = f(e.home);
+        }
+    }
+
     /// Empties the TLB, returning the entries it held.
     pub fn flush(&mut self) -> Vec<TlbEntry> {
         let out = self
@@ -124,7 +132,7 @@ mod tests {
     fn entry(page: u64) -> TlbEntry {
         TlbEntry {
             page,
-            node: 0,
+            home: 0,
             thread: 0,
             ac: 0,
         }

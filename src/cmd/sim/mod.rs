@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use tdmap_sim::policy::best_static::{self, Knowledge, Plan};
 use tdmap_sim::policy::ByName;
 use tdmap_sim::{
-    simulate_many, CacheSpec, Comparison, ComparisonSetup, EnergyModel, Machine, Normalised,
+    simulate_chunks, CacheSpec, Comparison, ComparisonSetup, EnergyModel, Machine, Normalised,
     Policy, Profile, RunError, SimConfig, SimReport,
 };
 use tdmap_topo::Topology;
@@ -272,7 +272,7 @@ fn replay(
     policies: Vec<Box<dyn Policy>>,
     profile: &Profile,
 ) -> anyhow::Result<Vec<SimReport>> {
-    let stream = tdmap_sim::TraceInput::open(path).map_err(|e| bad_trace(path, e))?;
+    let mut stream = tdmap_sim::TraceInput::open(path).map_err(|e| bad_trace(path, e))?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(profile.total());
         bar.set_style(
@@ -283,17 +283,15 @@ fn replay(
         );
         bar
     });
-    let mut seen = 0u64;
-    let counted = stream.inspect(|_| {
-        seen += 1;
-        if seen.is_multiple_of(tdmap_sim::CHUNK as u64) {
-            if let Some(b) = &bar {
-                b.set_position(seen);
-            }
+    let next = |buf: &mut Vec<tdmap_sim::SimAccess>| {
+        stream.fill(buf, tdmap_sim::CHUNK)?;
+        if let Some(b) = &bar {
+            b.inc(buf.len() as u64);
         }
-    });
-    let reports = simulate_many(topo, cfg, policies, profile.threads, counted)
-        .map_err(|e| bad_trace(path, e))?;
+        Ok(())
+    };
+    let reports = simulate_chunks(topo, cfg, policies, profile.threads, next)
+        .map_err(|e: RunError| bad_trace(path, e))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -124,6 +124,10 @@ impl Policy for StaticPolicy {
             .then(|| spread(&pu_order(ctx.topo, self.order), ctx.threads))
     }
 
+    fn static_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        Some(spread(&pu_order(ctx.topo, self.order), ctx.threads))
+    }
+
     fn place_page(&mut self, ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {
         self.pages.place(page, node, ctx.machine.nodes())
     }
@@ -174,6 +178,11 @@ impl Policy for OsPolicy {
         let mut pus = spread(&pu_order(ctx.topo, ThreadOrder::Scatter), ctx.threads);
         SplitMix64::new(self.seed).shuffle(&mut pus);
         pus
+    }
+
+    /// It acts only at ticks, from its random numbers and the threads' PUs.
+    fn quiet_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        Some(self.clone().initial_mapping(ctx))
     }
 
     fn place_page(&mut self, ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {
@@ -252,6 +261,10 @@ impl Policy for Fixed {
         let one_node = mapping.iter().all(|&pu| node(pu) == Some(first));
         let homes_agree = self.pages.values().all(|&n| n == first);
         (self.pages.is_empty() || one_node && homes_agree).then_some(mapping)
+    }
+
+    fn static_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        Some(spread(&self.mapping, ctx.threads))
     }
 
     fn place_page(&mut self, _ctx: &PolicyCtx, _t: u32, page: u64, node: usize) -> usize {

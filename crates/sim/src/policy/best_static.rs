@@ -31,7 +31,7 @@ pub use super::plan::Plan;
 use super::{Actions, ByName, FaultEvent, Policy, PolicyCtx, TlbEvent};
 use crate::hash::FastMap;
 use crate::input::{first_pass, Profile, RunError};
-use crate::{simulate_many, SimAccess, SimConfig, SimError, SimReport, TraceInput};
+use crate::{simulate_chunks, SimAccess, SimConfig, SimError, SimReport, TraceInput, CHUNK};
 use std::path::Path;
 use tdmap_map::Algorithm;
 use tdmap_sharing::{Metric, SharingModel, TableConfig};
@@ -282,8 +282,8 @@ impl BestStatic {
         topo: &Topology,
         cfg: &SimConfig,
     ) -> Result<Self, RunError> {
-        let stream = TraceInput::open(path)?;
-        Self::choose(knowledge, topo, cfg, stream)
+        let mut stream = TraceInput::open(path)?;
+        Self::choose(knowledge, topo, cfg, |buf| stream.fill(buf, CHUNK))
     }
 
     /// The same on accesses in memory.
@@ -294,23 +294,24 @@ impl BestStatic {
         accesses: &[SimAccess],
     ) -> Result<Self, RunError> {
         let knowledge = Knowledge::from_accesses(threads, accesses)?;
-        let stream = accesses.iter().map(|&a| Ok::<_, RunError>(a));
-        Self::choose(knowledge, topo, cfg, stream)
+        let mut chunks = accesses.chunks(CHUNK);
+        let next = |buf: &mut Vec<SimAccess>| {
+            buf.extend_from_slice(chunks.next().unwrap_or_default());
+            Ok(())
+        };
+        Self::choose(knowledge, topo, cfg, next)
     }
 
-    fn choose<I>(
+    fn choose(
         knowledge: Knowledge,
         topo: &Topology,
         cfg: &SimConfig,
-        stream: I,
-    ) -> Result<Self, RunError>
-    where
-        I: IntoIterator<Item = Result<SimAccess, RunError>>,
-    {
+        next: impl FnMut(&mut Vec<SimAccess>) -> Result<(), RunError>,
+    ) -> Result<Self, RunError> {
         let mut policies = Vec::new();
         let plan = Plan::new(&knowledge, topo, cfg, &mut policies);
         let threads = knowledge.profile.threads;
-        let reports = simulate_many(topo, cfg, policies, threads, stream)?;
+        let reports = simulate_chunks(topo, cfg, policies, threads, next)?;
         Ok(plan.pick(knowledge, &reports))
     }
 
@@ -491,6 +492,12 @@ impl Policy for Renamed {
     }
     fn first_touch_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
         self.inner.first_touch_mapping(ctx)
+    }
+    fn static_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        self.inner.static_mapping(ctx)
+    }
+    fn quiet_mapping(&self, ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        self.inner.quiet_mapping(ctx)
     }
     fn wants_accesses(&self) -> bool {
         self.inner.wants_accesses()

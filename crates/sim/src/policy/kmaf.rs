@@ -229,6 +229,7 @@ mod tests {
             Pte {
                 node: 0,
                 present: true,
+                home: 0,
             },
         );
         let mut k = Kmaf::new(paper_greedy());

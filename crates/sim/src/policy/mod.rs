@@ -187,6 +187,26 @@ pub trait Policy: Send {
         None
     }
 
+    /// For a static policy, one that only answers [`Policy::initial_mapping`] and
+    /// [`Policy::place_page`] (no other hook does anything, nothing moves, and both give
+    /// the same answers whatever the context's time, work and page table): its thread
+    /// mapping. Static policies with the same mapping share one replay of the caches
+    /// (`crate::simulate_many`). None (the default) for any other policy.
+    fn static_mapping(&self, _ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        None
+    }
+
+    /// For a quiet policy, one that acts only at ticks (no other hook does anything) and
+    /// decides there from its own state, the threads' PUs, the period and the machine
+    /// alone (not the time, the work or the page table), and whose page placement is as a
+    /// static policy's: its thread mapping. Until its first tick that asks for anything it
+    /// replays as a static policy, so it shares a replay with the static policies of the
+    /// same mapping until then (`os` and `interleave`, whose load balancer seldom moves a
+    /// thread in a short trace). None (the default) for any other policy.
+    fn quiet_mapping(&self, _ctx: &PolicyCtx) -> Option<Vec<usize>> {
+        None
+    }
+
     /// The node of a page on its first touch by `thread`, which runs on `node`.
     /// The default is Linux's first-touch rule.
     fn place_page(&mut self, _ctx: &PolicyCtx, _thread: u32, _page: u64, node: usize) -> usize {
@@ -237,6 +257,7 @@ impl TestPages {
         let pte = crate::sim::Pte {
             node: node as u16,
             present: true,
+            home: node as u32,
         };
         self.table.insert(page, pte);
     }
