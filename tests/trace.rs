@@ -9,6 +9,8 @@
 mod common;
 #[path = "trace/fronts.rs"]
 mod fronts;
+#[path = "trace/interleave.rs"]
+mod interleave;
 #[path = "trace/model_only.rs"]
 mod model_only;
 mod workloads;
