@@ -42,26 +42,6 @@ pub struct Args {
 /// Instrumentation flags. `trace-loads,trace-stores` alone inserts nothing in clang-16;
 /// `edge` turns them on, and without a coverage type it adds no edge callbacks.
 const COVERAGE: &str = "-fsanitize-coverage=edge,trace-loads,trace-stores";
-/// clang turns aggregate copies and fills (`*d = *s` on a struct) into memory
-/// intrinsics, and the backend lowers the small ones to plain moves after the coverage
-/// pass has run: those accesses were recorded nowhere. ThreadSanitizer's pass, given to
-/// cc1 only (so the driver links no libtsan) and with all its other instrumentation off,
-/// turns every memory intrinsic into a call to `__tsan_memcpy`, `__tsan_memmove` or
-/// `__tsan_memset`, which the runtime records like the library calls. As under `tdmap
-/// g++`, headers then see `__has_feature(thread_sanitizer)`. gcc has no unused-argument
-/// warning, and these flags are unused when nothing is compiled (a link, `-E`), so that
-/// warning is off: a user's `-Werror` must not fail on tdmap's own flags.
-const MEM_INTRINSICS: &[&str] = &[
-    "-Xclang",
-    "-fsanitize=thread",
-    "-mllvm",
-    "-tsan-instrument-memory-accesses=0",
-    "-mllvm",
-    "-tsan-instrument-func-entry-exit=0",
-    "-mllvm",
-    "-tsan-instrument-atomics=0",
-    "-Wno-unused-command-line-argument",
-];
 /// System libraries the Rust staticlib needs (`--print native-static-libs`), and
 /// `--gc-sections`: the archive holds all of tdmap-sys, whose Scotch bindings are
 /// compiled in when Cargo unifies features with the `tdmap` binary's build (`cargo build
@@ -177,7 +157,7 @@ pub fn run(args: Args, lang: Lang) -> Result<i32> {
     }
     cmd.args(legacy(lang, &args)).args(&args);
     if !lang.is_gcc() {
-        cmd.arg(COVERAGE).args(MEM_INTRINSICS);
+        cmd.arg(COVERAGE);
     }
     if links(&args) {
         if !lang.is_gcc() {

@@ -282,44 +282,6 @@ fn pairs_share_what_they_copy(name: &str, src: &str, copied: usize) {
     }
 }
 
-/// Threads t and t^1 exchange data only through struct assignments of 32 bytes, which
-/// clang turns into memory intrinsics and lowers to plain moves after its coverage pass.
-const STRUCT_PAIRS: &str = r#"#include <pthread.h>
-#include <stdio.h>
-#define T 4
-#define N 512
-struct s { long a[4]; };
-static struct s src[T][N] __attribute__((aligned(64)));
-static struct s dst[T][N] __attribute__((aligned(64)));
-static pthread_barrier_t bar;
-__attribute__((noinline)) static void copy(struct s *d, const struct s *from) { *d = *from; }
-static void *work(void *arg) {
-    long t = (long)arg, p = t ^ 1;
-    for (int i = 0; i < N; i++) src[t][i].a[i % 4] = i * (t + 1);
-    pthread_barrier_wait(&bar);
-    for (int i = 0; i < N; i++) copy(&dst[t][i], &src[p][i]);
-    return NULL;
-}
-int main(void) {
-    pthread_t th[T];
-    pthread_barrier_init(&bar, NULL, T);
-    for (long t = 1; t < T; t++) pthread_create(&th[t], NULL, work, (void *)t);
-    work(0);
-    long sum = 0;
-    for (long t = 1; t < T; t++) pthread_join(th[t], NULL);
-    for (int t = 0; t < T; t++) sum += dst[t][N - 1].a[3];
-    printf("checksum %ld\n", sum);
-    return 0;
-}
-"#;
-
-/// A thread that copies its partner's structs by assignment shares the copied lines with
-/// it, under both fronts (clang's aggregate copies reach the runtime as `__tsan_memcpy`).
-#[test]
-fn a_struct_copy_of_another_threads_data_shows_as_sharing() {
-    pairs_share_what_they_copy("struct_pairs", STRUCT_PAIRS, 512 * 32);
-}
-
 /// Every kind of atomic gcc turns into a `__tsan_atomic*` call, hammered by 4 threads:
 /// the tdmap runtime must perform each for real (the results are exact only if it does).
 const ATOMICS: &str = r#"#include <pthread.h>

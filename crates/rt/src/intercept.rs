@@ -4,10 +4,6 @@
 //! ranges the call reads and writes ([`record_range`]: one record per line), then
 //! calls libc's function, found with `dlsym(RTLD_NEXT)`.
 //!
-//! `__tsan_memcpy`, `__tsan_memmove` and `__tsan_memset` are clang's aggregate copies and
-//! fills under `tdmap cc` (its ThreadSanitizer pass rewrites the memory intrinsics into
-//! these calls), recorded the same way.
-//!
 //! Why: neither clang's callbacks nor gcc's `-fsanitize=thread` see inside libc, so a
 //! thread that `memcpy`s another thread's data would otherwise share nothing with it.
 //! libc's own internal calls use hidden aliases and stay unrecorded. The runtime's own
@@ -99,41 +95,6 @@ pub unsafe extern "C" fn memset(d: *mut c_void, c: c_int, n: size_t) -> *mut c_v
     type F = unsafe extern "C" fn(*mut c_void, c_int, size_t) -> *mut c_void;
     // SAFETY: the caller's arguments, unchanged.
     unsafe { real!(c"memset", F)(d, c, n) }
-}
-
-/// clang's ThreadSanitizer pass turns a memory intrinsic (an aggregate copy, say) into
-/// this call under `tdmap cc` (see `MEM_INTRINSICS` in the fronts): recorded as `memcpy`.
-///
-/// # Safety
-/// `memcpy`'s contract.
-#[no_mangle]
-pub unsafe extern "C" fn __tsan_memcpy(d: *mut c_void, s: *const c_void, n: size_t) -> *mut c_void {
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe { memcpy(d, s, n) }
-}
-
-/// The `memmove` counterpart of [`__tsan_memcpy`].
-///
-/// # Safety
-/// `memmove`'s contract.
-#[no_mangle]
-pub unsafe extern "C" fn __tsan_memmove(
-    d: *mut c_void,
-    s: *const c_void,
-    n: size_t,
-) -> *mut c_void {
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe { memmove(d, s, n) }
-}
-
-/// The `memset` counterpart of [`__tsan_memcpy`].
-///
-/// # Safety
-/// `memset`'s contract.
-#[no_mangle]
-pub unsafe extern "C" fn __tsan_memset(d: *mut c_void, c: c_int, n: size_t) -> *mut c_void {
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe { memset(d, c, n) }
 }
 
 /// Intercepted `__memcpy_chk` (`_FORTIFY_SOURCE`).
