@@ -10,7 +10,7 @@ use crate::access::SimAccess;
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::machine::Machine;
-use crate::policy::{PageView, Policy, PolicyCtx};
+use crate::policy::{Policy, PolicyCtx};
 use crate::sim::Simulator;
 use crate::stats::SimReport;
 use std::collections::VecDeque;
@@ -138,16 +138,7 @@ fn share(
         let alone = policies.into_iter().enumerate();
         return alone.map(|(k, p)| (vec![k], vec![p])).collect();
     };
-    let ctx = PolicyCtx {
-        topo,
-        machine: &machine,
-        threads,
-        thread_pu: &[],
-        now: 0,
-        period: 1,
-        work: 0,
-        pages: PageView::default(),
-    };
+    let ctx = PolicyCtx::before_run(topo, &machine, threads);
     let mut groups: Vec<(Option<Vec<usize>>, Vec<usize>, Vec<Box<dyn Policy>>)> = Vec::new();
     for (k, p) in policies.into_iter().enumerate() {
         let key = p.static_mapping(&ctx).or_else(|| p.quiet_mapping(&ctx));

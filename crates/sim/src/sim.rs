@@ -115,16 +115,7 @@ impl<'t> Simulator<'t> {
         }
         check(&cfg)?;
         let machine = Machine::new(topo, &cfg)?;
-        let ctx = PolicyCtx {
-            topo,
-            machine: &machine,
-            threads,
-            thread_pu: &[],
-            now: 0,
-            period: 1,
-            work: 0,
-            pages: PageView::default(),
-        };
+        let ctx = PolicyCtx::before_run(topo, &machine, threads);
         let thread_pu = policy.initial_mapping(&ctx);
         let bad = |why: String| SimError::BadPolicyOutput {
             policy: policy.name(),

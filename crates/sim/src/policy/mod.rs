@@ -45,6 +45,23 @@ pub struct PolicyCtx<'a> {
     pub pages: PageView<'a>,
 }
 
+impl<'a> PolicyCtx<'a> {
+    /// The context before the run starts: no thread placed, time 0, no pages; what a
+    /// policy's initial or static mapping is asked with.
+    pub fn before_run(topo: &'a Topology, machine: &'a Machine, threads: usize) -> Self {
+        PolicyCtx {
+            topo,
+            machine,
+            threads,
+            thread_pu: &[],
+            now: 0,
+            period: 1,
+            work: 0,
+            pages: PageView::default(),
+        }
+    }
+}
+
 /// A read-only view of the simulated page table: where each page lives.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PageView<'a> {

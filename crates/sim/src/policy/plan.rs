@@ -35,16 +35,7 @@ impl Plan {
         let threads = knowledge.profile.threads;
         let key = |p: &dyn Policy| {
             let m = machine.as_ref()?;
-            let ctx = PolicyCtx {
-                topo,
-                machine: m,
-                threads,
-                thread_pu: &[],
-                now: 0,
-                period: 1,
-                work: 0,
-                pages: Default::default(),
-            };
+            let ctx = PolicyCtx::before_run(topo, m, threads);
             p.first_touch_mapping(&ctx)
         };
         let mut keys: Vec<Option<Vec<usize>>> = policies.iter().map(|p| key(p.as_ref())).collect();
