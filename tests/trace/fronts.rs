@@ -257,15 +257,9 @@ int main(void) {
 /// shares the copied lines with it, under both fronts.
 #[test]
 fn a_memcpy_of_another_threads_data_shows_as_sharing() {
-    pairs_share_what_they_copy("copy_pairs", COPY_PAIRS, (1 << 14) + 1024);
-}
-
-/// Builds `src` (4 threads, t copying from t^1) with `tdmap cc` and `tdmap gcc`, traces
-/// it, and checks that partners share at least `copied` bytes and others under 1 KiB.
-fn pairs_share_what_they_copy(name: &str, src: &str, copied: usize) {
     for front in ["cc", "gcc"] {
-        let exe = compile_by(front, &format!("{name}.c"), src);
-        let (trace, out) = trace_to(&format!("{name}-{front}.trace"), &[], &exe, &[]);
+        let exe = compile_by(front, "copy_pairs.c", COPY_PAIRS);
+        let (trace, out) = trace_to(&format!("copy-pairs-{front}.trace"), &[], &exe, &[]);
         assert!(
             out.status.success(),
             "{}",
@@ -273,6 +267,7 @@ fn pairs_share_what_they_copy(name: &str, src: &str, copied: usize) {
         );
         assert!(tdmap_trace::check(&trace).ok());
         let (m, _) = analyze_pairs(&trace, 4, "amount");
+        let copied = (1 << 14) + 1024;
         for (i, j) in [(0, 1), (2, 3)] {
             assert!(m[i][j] >= copied as f64, "{front}: pair {i},{j}: {m:?}");
         }
