@@ -111,10 +111,7 @@ where
         if let Some(e) = failed {
             return Err(E::from(e));
         }
-        Ok(reports
-            .into_iter()
-            .map(|r| r.expect("every simulator reports"))
-            .collect())
+        Ok(every(reports))
     })
 }
 
@@ -153,16 +150,6 @@ fn share(
             None => groups.push((key, vec![k], vec![p])),
         }
     }
-    if std::env::var_os("SIMSPEED_DEBUG").is_some() {
-        for g in &groups {
-            eprintln!(
-                "group {:?} {:?} {:?}",
-                g.0,
-                g.1,
-                g.2.iter().map(|p| p.name()).collect::<Vec<_>>()
-            );
-        }
-    }
     groups.into_iter().map(|(_, at, ps)| (at, ps)).collect()
 }
 
@@ -191,6 +178,14 @@ fn put(reports: &mut [Option<SimReport>], done: Vec<(Vec<usize>, Vec<SimReport>)
     }
 }
 
+/// The reports in the policies' order, once every simulator has put its own.
+fn every(reports: Vec<Option<SimReport>>) -> Vec<SimReport> {
+    reports
+        .into_iter()
+        .map(|r| r.expect("every simulator reports"))
+        .collect()
+}
+
 /// One thread replays everything: no worker to feed.
 fn inline<E>(
     mut sims: Vec<Sim>,
@@ -212,10 +207,7 @@ where
     let mut reports: Vec<Option<SimReport>> = (0..n).map(|_| None).collect();
     let done = sims.into_iter().map(|(at, s)| (at, s.finish_all()));
     put(&mut reports, done.collect());
-    Ok(reports
-        .into_iter()
-        .map(|r| r.expect("every simulator reports"))
-        .collect())
+    Ok(every(reports))
 }
 
 /// Decodes the stream chunk by chunk and sends each chunk to every worker. A worker that
