@@ -164,7 +164,7 @@ impl Follower {
             self.ticks += 1;
             if self.quiet {
                 let mut out = Actions::default();
-                let work = self.clocks.iter().sum::<u64>() - self.start_sum;
+                let work = crate::sim::work_done(&self.clocks, self.start_sum);
                 let ctx = PolicyCtx {
                     now: self.now,
                     work,
@@ -182,7 +182,7 @@ impl Follower {
         SimReport {
             policy: self.policy.name(),
             cycles_max: self.clocks.iter().copied().max().unwrap_or(0),
-            cycles_total: self.clocks.iter().sum::<u64>() - self.start_sum,
+            cycles_total: crate::sim::work_done(&self.clocks, self.start_sum),
             thread_cycles: self.clocks,
             mem,
             ticks: self.ticks,

@@ -32,10 +32,16 @@ macro_rules! ctx {
             thread_pu: &$s.thread_pu,
             now: $s.now,
             period: $s.period,
-            work: $s.clocks.iter().sum::<u64>() - $s.start_sum,
+            work: $crate::sim::work_done(&$s.clocks, $s.start_sum),
             pages: PageView::new(&$s.pages, $s.page_shift),
         }
     };
+}
+
+/// The cycles every thread has run so far, added up ([`PolicyCtx::work`], the report's
+/// `cycles_total`): each clock less the time its thread started at (`start_sum`).
+pub(crate) fn work_done(clocks: &[u64], start_sum: u64) -> u64 {
+    clocks.iter().sum::<u64>() - start_sum
 }
 
 /// The cycles the mechanisms cost the threads, by kind, for the report.
@@ -538,7 +544,7 @@ impl<'t> Simulator<'t> {
             policy: self.policy.name(),
             accesses: self.accesses,
             cycles_max: self.clocks.iter().copied().max().unwrap_or(0),
-            cycles_total: self.clocks.iter().sum::<u64>() - self.start_sum,
+            cycles_total: work_done(&self.clocks, self.start_sum),
             thread_cycles: self.clocks,
             mem: self.mem.stats,
             tlb_misses: self.tlb_misses,
