@@ -466,3 +466,32 @@ fn analyze_sim_prints_the_gain_tdmap_sim_shows() {
         assert!(text.contains("(access-weighted, Eq. 4)"), "{text}");
     }
 }
+
+/// A trace too short for the 100 ms period gets a period cut to fit 20 periods, and the
+/// text output says what that does to the online policies' figures; a period the user
+/// chose, or --json, does not.
+#[test]
+fn a_cut_period_is_told_in_the_text_output() {
+    let trace = traced("pairs", "4096");
+    let run = |args: &[&str]| {
+        let out = sim(
+            &trace,
+            &[&["--machine", MACHINE, "--policies", "os"], args].concat(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let cut = run(&[]);
+    assert_eq!(cut.lines().count(), 1, "{cut}");
+    assert!(
+        cut.starts_with("tdmap: note: a short trace: online policies act every ")
+            && cut.contains(" instead of 100 ms"),
+        "{cut}"
+    );
+    assert_eq!(run(&["--period-ms", "100"]), "");
+    assert_eq!(run(&["--json"]), "");
+}

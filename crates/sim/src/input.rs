@@ -183,6 +183,9 @@ impl Iterator for TraceInput {
     }
 }
 
+/// The online policies' period in seconds: 100 ms (kMAF §3.4, SAMMU §2.7.1).
+pub const PERIOD_S: f64 = 0.1;
+
 /// What a first pass over a trace tells: its threads and how many accesses each made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
@@ -200,14 +203,13 @@ impl Profile {
         self.accesses.iter().sum()
     }
 
-    /// The policy period for a run of this trace: 100 ms at `hz` (kMAF §3.4, SAMMU
-    /// §2.7.1), shortened for a short trace so that the run spans at least `periods`
+    /// The policy period for a run of this trace: [`PERIOD_S`] at `hz`, shortened for a short trace so that the run spans at least `periods`
     /// periods even if every access hit in L1 (`min_cycles` each). Without that, a trace of
     /// a few milliseconds would end before any online policy acted.
     pub fn period(&self, hz: f64, min_cycles: u64, periods: u64) -> u64 {
         let longest = self.accesses.iter().copied().max().unwrap_or(0);
         let floor = longest.saturating_mul(min_cycles) / periods.max(1);
-        ((hz * 0.1) as u64).min(floor).max(1)
+        ((hz * PERIOD_S) as u64).min(floor).max(1)
     }
 }
 

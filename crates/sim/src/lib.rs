@@ -37,7 +37,7 @@ pub use comparison::{Comparison, ComparisonSetup, Normalised, PolicyRow};
 pub use config::{CacheSpec, Costs, SimConfig, DEFAULT_LATENCIES};
 pub use energy::{Energy, EnergyModel};
 pub use error::SimError;
-pub use input::{first_pass, Profile, RunError, TraceInput};
+pub use input::{first_pass, Profile, RunError, TraceInput, PERIOD_S};
 pub use machine::{CacheGeom, Machine, SharedGeom};
 pub use memsys::MemSys;
 pub use policy::{Actions, Policy, PolicyCtx};
