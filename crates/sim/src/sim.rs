@@ -139,7 +139,10 @@ impl<'t> Simulator<'t> {
                 machine.pus()
             )));
         }
-        let period = cfg.tick_cycles.unwrap_or((machine.hz * 0.1) as u64).max(1);
+        let period = cfg
+            .tick_cycles
+            .unwrap_or((machine.hz * crate::PERIOD_S) as u64)
+            .max(1);
         let mut s = Simulator {
             topo,
             tlb_events: policy.wants_tlb_events(),
