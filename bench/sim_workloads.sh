@@ -3,7 +3,9 @@
 # threads on this machine, then replayed by `tdmap sim` on MACHINE under every policy.
 # Prints each run's table, then modelled execution time per workload and policy relative
 # to os (lower is better), and the replay throughput (simulated accesses x policies per
-# wall second, trace decoding and both passes included, one core, release build).
+# CPU second of the sim process: user + system of all its replay threads, trace decoding
+# and both passes included, release build; issue 18 item 7's figure, as
+# bench/sim_speed.sh measures it).
 # Every gain figure here is SIMULATED by tdmap-sim's model, not measured.
 # KEEP_TRACES=1 replays the traces left by the last run instead of tracing again (each
 # new trace interleaves the threads differently, which moves the online policies' figures).
@@ -28,6 +30,9 @@ summary="$OUT/summary.txt"
 : >"$summary"
 total_acc=0
 total_ns=0
+total_cpu=0
+cpu_file=$(mktemp)
+trap 'rm -f "$cpu_file"' EXIT
 for spec in $SIZES; do
   w=${spec%%:*}; rest=${spec#*:}
   # shellcheck disable=SC2206 # size and optional repeat, split on ':'
@@ -35,9 +40,11 @@ for spec in $SIZES; do
   trace="$OUT/$w.trace"
   workload_trace "$trace" "$w" "${args[@]}"
   s=$(now)
-  "$TDMAP" sim "$trace" --machine "$MACHINE" --seed "$SEED" --policies "$POLICIES" \
-    --plot "$OUT/$w.png" >"$OUT/$w.txt"
+  /usr/bin/time -f "%U %S" -o "$cpu_file" "$TDMAP" sim "$trace" --machine "$MACHINE" \
+    --seed "$SEED" --policies "$POLICIES" --plot "$OUT/$w.png" >"$OUT/$w.txt" \
+    2>"$OUT/$w.err" || { cat "$OUT/$w.err" >&2; exit 1; }
   ns=$(( $(now) - s ))
+  total_cpu=$(awk -v t="$total_cpu" '{print t + $1 + $2}' "$cpu_file")
   cat "$OUT/$w.txt"
   echo
   acc=$(head -1 "$OUT/$w.txt" | sed 's/.* \([0-9]*\) accesses.*/\1/')
@@ -49,6 +56,7 @@ done
 
 echo "SIMULATED modelled execution time relative to os on $MACHINE ($THREADS threads, seed $SEED; lower is better)"
 relative_table "$summary" 9
-awk -v a="$total_acc" -v ns="$total_ns" 'BEGIN {
-  printf "\nreplay throughput: %.1f M simulated accesses x policies per second (%d in %.1f s, one core, release, trace read twice)\n", a/ns*1e3, a, ns/1e9 }'
+awk -v a="$total_acc" -v ns="$total_ns" -v cpu="$total_cpu" 'BEGIN {
+  printf "\nreplay throughput: %.1f M simulated accesses x policies per CPU second (%d in %.1f CPU s, user + system of the sim process, all its threads; %.1f s wall; release, trace read twice)\n", a/cpu/1e6, a, cpu, ns/1e9 }'
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
