@@ -136,45 +136,122 @@ fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Optio
     Some(())
 }
 
-/// Encodes accesses as V5 columns: into `addrs`, one base tag per access then the
-/// varint zigzag delta of each address from its tagged base (which becomes it); into
-/// `rest`, the time column then one varint per access of `size << 1 | write` (one byte
-/// for sizes below 64). Returns the bytes of each column; the buffers' contents past
-/// them are scratch, left in place so that the next batch need not zero them again.
-pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) -> (usize, usize) {
-    let n = a.len();
-    if addrs.len() < n * MAX_ADDRESS_BYTES {
-        addrs.resize(n * MAX_ADDRESS_BYTES, 0);
+/// Accesses to push before a [`Columns`] checks its room again: its buffers grow by this
+/// many accesses' worst case at a time, so they stay near what the batch really takes.
+const GROW: usize = 8192;
+
+/// The encoder's state between two accesses of one batch.
+#[derive(Debug, Default, Clone, Copy)]
+struct Enc {
+    /// The last address of each base's stream.
+    bases: [u64; BASES],
+    /// The base a far address restarts next.
+    next: usize,
+    /// The base that followed each base last time, tried first.
+    after: [u8; BASES],
+    prev: usize,
+    time: u64,
+}
+
+/// One batch of accesses being encoded as V5 columns, one access at a time, so that a
+/// caller can encode accesses as it decodes them (no array of [`Access`] in between) and
+/// a batch can span several of its calls. The four columns grow apart and are joined
+/// into the frame's two streams by [`Columns::streams`]: the address stream (a base tag
+/// per access, then the varint zigzag delta of each address from its tagged base, which
+/// becomes it) and the rest (the time deltas, then one varint per access of
+/// `size << 1 | write`, one byte for sizes below 64). Buffers past what a batch used are
+/// scratch, kept so that the next batch need not zero them again.
+#[derive(Debug, Default)]
+pub struct Columns {
+    n: usize,
+    /// Accesses that fit before the buffers must grow (worst case).
+    room: usize,
+    tags: Vec<u8>,
+    addrs: Vec<u8>,
+    times: Vec<u8>,
+    sizes: Vec<u8>,
+    /// Bytes used of `addrs`, `times` and `sizes`.
+    used: (usize, usize, usize),
+    enc: Enc,
+}
+
+impl Columns {
+    /// Accesses in the batch.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.n
     }
-    if rest.len() < n * (MAX_VARINT + 2) {
-        rest.resize(n * (MAX_VARINT + 2), 0);
+
+    /// True when the batch holds no access.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
     }
-    let (addrs, rest) = (&mut addrs[..], &mut rest[..]);
-    // Both delta columns in one pass over the batch.
-    let (mut bases, mut next) = ([0u64; BASES], 0);
-    // Streams come in a cycle (value, index, gathered element, value...): the base that
-    // followed the last one before is tried first, with one compare instead of eight.
-    let (mut after, mut prev) = ([0u8; BASES], 0usize);
-    let (mut time, mut i, mut j) = (0u64, n, 0);
-    for (k, x) in a.iter().enumerate() {
-        let guess = after[prev] as usize;
-        let g = bases[guess];
-        let b = if x.addr.wrapping_sub(g).min(g.wrapping_sub(x.addr)) <= GUESS_NEAR {
+
+    /// Empties the batch (keeping the buffers) for a new one.
+    pub fn clear(&mut self) {
+        (self.n, self.room, self.used, self.enc) = (0, 0, (0, 0, 0), Enc::default());
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let fit = |v: &mut Vec<u8>, len: usize| {
+            if v.len() < len {
+                v.resize(len, 0);
+            }
+        };
+        let (a, t, s) = self.used;
+        fit(&mut self.tags, self.n + GROW);
+        fit(&mut self.addrs, a + GROW * MAX_VARINT);
+        fit(&mut self.times, t + GROW * MAX_VARINT);
+        fit(&mut self.sizes, s + GROW * 2);
+        self.room = self.n + GROW;
+    }
+
+    /// Appends one access (in time order within the batch).
+    #[inline]
+    pub fn push(&mut self, addr: u64, size: u8, write: bool, time: u64) {
+        if self.n == self.room {
+            self.grow();
+        }
+        let e = &mut self.enc;
+        // Streams come in a cycle (value, index, gathered element, value...): the base that
+        // followed the last one before is tried first, with one compare instead of eight.
+        let guess = e.after[e.prev] as usize;
+        let g = e.bases[guess];
+        let b = if addr.wrapping_sub(g).min(g.wrapping_sub(addr)) <= GUESS_NEAR {
             guess
         } else {
-            pick_base(&bases, x.addr, &mut next)
+            pick_base(&e.bases, addr, &mut e.next)
         };
-        (after[prev], prev) = (b as u8, b);
-        addrs[k] = b as u8;
-        i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(bases[b])));
-        bases[b] = x.addr;
-        j = put_varint(rest, j, zigzag(x.time.wrapping_sub(time)));
-        time = x.time;
+        (e.after[e.prev], e.prev) = (b as u8, b);
+        self.tags[self.n] = b as u8;
+        let (a, t, s) = &mut self.used;
+        *a = put_varint(&mut self.addrs, *a, zigzag(addr.wrapping_sub(e.bases[b])));
+        e.bases[b] = addr;
+        *t = put_varint(&mut self.times, *t, zigzag(time.wrapping_sub(e.time)));
+        e.time = time;
+        *s = put_varint(&mut self.sizes, *s, (size as u64) << 1 | write as u64);
+        self.n += 1;
     }
-    for x in a {
-        j = put_varint(rest, j, (x.size as u64) << 1 | x.write as u64);
+
+    /// Appends accesses (their `thread` fields are ignored).
+    pub fn extend(&mut self, a: &[Access]) {
+        for x in a {
+            self.push(x.addr, x.size, x.write, x.time);
+        }
     }
-    (i, j)
+
+    /// The frame's two streams, joined into `first` (the addresses) and `second` (times,
+    /// sizes and write flags), both cleared first.
+    pub(crate) fn streams(&self, first: &mut Vec<u8>, second: &mut Vec<u8>) {
+        let (a, t, s) = self.used;
+        first.clear();
+        first.extend_from_slice(&self.tags[..self.n]);
+        first.extend_from_slice(&self.addrs[..a]);
+        second.clear();
+        second.extend_from_slice(&self.times[..t]);
+        second.extend_from_slice(&self.sizes[..s]);
+    }
 }
 
 /// Decodes `n` accesses of V5 columns into `c`, reusing its buffers: `addrs` must hold
@@ -230,10 +307,9 @@ mod tests {
     }
 
     fn encoded(a: &[Access]) -> (Vec<u8>, Vec<u8>) {
-        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
-        let (i, j) = encode(a, &mut addrs, &mut rest);
-        addrs.truncate(i);
-        rest.truncate(j);
+        let (mut c, mut addrs, mut rest) = (Columns::default(), Vec::new(), Vec::new());
+        c.extend(a);
+        c.streams(&mut addrs, &mut rest);
         (addrs, rest)
     }
 

@@ -7,7 +7,7 @@
 
 use crate::chunk::{encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
-use crate::columns;
+use crate::columns::Columns;
 use crate::types::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Mutex;
@@ -26,23 +26,6 @@ pub(crate) enum Batch {
     /// one job, so that no other thread's frame comes between them.
     Accesses(Columns, Vec<(u32, u32)>),
     Faults(Vec<Fault>),
-}
-
-/// One batch of accesses as V5 columns (`columns::encode`).
-#[derive(Default)]
-pub(crate) struct Columns {
-    count: u32,
-    /// Bytes of `addrs` and `rest` that hold the columns (the rest is scratch).
-    lens: (usize, usize),
-    addrs: Vec<u8>,
-    rest: Vec<u8>,
-}
-
-impl Columns {
-    /// Accesses in the batch.
-    pub(crate) fn len(&self) -> usize {
-        self.count as usize
-    }
 }
 
 pub(crate) enum Job {
@@ -74,12 +57,18 @@ pub(crate) struct Pool(Mutex<Vec<Columns>>);
 const POOL_MAX: usize = 64 + 8;
 
 impl Pool {
-    /// `part` encoded as columns, in buffers of the pool (or new ones).
-    pub(crate) fn encode(&self, part: &[Access]) -> Columns {
+    /// An empty batch, in buffers of the pool (or new ones).
+    pub(crate) fn take(&self) -> Columns {
         let spare = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut c = spare.unwrap_or_default();
-        c.lens = columns::encode(part, &mut c.addrs, &mut c.rest);
-        c.count = part.len() as u32;
+        c.clear();
+        c
+    }
+
+    /// `part` encoded as columns, in buffers of the pool (or new ones).
+    pub(crate) fn encode(&self, part: &[Access]) -> Columns {
+        let mut c = self.take();
+        c.extend(part);
         c
     }
 
@@ -91,9 +80,12 @@ impl Pool {
     }
 }
 
-/// A worker's reusable buffer for compressed streams on their way into a frame.
+/// A worker's reusable buffers: an access batch's two streams, joined from its columns,
+/// and the compressed streams on their way into a frame.
 #[derive(Default)]
 struct Scratch {
+    first: Vec<u8>,
+    second: Vec<u8>,
     comp: Vec<u8>,
 }
 
@@ -146,10 +138,11 @@ fn encode_frame(
                 let f = (Kind::Repeats, thread, r.len() as u32, 0);
                 frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
             }
-            let f = (Kind::Accesses, thread, c.count, 0);
-            let (first, second) = (&c.addrs[..c.lens.0], &c.rest[..c.lens.1]);
-            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
-            (Kind::Accesses, c.count)
+            let count = c.len() as u32;
+            let f = (Kind::Accesses, thread, count, 0);
+            c.streams(&mut buf.first, &mut buf.second);
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, &buf.first, &buf.second)?;
+            (Kind::Accesses, count)
         }
         Batch::Faults(faults) => {
             let (raw, flags) = encode_faults(faults);

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::BufReader;
 use std::process::ExitStatus;
-use tdmap_trace::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Access, Fault, OpenFrames, ProcessInfo, ThreadInfo, TraceStatus, Writer};
 use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
@@ -103,6 +103,8 @@ pub(super) struct Conv {
     faults: Vec<Fault>,
     repeats: Vec<(u32, u32)>,
     first_touched: HashSet<u64>,
+    /// Each thread's access frame being filled: a frame spans several chunks.
+    frames: OpenFrames,
 }
 
 impl Conv {
@@ -117,6 +119,7 @@ impl Conv {
             faults: Vec::new(),
             repeats: Vec::new(),
             first_touched: HashSet::new(),
+            frames: OpenFrames::default(),
         }
     }
 
@@ -149,6 +152,14 @@ impl Conv {
                 let Some(t) = task(c.thread) else {
                     return Ok(());
                 };
+                stats.threads = stats.threads.max(t + 1);
+                // The common chunk goes straight into its thread's frame.
+                if keys.is_none() && Decoder::is_plain(&c) {
+                    let mut f = self.frames.frame(writer, t, c.records.len())?;
+                    Decoder::plain(&c, &mut f);
+                    stats.accesses += c.records.len() as u64;
+                    return Ok(());
+                }
                 let (acc, faults, repeats) = (&mut self.acc, &mut self.faults, &mut self.repeats);
                 let split = self.dec.chunk(&c, acc, faults, repeats);
                 if let Some(k) = keys {
@@ -161,14 +172,18 @@ impl Conv {
                     let seen = &mut self.first_touched;
                     faults.retain(|f| !is_shared(f.addr) || seen.insert(f.addr));
                 }
-                append(writer, t, acc, split, faults, repeats)?;
+                append(&mut self.frames, writer, t, (acc, split), faults, repeats)?;
                 stats.accesses += acc.len() as u64;
                 stats.faults += faults.len() as u64;
                 stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
-                stats.threads = stats.threads.max(t + 1);
             }
         }
         Ok(())
+    }
+
+    /// Sends every thread's open frame to `writer`, before the trace is finished.
+    pub(super) fn flush(&mut self, writer: &Writer) -> tdmap_trace::Result<()> {
+        self.frames.close_all(writer)
     }
 }
 
@@ -202,8 +217,10 @@ pub(super) fn convert(
         }
     }
     // Cut short by a write error or a signal: the writer keeps its whole frames.
-    let cut = |stats, write_err, stopped| {
+    let cut = |mut conv: Conv, write_err, stopped| {
+        let _ = conv.flush(writer);
         let _ = writer.finish(TraceStatus::Incomplete);
+        let stats = conv.stats;
         Ok(Converted {
             status: TraceStatus::Incomplete,
             stats,
@@ -219,13 +236,14 @@ pub(super) fn convert(
             .expect("earliest names a stream with an event");
         s.next = s.advance()?;
         if let Some(sig) = stop() {
-            return cut(conv.stats, None, Some(sig));
+            return cut(conv, None, Some(sig));
         }
         s.punched = punch_behind(s.rd.get_ref(), s.punched);
         if let Err(e) = conv.event(ev, &procs[i].info, keys, writer) {
-            return cut(conv.stats, Some(e), None);
+            return cut(conv, Some(e), None);
         }
     }
+    let flushed = conv.flush(writer);
     let (stats, mut threads) = (conv.stats, conv.threads);
     threads.sort_by_key(|t| t.id);
     let torn: Vec<bool> = streams
@@ -233,7 +251,7 @@ pub(super) fn convert(
         .map(|s| s.as_ref().is_none_or(|s| s.rd.torn))
         .collect();
     let whole = settle(procs, &torn, status);
-    let mut end = writer.set_threads(threads);
+    let mut end = flushed.and_then(|_| writer.set_threads(threads));
     if procs.len() > 1 {
         end = end.and_then(|_| writer.set_processes(procs.iter().map(|p| p.info).collect()));
     }
@@ -246,24 +264,64 @@ pub(super) fn convert(
     })
 }
 
-/// Appends one chunk's accesses, with its first-touch faults after the first `split`
-/// and its collapsed reads (`repeats`, by index into `acc`) beside their records.
+/// Appends one chunk's accesses `acc.0` to `thread`'s open frame, with its first-touch
+/// faults after the first `acc.1` (which closes the frame before them) and its collapsed
+/// reads (`repeats`, by index into the accesses) beside their records.
 fn append(
+    frames: &mut OpenFrames,
     writer: &Writer,
     thread: u32,
-    acc: &[Access],
-    split: usize,
+    (acc, split): (&[Access], usize),
     faults: &[Fault],
     repeats: &[(u32, u32)],
 ) -> tdmap_trace::Result<()> {
     let cut = repeats.partition_point(|r| (r.0 as usize) < split);
-    let later: Vec<(u32, u32)> = repeats[cut..]
-        .iter()
-        .map(|&(i, n)| (i - split as u32, n))
-        .collect();
-    writer.append_collapsed(thread, &acc[..split], &repeats[..cut])?;
-    writer.append_faults(thread, faults)?;
-    writer.append_collapsed(thread, &acc[split..], &later)
+    push(frames, writer, thread, &acc[..split], &repeats[..cut], 0)?;
+    if faults.is_empty() {
+        return push(
+            frames,
+            writer,
+            thread,
+            &acc[split..],
+            &repeats[cut..],
+            split,
+        );
+    }
+    frames.faults(writer, thread, faults)?;
+    push(
+        frames,
+        writer,
+        thread,
+        &acc[split..],
+        &repeats[cut..],
+        split,
+    )
+}
+
+/// Pushes `acc` into `thread`'s open frame, with `repeats` naming them by index + `from`.
+fn push(
+    frames: &mut OpenFrames,
+    writer: &Writer,
+    thread: u32,
+    acc: &[Access],
+    repeats: &[(u32, u32)],
+    from: usize,
+) -> tdmap_trace::Result<()> {
+    if acc.is_empty() {
+        return Ok(());
+    }
+    let mut f = frames.frame(writer, thread, acc.len())?;
+    let at = f.len() as u32;
+    acc.iter()
+        .for_each(|a| f.push(a.addr, a.size, a.write, a.time));
+    for &(i, extra) in repeats {
+        if !f.repeat(at + i - from as u32, extra) {
+            return Err(tdmap_trace::TraceError::Invalid(
+                "collapsed reads must name reads of the batch, by increasing index".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Bytes of the raw file read between two hole punches: small, since the disk may be

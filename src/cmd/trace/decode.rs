@@ -2,7 +2,7 @@
 //! first-touch faults with the node of the CPU they ran on, and collapsed reads.
 
 use super::raw::{self, wire, RawChunk};
-use tdmap_trace::{Access, Fault};
+use tdmap_trace::{Access, Fault, Frame};
 
 /// Turns raw chunks into trace events.
 pub(super) struct Decoder {
@@ -29,6 +29,33 @@ impl Decoder {
             page_mask: !(page_size.max(1) - 1),
             cpu_node,
         }
+    }
+
+    /// True when `c` holds access records only, none a first touch (`wire::is_plain`):
+    /// then [`Decoder::plain`] gives the same accesses as [`Decoder::chunk`], and nothing
+    /// else.
+    pub(super) fn is_plain(c: &RawChunk) -> bool {
+        // One OR over the words (vectorised), not a test per word.
+        wire::is_plain(c.records.iter().fold(0, |a, &w| a | w))
+    }
+
+    /// Pushes the accesses of a chunk that [`Decoder::is_plain`] accepts into `f`, with
+    /// the times [`Decoder::chunk`] gives them, and no array of them in between.
+    pub(super) fn plain(c: &RawChunk, f: &mut Frame) {
+        for b in raw::blocks(&c.ticks, c.t1, c.records.len()) {
+            let mut time = b.start();
+            for &w in &c.records[b.first..b.first + b.len] {
+                let r = wire::unpack(w);
+                f.push(r.addr, r.size, r.write, time.step());
+            }
+        }
+    }
+
+    /// The addresses of a chunk that [`Decoder::is_plain`] accepts, into `addrs` (cleared
+    /// first): all the sharing model needs of it.
+    pub(super) fn plain_addrs(c: &RawChunk, addrs: &mut Vec<u64>) {
+        addrs.clear();
+        addrs.extend(c.records.iter().map(|&w| wire::unpack(w).addr));
     }
 
     /// Unpacks one chunk into accesses and first-touch faults; returns how many accesses

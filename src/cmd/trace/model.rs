@@ -163,6 +163,11 @@ impl Feed {
                 RawEvent::Accesses(c) => {
                     let t = c.thread;
                     self.grow(t)?;
+                    if Decoder::is_plain(&c) {
+                        Decoder::plain_addrs(&c, &mut addrs);
+                        self.model.accesses(t, &addrs)?;
+                        continue;
+                    }
                     // A collapsed run of reads feeds the model once, as `tdmap analyze`
                     // reads it from a trace (docs/formats.md "Collapsed reads").
                     let split = self.dec.chunk(&c, &mut acc, &mut faults, &mut repeats);

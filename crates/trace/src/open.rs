@@ -1,0 +1,127 @@
+//! Access frames kept open per thread, for a caller that hands over each thread's
+//! accesses a batch at a time (`tdmap trace` converts the runtime's chunks of 8,192
+//! records): a thread's consecutive batches go into one frame of up to
+//! [`FRAME_ACCESSES`] accesses, encoded as they come, instead of one small frame each.
+//! Why: zstd builds its tables, and the writer wakes a worker, once per frame; on
+//! 8,192-access frames both were a sixth of the tracer's time. What a trace says does not
+//! change: each thread's events, in its order, are the same whatever the frame sizes.
+
+use crate::columns::Columns;
+use crate::error::Result;
+use crate::types::Fault;
+use crate::workers::Batch;
+use crate::writer::Writer;
+
+/// Most accesses in one frame built here: 8 runtime chunks. Larger frames compress no
+/// better (zstd's tables are already paid for) and hold more memory per thread.
+pub const FRAME_ACCESSES: usize = 1 << 16;
+/// Most frames open at once: opening one more sends the oldest, so that a program of
+/// many threads holds at most this many frames (about half a MiB each) in memory.
+const MAX_OPEN: usize = 32;
+
+/// A thread's open frame: its columns and collapsed reads so far.
+struct Open {
+    thread: u32,
+    cols: Columns,
+    repeats: Vec<(u32, u32)>,
+}
+
+/// The open frames of a trace being written, by thread, oldest first.
+#[derive(Default)]
+pub struct OpenFrames {
+    open: Vec<Open>,
+}
+
+/// One thread's open frame, to push accesses into.
+pub struct Frame<'a> {
+    cols: &'a mut Columns,
+    repeats: &'a mut Vec<(u32, u32)>,
+}
+
+impl OpenFrames {
+    /// The open frame of `thread`, to push up to `k` more accesses into; sends the one
+    /// open before if `k` more would pass [`FRAME_ACCESSES`].
+    pub fn frame(&mut self, w: &Writer, thread: u32, k: usize) -> Result<Frame<'_>> {
+        let mut at = self.open.iter().position(|o| o.thread == thread);
+        if let Some(i) = at.filter(|&i| self.open[i].cols.len() + k > FRAME_ACCESSES) {
+            send(w, self.open.remove(i))?;
+            at = None;
+        }
+        let i = match at {
+            Some(i) => i,
+            None => {
+                if self.open.len() >= MAX_OPEN {
+                    send(w, self.open.remove(0))?;
+                }
+                let cols = w.pool.take();
+                let repeats = Vec::new();
+                self.open.push(Open {
+                    thread,
+                    cols,
+                    repeats,
+                });
+                self.open.len() - 1
+            }
+        };
+        let o = &mut self.open[i];
+        Ok(Frame {
+            cols: &mut o.cols,
+            repeats: &mut o.repeats,
+        })
+    }
+
+    /// Sends `thread`'s open frame, if any: what it appends next goes after it.
+    pub fn close(&mut self, w: &Writer, thread: u32) -> Result<()> {
+        match self.open.iter().position(|o| o.thread == thread) {
+            Some(i) => send(w, self.open.remove(i)),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends `thread`'s open frame, then its page-fault samples `faults`.
+    pub fn faults(&mut self, w: &Writer, thread: u32, faults: &[Fault]) -> Result<()> {
+        self.close(w, thread)?;
+        w.append_faults(thread, faults)
+    }
+
+    /// Sends every open frame, oldest first (before the trace is finished).
+    pub fn close_all(&mut self, w: &Writer) -> Result<()> {
+        self.open.drain(..).try_for_each(|o| send(w, o))
+    }
+}
+
+/// Sends one frame, with its collapsed reads.
+fn send(w: &Writer, o: Open) -> Result<()> {
+    w.send_frame(o.thread, Batch::Accesses(o.cols, o.repeats))
+}
+
+impl Frame<'_> {
+    /// Accesses in the frame so far.
+    pub fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    /// True when the frame holds no access yet.
+    pub fn is_empty(&self) -> bool {
+        self.cols.is_empty()
+    }
+
+    /// Appends one access of the frame's thread, in time order.
+    #[inline]
+    pub fn push(&mut self, addr: u64, size: u8, write: bool, time: u64) {
+        self.cols.push(addr, size, write, time);
+    }
+
+    /// Marks access `i` of the frame, a read, as a run of reads of its line with `extra`
+    /// more reads collapsed into it (V4 repeats frames). False, and nothing marked, when
+    /// `i` does not follow the last marked access or `extra` is 0; whether access `i` is
+    /// a read is the caller's to know (`tdmap trace-check` checks it in the trace).
+    pub fn repeat(&mut self, i: u32, extra: u32) -> bool {
+        let after = self.repeats.last().is_none_or(|r| r.0 < i);
+        let ok = after && extra > 0 && (i as usize) < self.cols.len();
+        if ok {
+            self.repeats.push((i, extra));
+        }
+        ok
+    }
+}
