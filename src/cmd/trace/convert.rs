@@ -312,8 +312,8 @@ fn push(
     }
     let mut f = frames.frame(writer, thread, acc.len())?;
     let at = f.len() as u32;
-    acc.iter()
-        .for_each(|a| f.push(a.addr, a.size, a.write, a.time));
+    let it = acc.iter().map(|a| (a.addr, a.size, a.write, a.time));
+    f.extend_from(acc.len(), it);
     for &(i, extra) in repeats {
         if !f.repeat(at + i - from as u32, extra) {
             return Err(tdmap_trace::TraceError::Invalid(

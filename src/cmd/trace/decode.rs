@@ -44,10 +44,14 @@ impl Decoder {
     pub(super) fn plain(c: &RawChunk, f: &mut Frame) {
         for b in raw::blocks(&c.ticks, c.t1, c.records.len()) {
             let mut time = b.start();
-            for &w in &c.records[b.first..b.first + b.len] {
-                let r = wire::unpack(w);
-                f.push(r.addr, r.size, r.write, time.step());
-            }
+            let words = c.records[b.first..b.first + b.len].iter();
+            f.extend_from(
+                b.len,
+                words.map(|&w| {
+                    let r = wire::unpack(w);
+                    (r.addr, r.size, r.write, time.step())
+                }),
+            );
         }
     }
 
