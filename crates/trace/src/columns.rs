@@ -22,7 +22,7 @@ pub const MAX_ADDRESS_BYTES: usize = 1 + MAX_VARINT;
 /// gathered vector in turn; a stencil reads several rows and planes). One delta column
 /// from the previous access would jump between arrays at every access, in amounts that
 /// change each time; per stream the deltas are the strides, which zstd compresses away.
-pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`.
+pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`; a power of two.
 /// An address farther than this from every base starts a new stream in the least
 /// recently started base (the encoder's choice; the decoder just follows the tags).
 const NEAR: u64 = 1 << 12;
@@ -136,10 +136,6 @@ fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Optio
     Some(())
 }
 
-/// Accesses to push before a [`Columns`] checks its room again: its buffers grow by this
-/// many accesses' worst case at a time, so they stay near what the batch really takes.
-const GROW: usize = 8192;
-
 /// The encoder's state between two accesses of one batch.
 #[derive(Debug, Default, Clone, Copy)]
 struct Enc {
@@ -153,19 +149,17 @@ struct Enc {
     time: u64,
 }
 
-/// One batch of accesses being encoded as V5 columns, one access at a time, so that a
-/// caller can encode accesses as it decodes them (no array of [`Access`] in between) and
-/// a batch can span several of its calls. The four columns grow apart and are joined
-/// into the frame's two streams by [`Columns::streams`]: the address stream (a base tag
-/// per access, then the varint zigzag delta of each address from its tagged base, which
+/// One batch of accesses being encoded as V5 columns as they come, so that a caller can
+/// encode accesses as it decodes them (no array of [`Access`] in between) and a batch can
+/// span several of its calls. The four columns grow apart and are joined into the
+/// frame's two streams by [`Columns::streams`]: the address stream (a base tag per
+/// access, then the varint zigzag delta of each address from its tagged base, which
 /// becomes it) and the rest (the time deltas, then one varint per access of
 /// `size << 1 | write`, one byte for sizes below 64). Buffers past what a batch used are
 /// scratch, kept so that the next batch need not zero them again.
 #[derive(Debug, Default)]
 pub struct Columns {
     n: usize,
-    /// Accesses that fit before the buffers must grow (worst case).
-    room: usize,
     tags: Vec<u8>,
     addrs: Vec<u8>,
     times: Vec<u8>,
@@ -189,56 +183,64 @@ impl Columns {
 
     /// Empties the batch (keeping the buffers) for a new one.
     pub fn clear(&mut self) {
-        (self.n, self.room, self.used, self.enc) = (0, 0, (0, 0, 0), Enc::default());
+        (self.n, self.used, self.enc) = (0, (0, 0, 0), Enc::default());
     }
 
-    #[cold]
-    fn grow(&mut self) {
+    /// Makes room for `k` more accesses at their largest.
+    fn reserve(&mut self, k: usize) {
         let fit = |v: &mut Vec<u8>, len: usize| {
             if v.len() < len {
                 v.resize(len, 0);
             }
         };
         let (a, t, s) = self.used;
-        fit(&mut self.tags, self.n + GROW);
-        fit(&mut self.addrs, a + GROW * MAX_VARINT);
-        fit(&mut self.times, t + GROW * MAX_VARINT);
-        fit(&mut self.sizes, s + GROW * 2);
-        self.room = self.n + GROW;
+        fit(&mut self.tags, self.n + k);
+        fit(&mut self.addrs, a + k * MAX_VARINT);
+        fit(&mut self.times, t + k * MAX_VARINT);
+        fit(&mut self.sizes, s + k * 2);
     }
 
     /// Appends one access (in time order within the batch).
-    #[inline]
     pub fn push(&mut self, addr: u64, size: u8, write: bool, time: u64) {
-        if self.n == self.room {
-            self.grow();
+        self.extend_from(1, std::iter::once((addr, size, write, time)));
+    }
+
+    /// Appends the first `k` accesses of `it`, `(addr, size, write, time)` in time order:
+    /// the encoder's hot loop, generic so that it is built into the caller's loop with
+    /// its state in registers.
+    #[inline]
+    pub fn extend_from(&mut self, k: usize, it: impl Iterator<Item = (u64, u8, bool, u64)>) {
+        self.reserve(k);
+        let (mut e, mut n, (mut a, mut t, mut s)) = (self.enc, self.n, self.used);
+        let (tags, addrs) = (&mut self.tags[..], &mut self.addrs[..]);
+        let (times, sizes) = (&mut self.times[..], &mut self.sizes[..]);
+        for (addr, size, write, time) in it.take(k) {
+            // Streams come in a cycle (value, index, gathered element, value...): the base
+            // that followed the last one before is tried first, with one compare, not eight.
+            // Indexes masked to the base count: no bounds check in the loop.
+            let guess = e.after[e.prev & (BASES - 1)] as usize & (BASES - 1);
+            let g = e.bases[guess];
+            let b = if addr.wrapping_sub(g).min(g.wrapping_sub(addr)) <= GUESS_NEAR {
+                guess
+            } else {
+                pick_base(&e.bases, addr, &mut e.next) & (BASES - 1)
+            };
+            (e.after[e.prev & (BASES - 1)], e.prev) = (b as u8, b);
+            tags[n] = b as u8;
+            a = put_varint(addrs, a, zigzag(addr.wrapping_sub(e.bases[b])));
+            e.bases[b] = addr;
+            t = put_varint(times, t, zigzag(time.wrapping_sub(e.time)));
+            e.time = time;
+            s = put_varint(sizes, s, (size as u64) << 1 | write as u64);
+            n += 1;
         }
-        let e = &mut self.enc;
-        // Streams come in a cycle (value, index, gathered element, value...): the base that
-        // followed the last one before is tried first, with one compare instead of eight.
-        let guess = e.after[e.prev] as usize;
-        let g = e.bases[guess];
-        let b = if addr.wrapping_sub(g).min(g.wrapping_sub(addr)) <= GUESS_NEAR {
-            guess
-        } else {
-            pick_base(&e.bases, addr, &mut e.next)
-        };
-        (e.after[e.prev], e.prev) = (b as u8, b);
-        self.tags[self.n] = b as u8;
-        let (a, t, s) = &mut self.used;
-        *a = put_varint(&mut self.addrs, *a, zigzag(addr.wrapping_sub(e.bases[b])));
-        e.bases[b] = addr;
-        *t = put_varint(&mut self.times, *t, zigzag(time.wrapping_sub(e.time)));
-        e.time = time;
-        *s = put_varint(&mut self.sizes, *s, (size as u64) << 1 | write as u64);
-        self.n += 1;
+        (self.enc, self.n, self.used) = (e, n, (a, t, s));
     }
 
     /// Appends accesses (their `thread` fields are ignored).
     pub fn extend(&mut self, a: &[Access]) {
-        for x in a {
-            self.push(x.addr, x.size, x.write, x.time);
-        }
+        let it = a.iter().map(|x| (x.addr, x.size, x.write, x.time));
+        self.extend_from(a.len(), it);
     }
 
     /// The frame's two streams, joined into `first` (the addresses) and `second` (times,

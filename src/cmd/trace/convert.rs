@@ -10,14 +10,16 @@
 use super::early::Early;
 use super::keys::Keys;
 use super::procs::{settle, Proc};
+use super::raw::RawChunk;
 use super::raw::{RawEvent, RawReader};
 use super::Decoder;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::BufReader;
+use std::ops::Range;
 use std::process::ExitStatus;
-use tdmap_trace::{Access, Fault, OpenFrames, ProcessInfo, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Fault, OpenFrames, ProcessInfo, ThreadInfo, TraceStatus, Writer};
 use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
@@ -99,7 +101,6 @@ pub(super) struct Conv {
     threads: Vec<ThreadInfo>,
     dec: Decoder,
     base: Option<u64>,
-    acc: Vec<Access>,
     faults: Vec<Fault>,
     repeats: Vec<(u32, u32)>,
     first_touched: HashSet<u64>,
@@ -115,7 +116,6 @@ impl Conv {
             threads: Vec::new(),
             dec: Decoder::new(page_size),
             base: None,
-            acc: Vec::new(),
             faults: Vec::new(),
             repeats: Vec::new(),
             first_touched: HashSet::new(),
@@ -153,17 +153,9 @@ impl Conv {
                     return Ok(());
                 };
                 stats.threads = stats.threads.max(t + 1);
-                // The common chunk goes straight into its thread's frame.
-                if keys.is_none() && Decoder::is_plain(&c) {
-                    let mut f = self.frames.frame(writer, t, c.records.len())?;
-                    Decoder::plain(&c, &mut f);
-                    stats.accesses += c.records.len() as u64;
-                    return Ok(());
-                }
-                let (acc, faults, repeats) = (&mut self.acc, &mut self.faults, &mut self.repeats);
-                let split = self.dec.chunk(&c, acc, faults, repeats);
+                let (faults, repeats) = (&mut self.faults, &mut self.repeats);
+                let split = self.dec.side(&c, faults, repeats);
                 if let Some(k) = keys {
-                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
                     faults
                         .iter_mut()
                         .for_each(|f| f.addr = k.key(p.index, f.addr));
@@ -172,10 +164,21 @@ impl Conv {
                     let seen = &mut self.first_touched;
                     faults.retain(|f| !is_shared(f.addr) || seen.insert(f.addr));
                 }
-                append(&mut self.frames, writer, t, (acc, split), faults, repeats)?;
-                stats.accesses += acc.len() as u64;
+                stats.accesses += split.total as u64;
                 stats.faults += faults.len() as u64;
                 stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
+                let key = |a| keys.map_or(a, |k| k.key(p.index, a));
+                let cut = repeats.partition_point(|r| (r.0 as usize) < split.accesses);
+                let (before, after) = repeats.split_at(cut);
+                let frames = &mut self.frames;
+                let words = (0..split.words, split.accesses, 0);
+                push(frames, writer, (t, &c), words, before, key)?;
+                if !faults.is_empty() {
+                    frames.faults(writer, t, faults)?;
+                }
+                let rest = split.total - split.accesses;
+                let words = (split.words..c.records.len(), rest, split.accesses);
+                push(frames, writer, (t, &c), words, after, key)?;
             }
         }
         Ok(())
@@ -264,56 +267,23 @@ pub(super) fn convert(
     })
 }
 
-/// Appends one chunk's accesses `acc.0` to `thread`'s open frame, with its first-touch
-/// faults after the first `acc.1` (which closes the frame before them) and its collapsed
-/// reads (`repeats`, by index into the accesses) beside their records.
-fn append(
-    frames: &mut OpenFrames,
-    writer: &Writer,
-    thread: u32,
-    (acc, split): (&[Access], usize),
-    faults: &[Fault],
-    repeats: &[(u32, u32)],
-) -> tdmap_trace::Result<()> {
-    let cut = repeats.partition_point(|r| (r.0 as usize) < split);
-    push(frames, writer, thread, &acc[..split], &repeats[..cut], 0)?;
-    if faults.is_empty() {
-        return push(
-            frames,
-            writer,
-            thread,
-            &acc[split..],
-            &repeats[cut..],
-            split,
-        );
-    }
-    frames.faults(writer, thread, faults)?;
-    push(
-        frames,
-        writer,
-        thread,
-        &acc[split..],
-        &repeats[cut..],
-        split,
-    )
-}
-
-/// Pushes `acc` into `thread`'s open frame, with `repeats` naming them by index + `from`.
+/// Pushes the accesses of chunk `c` among words `words.0` (`words.1` of them, the first
+/// access `words.2` of the chunk) into thread `t`'s open frame, each address through
+/// `key`, with the collapsed reads `repeats` naming them by index in the chunk.
 fn push(
     frames: &mut OpenFrames,
     writer: &Writer,
-    thread: u32,
-    acc: &[Access],
+    (t, c): (u32, &RawChunk),
+    (words, k, from): (Range<usize>, usize, usize),
     repeats: &[(u32, u32)],
-    from: usize,
+    key: impl Fn(u64) -> u64 + Copy,
 ) -> tdmap_trace::Result<()> {
-    if acc.is_empty() {
+    if k == 0 {
         return Ok(());
     }
-    let mut f = frames.frame(writer, thread, acc.len())?;
+    let mut f = frames.frame(writer, t, k)?;
     let at = f.len() as u32;
-    let it = acc.iter().map(|a| (a.addr, a.size, a.write, a.time));
-    f.extend_from(acc.len(), it);
+    Decoder::push(c, words, &mut f, key);
     for &(i, extra) in repeats {
         if !f.repeat(at + i - from as u32, extra) {
             return Err(tdmap_trace::TraceError::Invalid(

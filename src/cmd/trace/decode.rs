@@ -1,14 +1,33 @@
 //! Decoding the runtime's raw chunks (`tdmap_wire::raw`) into trace events: accesses,
 //! first-touch faults with the node of the CPU they ran on, and collapsed reads.
+//!
+//! In two passes, so that no array of accesses is built: [`Decoder::side`] finds a
+//! chunk's faults and collapsed reads (the rare words; a chunk of plain records only is
+//! told by one OR over its words), then [`Decoder::push`] encodes its accesses into the
+//! trace's frame as it decodes them ([`Decoder::addresses`] hands them to the model).
 
 use super::raw::{self, wire, RawChunk};
-use tdmap_trace::{Access, Fault, Frame};
+use std::ops::Range;
+use tdmap_trace::{Fault, Frame};
 
 /// Turns raw chunks into trace events.
 pub(super) struct Decoder {
     page_mask: u64,
     /// NUMA node (logical index) of each OS CPU number, from this machine's topology.
     cpu_node: Vec<u32>,
+    /// Word positions of the chunk's CPU and repeat words (scratch of `side`).
+    sides: Vec<u32>,
+}
+
+/// Where a chunk's faults go: after its first first-touch access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Split {
+    /// Accesses before the faults (all of them when there is none).
+    pub(super) accesses: usize,
+    /// Words that hold those accesses (with the side words among them).
+    pub(super) words: usize,
+    /// Accesses in the chunk.
+    pub(super) total: usize,
 }
 
 impl Decoder {
@@ -28,105 +47,135 @@ impl Decoder {
         Decoder {
             page_mask: !(page_size.max(1) - 1),
             cpu_node,
+            sides: Vec::new(),
         }
     }
 
     /// True when `c` holds access records only, none a first touch (`wire::is_plain`):
-    /// then [`Decoder::plain`] gives the same accesses as [`Decoder::chunk`], and nothing
-    /// else.
+    /// then it has no fault or collapsed read, and [`Decoder::plain`] decodes it.
     pub(super) fn is_plain(c: &RawChunk) -> bool {
         // One OR over the words (vectorised), not a test per word.
         wire::is_plain(c.records.iter().fold(0, |a, &w| a | w))
     }
 
-    /// Pushes the accesses of a chunk that [`Decoder::is_plain`] accepts into `f`, with
-    /// the times [`Decoder::chunk`] gives them, and no array of them in between.
-    pub(super) fn plain(c: &RawChunk, f: &mut Frame) {
+    /// Pushes the accesses among words `words` of a chunk into `f`, in order, each
+    /// address through `key`: every record but the CPU and repeat words, each at its
+    /// word's time (the clock ticks spread over the words, `raw::blocks`). One loop per
+    /// clock tick, encoding as it decodes.
+    pub(super) fn push(
+        c: &RawChunk,
+        words: Range<usize>,
+        f: &mut Frame,
+        key: impl Fn(u64) -> u64 + Copy,
+    ) {
         for b in raw::blocks(&c.ticks, c.t1, c.records.len()) {
+            let (lo, hi) = (b.first.max(words.start), (b.first + b.len).min(words.end));
+            if lo >= hi {
+                continue;
+            }
             let mut time = b.start();
-            let words = c.records[b.first..b.first + b.len].iter();
-            f.extend_from(
-                b.len,
-                words.map(|&w| {
+            (b.first..lo).for_each(|_| {
+                time.step();
+            });
+            let acc = c.records[lo..hi]
+                .iter()
+                .map(|&w| (w, time.step()))
+                .filter(|&(w, _)| !wire::is_side_word(w))
+                .map(|(w, t)| {
                     let r = wire::unpack(w);
-                    (r.addr, r.size, r.write, time.step())
-                }),
-            );
+                    (key(r.addr), r.size, r.write, t)
+                });
+            f.extend_from(hi - lo, acc);
         }
     }
 
-    /// The addresses of a chunk that [`Decoder::is_plain`] accepts, into `addrs` (cleared
-    /// first): all the sharing model needs of it.
-    pub(super) fn plain_addrs(c: &RawChunk, addrs: &mut Vec<u64>) {
-        addrs.clear();
-        addrs.extend(c.records.iter().map(|&w| wire::unpack(w).addr));
+    /// The addresses of a chunk's accesses, in order: all the sharing model needs.
+    pub(super) fn addresses(c: &RawChunk) -> impl Iterator<Item = u64> + '_ {
+        c.records
+            .iter()
+            .filter(|&&w| !wire::is_side_word(w))
+            .map(|&w| wire::unpack(w).addr)
     }
 
-    /// Unpacks one chunk into accesses and first-touch faults; returns how many accesses
-    /// go before the faults. Every fault takes the time of the chunk's first first-touch
-    /// access and is written right after it, so each thread's timeline stays ordered and
-    /// a trace starts with accesses. That time is still before any other thread's access
-    /// to the page, since an earlier one would have made that thread the first. A fault's
-    /// CPU is where the thread ran at the first touch, its node that CPU's: where
-    /// first-touch placement puts the page. `repeats` gets, for each record that
-    /// collapsed repeated reads, its index in `acc` and the extra reads.
-    pub(super) fn chunk(
-        &self,
+    /// Finds a chunk's first-touch faults and collapsed reads; returns how many of its
+    /// accesses go before the faults, how many words hold them, and how many accesses
+    /// it has. Every fault takes the
+    /// time of the chunk's first first-touch access and is written right after it, so
+    /// each thread's timeline stays ordered and a trace starts with accesses. That time
+    /// is still before any other thread's access to the page, since an earlier one would
+    /// have made that thread the first. A fault's CPU is where the thread ran at the
+    /// first touch, its node that CPU's: where first-touch placement puts the page.
+    /// `repeats` gets, for each record that collapsed repeated reads, its access index
+    /// and the extra reads.
+    pub(super) fn side(
+        &mut self,
         c: &RawChunk,
-        acc: &mut Vec<Access>,
         faults: &mut Vec<Fault>,
         repeats: &mut Vec<(u32, u32)>,
-    ) -> usize {
-        acc.clear();
+    ) -> Split {
         faults.clear();
         repeats.clear();
-        let mut split = None;
-        let thread = c.thread;
-        let times = raw::times(&c.ticks, c.t1, c.records.len());
-        // The access each word position holds, for the repeat words.
-        let mut acc_at = Vec::with_capacity(c.records.len());
-        for (i, (&w, time)) in c.records.iter().zip(times).enumerate() {
+        let words = &c.records;
+        let n = words.len();
+        if Decoder::is_plain(c) {
+            return Split {
+                accesses: n,
+                words: n,
+                total: n,
+            };
+        }
+        let sides = &mut self.sides;
+        sides.clear();
+        // The access index of word `q`: its position less the side words before it.
+        let index = |sides: &[u32], q: usize| q - sides.partition_point(|&s| (s as usize) < q);
+        let mut first = None;
+        for (i, &w) in words.iter().enumerate() {
+            if wire::is_plain(w) {
+                continue;
+            }
             if wire::is_side_word(w) {
                 // A repeat word names an earlier read record of the chunk by position.
                 if let Some((at, n)) = wire::unpack_repeat(w) {
-                    let a = acc_at.get(at as usize).copied().unwrap_or(u32::MAX);
-                    if acc.get(a as usize).is_some_and(|x| !x.write) {
-                        repeats.push((a, n));
+                    let at = at as usize;
+                    let read = at < i
+                        && words
+                            .get(at)
+                            .is_some_and(|&r| !wire::is_side_word(r) && !wire::unpack(r).write);
+                    if read {
+                        repeats.push((index(sides, at) as u32, n));
                     }
                 }
-                acc_at.push(u32::MAX);
+                sides.push(i as u32);
                 continue;
             }
-            acc_at.push(acc.len() as u32);
             let r = wire::unpack(w);
-            acc.push(Access {
-                thread,
-                addr: r.addr,
-                size: r.size,
-                write: r.write,
-                time,
+            // A crash can cut the CPU word off: then the CPU is unknown (u32::MAX).
+            let cpu = words
+                .get(i + 1)
+                .and_then(|&n| wire::unpack_cpu(n))
+                .unwrap_or(u32::MAX);
+            let first = *first.get_or_insert(i);
+            faults.push(Fault {
+                thread: c.thread,
+                addr: r.addr & self.page_mask,
+                cpu,
+                node: self.cpu_node.get(cpu as usize).copied().unwrap_or(0),
+                time: first as u64,
             });
-            if r.first_touch {
-                // A crash can cut the CPU word off: then the CPU is unknown (u32::MAX).
-                let cpu = c
-                    .records
-                    .get(i + 1)
-                    .and_then(|&n| wire::unpack_cpu(n))
-                    .unwrap_or(u32::MAX);
-                let node = self.cpu_node.get(cpu as usize).copied().unwrap_or(0);
-                let addr = r.addr & self.page_mask;
-                let time = acc[*split.get_or_insert(acc.len() - 1)].time;
-                faults.push(Fault {
-                    thread,
-                    addr,
-                    cpu,
-                    node,
-                    time,
-                });
-            }
+        }
+        if let Some(first) = first {
+            let time = raw::times(&c.ticks, c.t1, words.len())
+                .nth(first)
+                .unwrap_or(0);
+            faults.iter_mut().for_each(|f| f.time = time);
         }
         repeats.sort_unstable();
         repeats.dedup_by_key(|r| r.0);
-        split.map_or(acc.len(), |i| i + 1)
+        let total = n - sides.len();
+        Split {
+            accesses: first.map_or(total, |i| index(sides, i) + 1),
+            words: first.map_or(n, |i| i + 1),
+            total,
+        }
     }
 }

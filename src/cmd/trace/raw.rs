@@ -59,12 +59,18 @@ pub struct RawReader<R> {
     src: R,
     /// True when the file ended inside a chunk or held a bad header (a failed write).
     pub torn: bool,
+    /// A chunk's body as read, kept from chunk to chunk (not zeroed and freed each time).
+    body: Vec<u8>,
 }
 
 impl<R: Read> RawReader<R> {
     /// Reads chunks from `src`.
     pub fn new(src: R) -> Self {
-        RawReader { src, torn: false }
+        RawReader {
+            src,
+            torn: false,
+            body: Vec::new(),
+        }
     }
 
     /// The source it reads from.
@@ -101,11 +107,12 @@ impl<R: Read> RawReader<R> {
                 time: h.t0,
             },
             _ => {
-                let mut bytes = vec![0u8; body];
-                if read_full(&mut self.src, &mut bytes)? < bytes.len() {
+                self.body.resize(body, 0);
+                if read_full(&mut self.src, &mut self.body)? < body {
                     return self.tear();
                 }
-                let mut words = bytes
+                let mut words = self
+                    .body
                     .chunks_exact(8)
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
                 let ticks = words.by_ref().take(wire::TICKS).collect();
