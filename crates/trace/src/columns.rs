@@ -348,6 +348,36 @@ mod tests {
     }
 
     proptest! {
+        /// A batch encoded a run at a time, in a reused buffer, is the batch encoded at
+        /// once: the encoder's state carries over from run to run (`tdmap trace` encodes
+        /// a frame a clock tick of a raw chunk at a time, over several chunks).
+        #[test]
+        fn runs_encode_as_one_batch(
+            v in prop::collection::vec((any::<u16>(), any::<u8>(), 1u8..17, any::<bool>()), 1..300),
+            cuts in prop::collection::vec(0usize..300, 0..6),
+        ) {
+            // Near addresses (strides, the guess and the search) and far ones (restarts).
+            let a: Vec<Access> = v.iter().enumerate().map(|(i, &(ad, t, s, w))| {
+                let far = if ad % 7 == 0 { (ad as u64) << 30 } else { 0 };
+                access(0x7f00_0000 + far + (ad as u64 % 512) * 8, i as u64 * 3 + t as u64, s, w)
+            }).collect();
+            let whole = encoded(&a);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (a.len() + 1)).collect();
+            cuts.extend([0, a.len()]);
+            cuts.sort_unstable();
+            let mut c = Columns::default();
+            c.extend(&a[..a.len() / 2]);
+            c.clear();
+            for w in cuts.windows(2) {
+                let run = &a[w[0]..w[1]];
+                c.extend_from(run.len(), run.iter().map(|x| (x.addr, x.size, x.write, x.time)));
+            }
+            let (mut addrs, mut rest) = (Vec::new(), Vec::new());
+            c.streams(&mut addrs, &mut rest);
+            prop_assert_eq!(c.len(), a.len());
+            prop_assert_eq!((addrs, rest), whole);
+        }
+
         /// Every column comes back as written, whatever the values.
         #[test]
         fn columns_round_trip(v in prop::collection::vec((any::<u64>(), any::<u64>(), any::<u8>(), any::<bool>()), 0..200)) {

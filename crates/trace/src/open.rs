@@ -131,3 +131,111 @@ impl Frame<'_> {
         ok
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Access, Chunk, Header, Reader, TraceStatus};
+
+    /// Reads a trace back: each thread's events in its order, accesses as (0, addr, time,
+    /// extra reads) and faults as (1, addr, time, 0); and the number of access frames.
+    fn read_back(p: &std::path::Path) -> (Vec<Vec<(u8, u64, u64, u32)>>, usize) {
+        let mut r = Reader::open(p).unwrap();
+        let (mut ev, mut frames) = (vec![Vec::new(); 2], 0);
+        while let Some(c) = r.next_chunk().unwrap() {
+            match c {
+                Chunk::Accesses(c) => {
+                    frames += 1;
+                    for i in 0..c.addrs.len() {
+                        let extra = c.repeats.iter().find(|r| r.0 as usize == i);
+                        let extra = extra.map_or(0, |r| r.1);
+                        ev[c.thread as usize].push((0, c.addrs[i], c.times[i], extra));
+                    }
+                }
+                Chunk::Faults(f) => {
+                    let t = f.thread as usize;
+                    let at = f.addrs.iter().zip(&f.times);
+                    ev[t].extend(at.map(|(&a, &time)| (1, a, time, 0)));
+                }
+            }
+        }
+        assert!(r.ending().unwrap().complete());
+        (ev, frames)
+    }
+
+    /// A thread's batches share frames of up to FRAME_ACCESSES accesses; its faults end
+    /// the frame before them, so that they stay between the accesses they came between;
+    /// collapsed reads keep their accesses, by index in whichever frame they land.
+    #[test]
+    fn batches_share_frames_and_faults_stay_in_place() {
+        let p = std::env::temp_dir().join(format!("tdmap-open-{}", std::process::id()));
+        let w = Writer::create(&p, Header::new(vec!["t".into()], "m")).unwrap();
+        let mut frames = OpenFrames::default();
+        let mut want = vec![Vec::new(); 2];
+        let batch = 8000u64;
+        // Thread 0: 20 batches, a fault after the 10th; thread 1: 3 batches between them.
+        for b in 0..20u64 {
+            for t in [0u32, 1] {
+                if t == 1 && b % 7 != 0 {
+                    continue;
+                }
+                let mine = &mut want[t as usize];
+                let mut f = frames.frame(&w, t, batch as usize).unwrap();
+                let at = f.len() as u32;
+                for i in 0..batch {
+                    let n = b * batch + i;
+                    f.push(0x1000 + n * 8 + t as u64, 8, false, n);
+                    mine.push((0, 0x1000 + n * 8 + t as u64, n, 0));
+                }
+                // The 5th access of every batch stands for 3 more reads.
+                assert!(f.repeat(at + 5, 3));
+                let len = mine.len();
+                mine[len - batch as usize + 5].3 = 3;
+                if t == 0 && b == 9 {
+                    let time = b * batch + batch - 1;
+                    let (addr, cpu, node) = (0x5000, 1, 0);
+                    let fault = Fault {
+                        thread: 0,
+                        addr,
+                        cpu,
+                        node,
+                        time,
+                    };
+                    frames.faults(&w, 0, &[fault]).unwrap();
+                    mine.push((1, addr, time, 0));
+                }
+            }
+        }
+        frames.close_all(&w).unwrap();
+        w.finish(TraceStatus::Complete).unwrap();
+        let (ev, n) = read_back(&p);
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(ev, want);
+        // Thread 0: 10 batches (80,000 accesses) before the fault make 2 frames, 10 after
+        // make 2; thread 1's 3 batches one frame. One frame per batch would be 23.
+        assert_eq!(n, 5);
+    }
+
+    #[test]
+    fn a_collapsed_read_must_follow_the_last_and_name_an_access() {
+        let p = std::env::temp_dir().join(format!("tdmap-open-rep-{}", std::process::id()));
+        let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
+        let mut frames = OpenFrames::default();
+        let mut f = frames.frame(&w, 0, 4).unwrap();
+        let a = Access {
+            thread: 0,
+            addr: 64,
+            size: 8,
+            write: false,
+            time: 1,
+        };
+        (0..4).for_each(|_| f.push(a.addr, a.size, a.write, a.time));
+        assert!(f.repeat(1, 2));
+        assert!(!f.repeat(1, 2), "not after the last");
+        assert!(!f.repeat(2, 0), "no extra read");
+        assert!(!f.repeat(4, 1), "past the accesses");
+        assert!(f.repeat(3, 1));
+        drop(w);
+        let _ = std::fs::remove_file(&p);
+    }
+}
