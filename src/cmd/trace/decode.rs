@@ -179,3 +179,105 @@ impl Decoder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdmap_trace::{Chunk, Header, OpenFrames, Reader, TraceStatus, Writer};
+
+    /// A chunk of 1,300 words over three clock ticks: reads and writes, a first touch
+    /// (with its CPU word) at word 700 and another at 1,100, a repeat word at 900 naming
+    /// the read at word 801, and one naming a write (ignored).
+    fn chunk() -> RawChunk {
+        let mut records: Vec<u64> =
+            (0..1300u64).map(|i| wire::pack(0x10_0000 + 8 * i, 3, i % 5 == 0, false)).collect();
+        records[700] = wire::pack(0x20_0010, 2, false, true);
+        records[701] = wire::pack_cpu(1);
+        records[900] = wire::pack_repeat(801, 40);
+        records[950] = wire::pack_repeat(600, 7);
+        records[1100] = wire::pack(0x30_0000, 3, true, true);
+        records[1101] = wire::pack_cpu(0);
+        let mut ticks = vec![0; wire::TICKS];
+        ticks[..3].copy_from_slice(&[1_000, 5_000, 5_100]);
+        RawChunk {
+            thread: 0,
+            ticks,
+            t1: 9_000,
+            records,
+        }
+    }
+
+    /// What a chunk says, word by word (the reference): accesses (addr, size, write,
+    /// time) by word position, side words left out.
+    fn reference(c: &RawChunk) -> Vec<(usize, (u64, u8, bool, u64))> {
+        let n = c.records.len();
+        (0..n)
+            .filter(|&i| !wire::is_side_word(c.records[i]))
+            .map(|i| {
+                let r = wire::unpack(c.records[i]);
+                (i, (r.addr, r.size, r.write, raw::time_of(&c.ticks, c.t1, i, n)))
+            })
+            .collect()
+    }
+
+    /// The faults go after the first first-touch access, at its time; the repeat word
+    /// names its read by access index (side words before it not counted); the accesses
+    /// pushed in two word ranges around the faults are the chunk's, at their times.
+    #[test]
+    fn a_chunk_with_first_touches_and_repeats_decodes_in_two_passes() {
+        let c = chunk();
+        let want = reference(&c);
+        let mut dec = Decoder::new(4096);
+        let (mut faults, mut repeats) = (Vec::new(), Vec::new());
+        let split = dec.side(&c, &mut faults, &mut repeats);
+        let first = want.iter().position(|a| a.0 == 700).unwrap();
+        assert_eq!(
+            split,
+            Split {
+                accesses: first + 1,
+                words: 701,
+                total: 1300 - 4,
+            }
+        );
+        let t700 = want[first].1 .3;
+        let got: Vec<_> = faults.iter().map(|f| (f.addr, f.cpu, f.time)).collect();
+        assert_eq!(got, [(0x20_0000, 1, t700), (0x30_0000, 0, t700)]);
+        // Word 801 is access 800 (after the CPU word at 701); word 600 is a write.
+        assert!(wire::unpack(c.records[600]).write);
+        assert_eq!(repeats, [(800, 40)]);
+
+        let p = std::env::temp_dir().join(format!("tdmap-decode-{}", std::process::id()));
+        let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
+        let mut frames = OpenFrames::default();
+        for words in [0..split.words, split.words..c.records.len()] {
+            let mut f = frames.frame(&w, 0, words.len()).unwrap();
+            Decoder::push(&c, words, &mut f, |a| a);
+            frames.close(&w, 0).unwrap();
+        }
+        w.finish(TraceStatus::Complete).unwrap();
+        let mut r = Reader::open(&p).unwrap();
+        let mut got = Vec::new();
+        while let Some(Chunk::Accesses(a)) = r.next_chunk().unwrap() {
+            got.push(a.addrs.len());
+            for i in 0..a.addrs.len() {
+                let k = got.iter().sum::<usize>() - a.addrs.len() + i;
+                assert_eq!((a.addrs[i], a.sizes[i], a.writes[i], a.times[i]), want[k].1);
+            }
+        }
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(got, [split.accesses, split.total - split.accesses]);
+    }
+
+    #[test]
+    fn a_chunk_of_plain_records_has_nothing_aside() {
+        let mut c = chunk();
+        c.records.truncate(600);
+        assert!(Decoder::is_plain(&c));
+        let (mut faults, mut repeats) = (Vec::new(), Vec::new());
+        let split = Decoder::new(4096).side(&c, &mut faults, &mut repeats);
+        assert_eq!((split.accesses, split.words, split.total), (600, 600, 600));
+        assert!(faults.is_empty() && repeats.is_empty());
+        c.records[599] = wire::pack_repeat(3, 1);
+        assert!(!Decoder::is_plain(&c));
+    }
+}
