@@ -170,6 +170,32 @@ fn has_shared(maps: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The folder's listing is kept while it stands unchanged, and a child's control file
+    /// created later is still seen: creating it changes the folder's time.
+    #[test]
+    fn a_child_appearing_after_a_kept_listing_is_seen() {
+        let dir = std::env::temp_dir().join(format!("tdmap-quiet-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = Scratch {
+            data: dir.join("raw"),
+            ctl: dir.join("ctl"),
+        };
+        std::fs::write(&scratch.ctl, b"").unwrap();
+        let mut q = Quiet::default();
+        assert!(q.no_children(&scratch));
+        assert!(q.0.is_none(), "a folder changed just now is listed again");
+        // As if the folder had stood unchanged for a while.
+        let old = SystemTime::now() - 10 * SETTLED;
+        std::fs::File::open(&dir).unwrap().set_modified(old).unwrap();
+        assert!(q.no_children(&scratch));
+        assert!(q.0.is_some(), "the listing is kept");
+        assert!(q.no_children(&scratch));
+        std::fs::write(dir.join("ctl.4242"), b"").unwrap();
+        assert!(!q.no_children(&scratch));
+        drop(scratch);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn a_shared_mapping_is_told_by_its_permissions() {
         let private =
