@@ -376,6 +376,21 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Plain words are the access records a decoder can take without looking aside: not
+    /// a first touch (its CPU word and fault), a CPU word or a repeat word. The OR of a
+    /// chunk's words is plain only if every word is.
+    #[test]
+    fn plain_words_are_records_that_are_no_first_touch() {
+        let top = ADDR_MASK;
+        assert!(is_plain(pack(top, 4, true, false)));
+        assert!(!is_plain(pack(0x1000, 3, false, true)));
+        assert!(!is_plain(pack_cpu(u32::MAX)));
+        assert!(!is_plain(pack_repeat(0xffff, u32::MAX)));
+        let words = [pack(top, 4, true, false), pack(8, 0, false, false), pack_cpu(3)];
+        assert!(!is_plain(words.iter().fold(0, |a, w| a | w)));
+        assert!(is_plain(words[..2].iter().fold(0, |a, w| a | w)));
+    }
+
     #[test]
     fn pack_round_trips_every_size_and_flag() {
         for (log2, size) in [(0, 1), (1, 2), (2, 4), (3, 8), (4, 16)] {
