@@ -22,7 +22,7 @@ const MAX_OPEN: usize = 32;
 /// A thread's open frame: its columns and collapsed reads so far.
 struct Open {
     thread: u32,
-    cols: Columns,
+    cols: Box<Columns>,
     repeats: Vec<(u32, u32)>,
 }
 
@@ -137,9 +137,13 @@ mod tests {
     use super::*;
     use crate::{Access, Chunk, Header, Reader, TraceStatus};
 
-    /// Reads a trace back: each thread's events in its order, accesses as (0, addr, time,
-    /// extra reads) and faults as (1, addr, time, 0); and the number of access frames.
-    fn read_back(p: &std::path::Path) -> (Vec<Vec<(u8, u64, u64, u32)>>, usize) {
+    /// One event as read back: accesses as (0, addr, time, extra reads), faults as (1,
+    /// addr, time, 0).
+    type Ev = (u8, u64, u64, u32);
+
+    /// Reads a trace back: each thread's events in its order; and the number of access
+    /// frames.
+    fn read_back(p: &std::path::Path) -> (Vec<Vec<Ev>>, usize) {
         let mut r = Reader::open(p).unwrap();
         let (mut ev, mut frames) = (vec![Vec::new(); 2], 0);
         while let Some(c) = r.next_chunk().unwrap() {

@@ -24,7 +24,7 @@ pub(crate) enum Batch {
     /// Accesses, already encoded by the appending thread (whose cache still holds them),
     /// with the collapsed reads of a repeats frame to write just before, if any: both
     /// one job, so that no other thread's frame comes between them.
-    Accesses(Columns, Vec<(u32, u32)>),
+    Accesses(Box<Columns>, Vec<(u32, u32)>),
     Faults(Vec<Fault>),
 }
 
@@ -58,24 +58,24 @@ const POOL_MAX: usize = 64 + 8;
 
 impl Pool {
     /// An empty batch, in buffers of the pool (or new ones).
-    pub(crate) fn take(&self) -> Columns {
+    pub(crate) fn take(&self) -> Box<Columns> {
         let spare = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut c = spare.unwrap_or_default();
+        let mut c = Box::new(spare.unwrap_or_default());
         c.clear();
         c
     }
 
     /// `part` encoded as columns, in buffers of the pool (or new ones).
-    pub(crate) fn encode(&self, part: &[Access]) -> Columns {
+    pub(crate) fn encode(&self, part: &[Access]) -> Box<Columns> {
         let mut c = self.take();
         c.extend(part);
         c
     }
 
-    fn give(&self, c: Columns) {
+    fn give(&self, c: Box<Columns>) {
         let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL_MAX {
-            pool.push(c);
+            pool.push(*c);
         }
     }
 }
