@@ -1,5 +1,6 @@
 //! The access columns of format version 5: varint-coded zigzag deltas, built in one
-//! tight pass per column into buffers the writer's workers reuse, then compressed by zstd.
+//! tight loop over the accesses as they come (all four columns at once, a batch perhaps
+//! over several calls) into buffers the writer's workers reuse, then compressed by zstd.
 //!
 //! Why varints: the runtime's times are clock reads spread evenly over `TICK_EVERY`
 //! records, so their deltas are a few nanoseconds (one byte) except at rare jumps, and

@@ -386,7 +386,11 @@ mod tests {
         assert!(!is_plain(pack(0x1000, 3, false, true)));
         assert!(!is_plain(pack_cpu(u32::MAX)));
         assert!(!is_plain(pack_repeat(0xffff, u32::MAX)));
-        let words = [pack(top, 4, true, false), pack(8, 0, false, false), pack_cpu(3)];
+        let words = [
+            pack(top, 4, true, false),
+            pack(8, 0, false, false),
+            pack_cpu(3),
+        ];
         assert!(!is_plain(words.iter().fold(0, |a, w| a | w)));
         assert!(is_plain(words[..2].iter().fold(0, |a, w| a | w)));
     }

@@ -189,8 +189,9 @@ mod tests {
     /// (with its CPU word) at word 700 and another at 1,100, a repeat word at 900 naming
     /// the read at word 801, and one naming a write (ignored).
     fn chunk() -> RawChunk {
-        let mut records: Vec<u64> =
-            (0..1300u64).map(|i| wire::pack(0x10_0000 + 8 * i, 3, i % 5 == 0, false)).collect();
+        let mut records: Vec<u64> = (0..1300u64)
+            .map(|i| wire::pack(0x10_0000 + 8 * i, 3, i % 5 == 0, false))
+            .collect();
         records[700] = wire::pack(0x20_0010, 2, false, true);
         records[701] = wire::pack_cpu(1);
         records[900] = wire::pack_repeat(801, 40);
@@ -215,7 +216,10 @@ mod tests {
             .filter(|&i| !wire::is_side_word(c.records[i]))
             .map(|i| {
                 let r = wire::unpack(c.records[i]);
-                (i, (r.addr, r.size, r.write, raw::time_of(&c.ticks, c.t1, i, n)))
+                (
+                    i,
+                    (r.addr, r.size, r.write, raw::time_of(&c.ticks, c.t1, i, n)),
+                )
             })
             .collect()
     }

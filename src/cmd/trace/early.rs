@@ -186,7 +186,10 @@ mod tests {
         assert!(q.0.is_none(), "a folder changed just now is listed again");
         // As if the folder had stood unchanged for a while.
         let old = SystemTime::now() - 10 * SETTLED;
-        std::fs::File::open(&dir).unwrap().set_modified(old).unwrap();
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         assert!(q.no_children(&scratch));
         assert!(q.0.is_some(), "the listing is kept");
         assert!(q.no_children(&scratch));
