@@ -8,10 +8,13 @@
 #           (crates/trace/examples/digest.rs: address, size, write, time, collapsed reads,
 #           faults), and the --model-only files (less their run time) must be identical.
 #   live    each workload run on one thread under `setarch -R` (the same accesses every
-#           run) by both builds: the events less times and fault CPUs must be identical.
+#           run) by both builds: the events less times and fault CPUs must be identical;
+#           so too for SAME_LIVE (`name:arg:arg...`), run live only: forkshare's processes
+#           (page keys shared between processes, a trace of several processes).
 # Prints one line per check and exits 1 if any differs.
 source "$(dirname "$0")/common.sh"
 : "${BASE:?set BASE to the tdmap binary of the other build}"
+SAME_LIVE=${SAME_LIVE:-"forkshare:2:2048:1"}
 SAME_SIZES=${SAME_SIZES:-"ep:300000 stencil1d:420 stencil3d:20 pairs:98304 alltoall:640 pipeline:9216 cginit:96000 phase:49152 cg:40 mg:64 fft:64"}
 cargo build --release -q -p tdmap-trace --example digest
 DIGEST=target/release/examples/digest
@@ -58,6 +61,18 @@ for spec in $SAME_SIZES; do
   else
     echo "skipped   $w live: the program does not run on 1 thread"
   fi
+done
+for spec in $SAME_LIVE; do
+  IFS=: read -r -a parts <<<"$spec"
+  w=${parts[0]} args=("${parts[@]:1}")
+  for b in base new; do
+    t=$S/tdmap
+    rm -f "$t"
+    if [ $b = base ]; then cp "$BASE" "$t"; else cp "$TDMAP" "$t"; fi
+    setarch -R "$t" trace --force -o "$S/live.trace" -- "$OUT/build/tdmap/$w" "${args[@]}" >/dev/null 2>&1
+    "$DIGEST" "$S/live.trace" --no-time >"$S/$b.live"
+  done
+  same "$w ${args[*]} live, setarch -R: trace events less times" "$S/base.live" "$S/new.live"
 done
 rm -rf "$S"
 exit $bad
