@@ -1,5 +1,6 @@
 //! The access columns of format version 5: varint-coded zigzag deltas, built in one
-//! tight pass per column into buffers the writer's workers reuse, then compressed by zstd.
+//! tight loop over the accesses as they come (all four columns at once, a batch perhaps
+//! over several calls) into buffers the writer's workers reuse, then compressed by zstd.
 //!
 //! Why varints: the runtime's times are clock reads spread evenly over `TICK_EVERY`
 //! records, so their deltas are a few nanoseconds (one byte) except at rare jumps, and
@@ -22,7 +23,7 @@ pub const MAX_ADDRESS_BYTES: usize = 1 + MAX_VARINT;
 /// gathered vector in turn; a stencil reads several rows and planes). One delta column
 /// from the previous access would jump between arrays at every access, in amounts that
 /// change each time; per stream the deltas are the strides, which zstd compresses away.
-pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`.
+pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`; a power of two.
 /// An address farther than this from every base starts a new stream in the least
 /// recently started base (the encoder's choice; the decoder just follows the tags).
 const NEAR: u64 = 1 << 12;
@@ -136,45 +137,124 @@ fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Optio
     Some(())
 }
 
-/// Encodes accesses as V5 columns: into `addrs`, one base tag per access then the
-/// varint zigzag delta of each address from its tagged base (which becomes it); into
-/// `rest`, the time column then one varint per access of `size << 1 | write` (one byte
-/// for sizes below 64). Returns the bytes of each column; the buffers' contents past
-/// them are scratch, left in place so that the next batch need not zero them again.
-pub fn encode(a: &[Access], addrs: &mut Vec<u8>, rest: &mut Vec<u8>) -> (usize, usize) {
-    let n = a.len();
-    if addrs.len() < n * MAX_ADDRESS_BYTES {
-        addrs.resize(n * MAX_ADDRESS_BYTES, 0);
+/// The encoder's state between two accesses of one batch.
+#[derive(Debug, Default, Clone, Copy)]
+struct Enc {
+    /// The last address of each base's stream.
+    bases: [u64; BASES],
+    /// The base a far address restarts next.
+    next: usize,
+    /// The base that followed each base last time, tried first.
+    after: [u8; BASES],
+    prev: usize,
+    time: u64,
+}
+
+/// One batch of accesses being encoded as V5 columns as they come, so that a caller can
+/// encode accesses as it decodes them (no array of [`Access`] in between) and a batch can
+/// span several of its calls. The four columns grow apart and are joined into the
+/// frame's two streams by [`Columns::streams`]: the address stream (a base tag per
+/// access, then the varint zigzag delta of each address from its tagged base, which
+/// becomes it) and the rest (the time deltas, then one varint per access of
+/// `size << 1 | write`, one byte for sizes below 64). Buffers past what a batch used are
+/// scratch, kept so that the next batch need not zero them again.
+#[derive(Debug, Default)]
+pub struct Columns {
+    n: usize,
+    tags: Vec<u8>,
+    addrs: Vec<u8>,
+    times: Vec<u8>,
+    sizes: Vec<u8>,
+    /// Bytes used of `addrs`, `times` and `sizes`.
+    used: (usize, usize, usize),
+    enc: Enc,
+}
+
+impl Columns {
+    /// Accesses in the batch.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.n
     }
-    if rest.len() < n * (MAX_VARINT + 2) {
-        rest.resize(n * (MAX_VARINT + 2), 0);
+
+    /// True when the batch holds no access.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
     }
-    let (addrs, rest) = (&mut addrs[..], &mut rest[..]);
-    // Both delta columns in one pass over the batch.
-    let (mut bases, mut next) = ([0u64; BASES], 0);
-    // Streams come in a cycle (value, index, gathered element, value...): the base that
-    // followed the last one before is tried first, with one compare instead of eight.
-    let (mut after, mut prev) = ([0u8; BASES], 0usize);
-    let (mut time, mut i, mut j) = (0u64, n, 0);
-    for (k, x) in a.iter().enumerate() {
-        let guess = after[prev] as usize;
-        let g = bases[guess];
-        let b = if x.addr.wrapping_sub(g).min(g.wrapping_sub(x.addr)) <= GUESS_NEAR {
-            guess
-        } else {
-            pick_base(&bases, x.addr, &mut next)
+
+    /// Empties the batch (keeping the buffers) for a new one.
+    pub fn clear(&mut self) {
+        (self.n, self.used, self.enc) = (0, (0, 0, 0), Enc::default());
+    }
+
+    /// Makes room for `k` more accesses at their largest.
+    fn reserve(&mut self, k: usize) {
+        let fit = |v: &mut Vec<u8>, len: usize| {
+            if v.len() < len {
+                v.resize(len, 0);
+            }
         };
-        (after[prev], prev) = (b as u8, b);
-        addrs[k] = b as u8;
-        i = put_varint(addrs, i, zigzag(x.addr.wrapping_sub(bases[b])));
-        bases[b] = x.addr;
-        j = put_varint(rest, j, zigzag(x.time.wrapping_sub(time)));
-        time = x.time;
+        let (a, t, s) = self.used;
+        fit(&mut self.tags, self.n + k);
+        fit(&mut self.addrs, a + k * MAX_VARINT);
+        fit(&mut self.times, t + k * MAX_VARINT);
+        fit(&mut self.sizes, s + k * 2);
     }
-    for x in a {
-        j = put_varint(rest, j, (x.size as u64) << 1 | x.write as u64);
+
+    /// Appends one access (in time order within the batch).
+    pub fn push(&mut self, addr: u64, size: u8, write: bool, time: u64) {
+        self.extend_from(1, std::iter::once((addr, size, write, time)));
     }
-    (i, j)
+
+    /// Appends the first `k` accesses of `it`, `(addr, size, write, time)` in time order:
+    /// the encoder's hot loop, generic so that it is built into the caller's loop with
+    /// its state in registers.
+    #[inline]
+    pub fn extend_from(&mut self, k: usize, it: impl Iterator<Item = (u64, u8, bool, u64)>) {
+        self.reserve(k);
+        let (mut e, mut n, (mut a, mut t, mut s)) = (self.enc, self.n, self.used);
+        let (tags, addrs) = (&mut self.tags[..], &mut self.addrs[..]);
+        let (times, sizes) = (&mut self.times[..], &mut self.sizes[..]);
+        for (addr, size, write, time) in it.take(k) {
+            // Streams come in a cycle (value, index, gathered element, value...): the base
+            // that followed the last one before is tried first, with one compare, not eight.
+            // Indexes masked to the base count: no bounds check in the loop.
+            let guess = e.after[e.prev & (BASES - 1)] as usize & (BASES - 1);
+            let g = e.bases[guess];
+            let b = if addr.wrapping_sub(g).min(g.wrapping_sub(addr)) <= GUESS_NEAR {
+                guess
+            } else {
+                pick_base(&e.bases, addr, &mut e.next) & (BASES - 1)
+            };
+            (e.after[e.prev & (BASES - 1)], e.prev) = (b as u8, b);
+            tags[n] = b as u8;
+            a = put_varint(addrs, a, zigzag(addr.wrapping_sub(e.bases[b])));
+            e.bases[b] = addr;
+            t = put_varint(times, t, zigzag(time.wrapping_sub(e.time)));
+            e.time = time;
+            s = put_varint(sizes, s, (size as u64) << 1 | write as u64);
+            n += 1;
+        }
+        (self.enc, self.n, self.used) = (e, n, (a, t, s));
+    }
+
+    /// Appends accesses (their `thread` fields are ignored).
+    pub fn extend(&mut self, a: &[Access]) {
+        let it = a.iter().map(|x| (x.addr, x.size, x.write, x.time));
+        self.extend_from(a.len(), it);
+    }
+
+    /// The frame's two streams, joined into `first` (the addresses) and `second` (times,
+    /// sizes and write flags), both cleared first.
+    pub(crate) fn streams(&self, first: &mut Vec<u8>, second: &mut Vec<u8>) {
+        let (a, t, s) = self.used;
+        first.clear();
+        first.extend_from_slice(&self.tags[..self.n]);
+        first.extend_from_slice(&self.addrs[..a]);
+        second.clear();
+        second.extend_from_slice(&self.times[..t]);
+        second.extend_from_slice(&self.sizes[..s]);
+    }
 }
 
 /// Decodes `n` accesses of V5 columns into `c`, reusing its buffers: `addrs` must hold
@@ -230,10 +310,9 @@ mod tests {
     }
 
     fn encoded(a: &[Access]) -> (Vec<u8>, Vec<u8>) {
-        let (mut addrs, mut rest) = (Vec::new(), Vec::new());
-        let (i, j) = encode(a, &mut addrs, &mut rest);
-        addrs.truncate(i);
-        rest.truncate(j);
+        let (mut c, mut addrs, mut rest) = (Columns::default(), Vec::new(), Vec::new());
+        c.extend(a);
+        c.streams(&mut addrs, &mut rest);
         (addrs, rest)
     }
 
@@ -270,6 +349,36 @@ mod tests {
     }
 
     proptest! {
+        /// A batch encoded a run at a time, in a reused buffer, is the batch encoded at
+        /// once: the encoder's state carries over from run to run (`tdmap trace` encodes
+        /// a frame a clock tick of a raw chunk at a time, over several chunks).
+        #[test]
+        fn runs_encode_as_one_batch(
+            v in prop::collection::vec((any::<u16>(), any::<u8>(), 1u8..17, any::<bool>()), 1..300),
+            cuts in prop::collection::vec(0usize..300, 0..6),
+        ) {
+            // Near addresses (strides, the guess and the search) and far ones (restarts).
+            let a: Vec<Access> = v.iter().enumerate().map(|(i, &(ad, t, s, w))| {
+                let far = if ad % 7 == 0 { (ad as u64) << 30 } else { 0 };
+                access(0x7f00_0000 + far + (ad as u64 % 512) * 8, i as u64 * 3 + t as u64, s, w)
+            }).collect();
+            let whole = encoded(&a);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (a.len() + 1)).collect();
+            cuts.extend([0, a.len()]);
+            cuts.sort_unstable();
+            let mut c = Columns::default();
+            c.extend(&a[..a.len() / 2]);
+            c.clear();
+            for w in cuts.windows(2) {
+                let run = &a[w[0]..w[1]];
+                c.extend_from(run.len(), run.iter().map(|x| (x.addr, x.size, x.write, x.time)));
+            }
+            let (mut addrs, mut rest) = (Vec::new(), Vec::new());
+            c.streams(&mut addrs, &mut rest);
+            prop_assert_eq!(c.len(), a.len());
+            prop_assert_eq!((addrs, rest), whole);
+        }
+
         /// Every column comes back as written, whatever the values.
         #[test]
         fn columns_round_trip(v in prop::collection::vec((any::<u64>(), any::<u64>(), any::<u8>(), any::<bool>()), 0..200)) {

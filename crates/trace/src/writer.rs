@@ -90,7 +90,7 @@ pub struct Writer {
     queue: Mutex<Option<Queue>>,
     worker: Mutex<Option<JoinHandle<Result<()>>>>,
     failed: Arc<Mutex<Option<Failure>>>,
-    pool: Arc<Pool>,
+    pub(crate) pool: Arc<Pool>,
 }
 
 impl Writer {
@@ -245,7 +245,7 @@ impl Writer {
             .unwrap_or_else(|_| Err(TraceError::Invalid("trace writer thread panicked".into())))
     }
 
-    fn send_frame(&self, thread: u32, batch: Batch) -> Result<()> {
+    pub(crate) fn send_frame(&self, thread: u32, batch: Batch) -> Result<()> {
         let n = match &batch {
             Batch::Accesses(c, _) => c.len(),
             Batch::Faults(f) => f.len(),
@@ -351,7 +351,14 @@ impl Background {
         let mut bytes = Vec::new();
         let mut scratch = Vec::new();
         let f = (kind, thread, count, flags);
-        frame_bytes(&mut self.comp, &mut scratch, &mut bytes, f, first, second)?;
+        frame_bytes(
+            (&mut self.comp, None),
+            &mut scratch,
+            &mut bytes,
+            f,
+            first,
+            second,
+        )?;
         self.out.append(&bytes)?;
         self.pos += bytes.len() as u64;
         Ok(())

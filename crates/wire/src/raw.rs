@@ -158,11 +158,13 @@ pub const fn pack_repeat(at: u32, extra: u32) -> u64 {
 
 /// The record position and extra reads in a word written by [`pack_repeat`], None for
 /// any other word.
+#[inline]
 pub fn unpack_repeat(word: u64) -> Option<(u32, u32)> {
     (word & REPEAT_BIT != 0).then_some((((word >> 32) as u32) & 0xffff, word as u32))
 }
 
 /// True for the words that are not access records (CPU and repeat words).
+#[inline]
 pub fn is_side_word(word: u64) -> bool {
     word & (CPU_BIT | REPEAT_BIT) != 0
 }
@@ -173,7 +175,15 @@ pub const fn pack_cpu(cpu: u32) -> u64 {
     CPU_BIT | cpu as u64
 }
 
+/// True for an access record that is no first touch: a chunk of only such words decodes
+/// to its accesses alone, with no fault, CPU or repeat to place (the common case).
+#[inline]
+pub fn is_plain(word: u64) -> bool {
+    word & (FIRST_TOUCH_BIT | CPU_BIT | REPEAT_BIT) == 0
+}
+
 /// The CPU in a word written by [`pack_cpu`], None for an access record.
+#[inline]
 pub fn unpack_cpu(word: u64) -> Option<u32> {
     (word & CPU_BIT != 0).then_some(word as u32)
 }
@@ -201,6 +211,7 @@ pub const fn pack(addr: u64, size_log2: u32, write: bool, first_touch: bool) -> 
 }
 
 /// Unpacks a record written by [`pack`].
+#[inline]
 pub fn unpack(word: u64) -> Record {
     Record {
         addr: word & ADDR_MASK,
@@ -364,6 +375,25 @@ impl Msg {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Plain words are the access records a decoder can take without looking aside: not
+    /// a first touch (its CPU word and fault), a CPU word or a repeat word. The OR of a
+    /// chunk's words is plain only if every word is.
+    #[test]
+    fn plain_words_are_records_that_are_no_first_touch() {
+        let top = ADDR_MASK;
+        assert!(is_plain(pack(top, 4, true, false)));
+        assert!(!is_plain(pack(0x1000, 3, false, true)));
+        assert!(!is_plain(pack_cpu(u32::MAX)));
+        assert!(!is_plain(pack_repeat(0xffff, u32::MAX)));
+        let words = [
+            pack(top, 4, true, false),
+            pack(8, 0, false, false),
+            pack_cpu(3),
+        ];
+        assert!(!is_plain(words.iter().fold(0, |a, w| a | w)));
+        assert!(is_plain(words[..2].iter().fold(0, |a, w| a | w)));
+    }
 
     #[test]
     fn pack_round_trips_every_size_and_flag() {

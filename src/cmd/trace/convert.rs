@@ -10,14 +10,16 @@
 use super::early::Early;
 use super::keys::Keys;
 use super::procs::{settle, Proc};
+use super::raw::RawChunk;
 use super::raw::{RawEvent, RawReader};
 use super::Decoder;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::BufReader;
+use std::ops::Range;
 use std::process::ExitStatus;
-use tdmap_trace::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Fault, OpenFrames, ProcessInfo, ThreadInfo, TraceStatus, Writer};
 use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
@@ -99,10 +101,11 @@ pub(super) struct Conv {
     threads: Vec<ThreadInfo>,
     dec: Decoder,
     base: Option<u64>,
-    acc: Vec<Access>,
     faults: Vec<Fault>,
     repeats: Vec<(u32, u32)>,
     first_touched: HashSet<u64>,
+    /// Each thread's access frame being filled: a frame spans several chunks.
+    frames: OpenFrames,
 }
 
 impl Conv {
@@ -113,10 +116,10 @@ impl Conv {
             threads: Vec::new(),
             dec: Decoder::new(page_size),
             base: None,
-            acc: Vec::new(),
             faults: Vec::new(),
             repeats: Vec::new(),
             first_touched: HashSet::new(),
+            frames: OpenFrames::default(),
         }
     }
 
@@ -149,10 +152,10 @@ impl Conv {
                 let Some(t) = task(c.thread) else {
                     return Ok(());
                 };
-                let (acc, faults, repeats) = (&mut self.acc, &mut self.faults, &mut self.repeats);
-                let split = self.dec.chunk(&c, acc, faults, repeats);
+                stats.threads = stats.threads.max(t + 1);
+                let (faults, repeats) = (&mut self.faults, &mut self.repeats);
+                let split = self.dec.side(&c, faults, repeats);
                 if let Some(k) = keys {
-                    acc.iter_mut().for_each(|a| a.addr = k.key(p.index, a.addr));
                     faults
                         .iter_mut()
                         .for_each(|f| f.addr = k.key(p.index, f.addr));
@@ -161,14 +164,29 @@ impl Conv {
                     let seen = &mut self.first_touched;
                     faults.retain(|f| !is_shared(f.addr) || seen.insert(f.addr));
                 }
-                append(writer, t, acc, split, faults, repeats)?;
-                stats.accesses += acc.len() as u64;
+                stats.accesses += split.total as u64;
                 stats.faults += faults.len() as u64;
                 stats.collapsed += repeats.iter().map(|r| r.1 as u64).sum::<u64>();
-                stats.threads = stats.threads.max(t + 1);
+                let key = |a| keys.map_or(a, |k| k.key(p.index, a));
+                let cut = repeats.partition_point(|r| (r.0 as usize) < split.accesses);
+                let (before, after) = repeats.split_at(cut);
+                let frames = &mut self.frames;
+                let words = (0..split.words, split.accesses, 0);
+                push(frames, writer, (t, &c), words, before, key)?;
+                if !faults.is_empty() {
+                    frames.faults(writer, t, faults)?;
+                }
+                let rest = split.total - split.accesses;
+                let words = (split.words..c.records.len(), rest, split.accesses);
+                push(frames, writer, (t, &c), words, after, key)?;
             }
         }
         Ok(())
+    }
+
+    /// Sends every thread's open frame to `writer`, before the trace is finished.
+    pub(super) fn flush(&mut self, writer: &Writer) -> tdmap_trace::Result<()> {
+        self.frames.close_all(writer)
     }
 }
 
@@ -202,8 +220,10 @@ pub(super) fn convert(
         }
     }
     // Cut short by a write error or a signal: the writer keeps its whole frames.
-    let cut = |stats, write_err, stopped| {
+    let cut = |mut conv: Conv, write_err, stopped| {
+        let _ = conv.flush(writer);
         let _ = writer.finish(TraceStatus::Incomplete);
+        let stats = conv.stats;
         Ok(Converted {
             status: TraceStatus::Incomplete,
             stats,
@@ -219,13 +239,14 @@ pub(super) fn convert(
             .expect("earliest names a stream with an event");
         s.next = s.advance()?;
         if let Some(sig) = stop() {
-            return cut(conv.stats, None, Some(sig));
+            return cut(conv, None, Some(sig));
         }
         s.punched = punch_behind(s.rd.get_ref(), s.punched);
         if let Err(e) = conv.event(ev, &procs[i].info, keys, writer) {
-            return cut(conv.stats, Some(e), None);
+            return cut(conv, Some(e), None);
         }
     }
+    let flushed = conv.flush(writer);
     let (stats, mut threads) = (conv.stats, conv.threads);
     threads.sort_by_key(|t| t.id);
     let torn: Vec<bool> = streams
@@ -233,7 +254,7 @@ pub(super) fn convert(
         .map(|s| s.as_ref().is_none_or(|s| s.rd.torn))
         .collect();
     let whole = settle(procs, &torn, status);
-    let mut end = writer.set_threads(threads);
+    let mut end = flushed.and_then(|_| writer.set_threads(threads));
     if procs.len() > 1 {
         end = end.and_then(|_| writer.set_processes(procs.iter().map(|p| p.info).collect()));
     }
@@ -246,24 +267,31 @@ pub(super) fn convert(
     })
 }
 
-/// Appends one chunk's accesses, with its first-touch faults after the first `split`
-/// and its collapsed reads (`repeats`, by index into `acc`) beside their records.
-fn append(
+/// Pushes the accesses of chunk `c` among words `words.0` (`words.1` of them, the first
+/// access `words.2` of the chunk) into thread `t`'s open frame, each address through
+/// `key`, with the collapsed reads `repeats` naming them by index in the chunk.
+fn push(
+    frames: &mut OpenFrames,
     writer: &Writer,
-    thread: u32,
-    acc: &[Access],
-    split: usize,
-    faults: &[Fault],
+    (t, c): (u32, &RawChunk),
+    (words, k, from): (Range<usize>, usize, usize),
     repeats: &[(u32, u32)],
+    key: impl Fn(u64) -> u64 + Copy,
 ) -> tdmap_trace::Result<()> {
-    let cut = repeats.partition_point(|r| (r.0 as usize) < split);
-    let later: Vec<(u32, u32)> = repeats[cut..]
-        .iter()
-        .map(|&(i, n)| (i - split as u32, n))
-        .collect();
-    writer.append_collapsed(thread, &acc[..split], &repeats[..cut])?;
-    writer.append_faults(thread, faults)?;
-    writer.append_collapsed(thread, &acc[split..], &later)
+    if k == 0 {
+        return Ok(());
+    }
+    let mut f = frames.frame(writer, t, k)?;
+    let at = f.len() as u32;
+    Decoder::push(c, words, &mut f, key);
+    for &(i, extra) in repeats {
+        if !f.repeat(at + i - from as u32, extra) {
+            return Err(tdmap_trace::TraceError::Invalid(
+                "collapsed reads must name reads of the batch, by increasing index".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Bytes of the raw file read between two hole punches: small, since the disk may be

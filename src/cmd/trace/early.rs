@@ -21,7 +21,9 @@ use super::raw::{RawEvent, RawReader};
 use super::{procs, Control, Scratch};
 use anyhow::{Context, Result};
 use std::io::BufReader;
+use std::path::Path;
 use std::process::ExitStatus;
+use std::time::{Duration, SystemTime};
 use tdmap_sys::GatedChild;
 use tdmap_trace::{ProcessInfo, TraceStatus, Writer};
 
@@ -85,6 +87,7 @@ pub(super) fn convert_while_alone(
         tasks: u32::MAX,
         status: TraceStatus::Incomplete,
     };
+    let mut quiet = Quiet::default();
     loop {
         while early.pending.len() < BATCH {
             let Some(ev) = rd.next_event().context("reading the raw trace")? else {
@@ -97,7 +100,7 @@ pub(super) fn convert_while_alone(
             rd.get_mut().get_mut().consumed(early.from);
         }
         // Checked after reading: every event of the batch was written before this.
-        if early.pending.is_empty() || !alone_and_private(scratch) {
+        if early.pending.is_empty() || !alone_and_private(scratch, &mut quiet) {
             break;
         }
         let mut batch = std::mem::take(&mut early.pending).into_iter();
@@ -117,12 +120,43 @@ pub(super) fn convert_while_alone(
 }
 
 /// True while process 0 is the only traced process and maps nothing shared.
-fn alone_and_private(scratch: &Scratch) -> bool {
+fn alone_and_private(scratch: &Scratch, quiet: &mut Quiet) -> bool {
     let Some(pid) = Control::read(&scratch.ctl).pid else {
         return false;
     };
-    procs::no_children(scratch)
+    quiet.no_children(scratch)
         && std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| !has_shared(&m))
+}
+
+/// How long a folder must have stood unchanged before a listing of it is trusted to
+/// hold until its modification time changes: well over a file system's clock tick (a
+/// jiffy, 1-10 ms), so that a file created after the listing cannot keep the time the
+/// folder had; short, since the run itself just changed the folder.
+const SETTLED: Duration = Duration::from_millis(100);
+
+/// The scratch folder's modification time when a listing found no other process's files
+/// in it, if the folder had stood unchanged for [`SETTLED`] then.
+#[derive(Default)]
+struct Quiet(Option<SystemTime>);
+
+impl Quiet {
+    /// True while no process other than process 0 has left a control file; lists the
+    /// folder again only when it changed, since listing a large one (`/tmp`) before
+    /// every batch was a measurable part of the tracer's time.
+    fn no_children(&mut self, scratch: &Scratch) -> bool {
+        let dir = match scratch.ctl.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let m = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
+        if m.is_some() && m == self.0 {
+            return true;
+        }
+        let none = procs::no_children(scratch);
+        let settled = m.is_some_and(|t| t.elapsed().is_ok_and(|d| d > SETTLED));
+        self.0 = m.filter(|_| none && settled);
+        none
+    }
 }
 
 /// Whether a `/proc/PID/maps` text lists a shared mapping (permissions `rw-s`).
@@ -135,6 +169,35 @@ fn has_shared(maps: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The folder's listing is kept while it stands unchanged, and a child's control file
+    /// created later is still seen: creating it changes the folder's time.
+    #[test]
+    fn a_child_appearing_after_a_kept_listing_is_seen() {
+        let dir = std::env::temp_dir().join(format!("tdmap-quiet-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = Scratch {
+            data: dir.join("raw"),
+            ctl: dir.join("ctl"),
+        };
+        std::fs::write(&scratch.ctl, b"").unwrap();
+        let mut q = Quiet::default();
+        assert!(q.no_children(&scratch));
+        assert!(q.0.is_none(), "a folder changed just now is listed again");
+        // As if the folder had stood unchanged for a while.
+        let old = SystemTime::now() - 10 * SETTLED;
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(q.no_children(&scratch));
+        assert!(q.0.is_some(), "the listing is kept");
+        assert!(q.no_children(&scratch));
+        std::fs::write(dir.join("ctl.4242"), b"").unwrap();
+        assert!(!q.no_children(&scratch));
+        drop(scratch);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_shared_mapping_is_told_by_its_permissions() {

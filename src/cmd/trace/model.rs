@@ -23,7 +23,7 @@ use tdmap_sharing::Sharers;
 use tdmap_sharing::{
     AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
 };
-use tdmap_trace::{Access, Fault, Header, TraceStatus};
+use tdmap_trace::{Fault, Header, TraceStatus};
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
@@ -151,7 +151,7 @@ impl Feed {
     /// whether it ended inside a chunk.
     fn consume(&mut self, src: &mut Follow) -> Result<bool> {
         let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, src));
-        let (mut acc, mut faults, mut repeats) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut faults, mut repeats) = (Vec::new(), Vec::new());
         let mut addrs = Vec::new();
         while let Some(ev) = rd.next_event()? {
             match ev {
@@ -165,9 +165,9 @@ impl Feed {
                     self.grow(t)?;
                     // A collapsed run of reads feeds the model once, as `tdmap analyze`
                     // reads it from a trace (docs/formats.md "Collapsed reads").
-                    let split = self.dec.chunk(&c, &mut acc, &mut faults, &mut repeats);
+                    let split = self.dec.side(&c, &mut faults, &mut repeats).accesses;
                     addrs.clear();
-                    addrs.extend(acc.iter().map(|a: &Access| a.addr));
+                    addrs.extend(Decoder::addresses(&c));
                     self.model.accesses(t, &addrs[..split])?;
                     if !faults.is_empty() {
                         self.first_touches(t, &faults)?;

@@ -59,12 +59,18 @@ pub struct RawReader<R> {
     src: R,
     /// True when the file ended inside a chunk or held a bad header (a failed write).
     pub torn: bool,
+    /// A chunk's body as read, kept from chunk to chunk (not zeroed and freed each time).
+    body: Vec<u8>,
 }
 
 impl<R: Read> RawReader<R> {
     /// Reads chunks from `src`.
     pub fn new(src: R) -> Self {
-        RawReader { src, torn: false }
+        RawReader {
+            src,
+            torn: false,
+            body: Vec::new(),
+        }
     }
 
     /// The source it reads from.
@@ -101,11 +107,12 @@ impl<R: Read> RawReader<R> {
                 time: h.t0,
             },
             _ => {
-                let mut bytes = vec![0u8; body];
-                if read_full(&mut self.src, &mut bytes)? < bytes.len() {
+                self.body.resize(body, 0);
+                if read_full(&mut self.src, &mut self.body)? < body {
                     return self.tear();
                 }
-                let mut words = bytes
+                let mut words = self
+                    .body
                     .chunks_exact(8)
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
                 let ticks = words.by_ref().take(wire::TICKS).collect();
@@ -170,29 +177,88 @@ pub fn time_of(ticks: &[u64], t1: u64, i: usize, n: usize) -> u64 {
 /// The times of all `n` records of a chunk, as [`time_of`] gives them one by one, without
 /// a division per record (the conversion's hot loop).
 pub fn times(ticks: &[u64], t1: u64, n: usize) -> impl Iterator<Item = u64> + '_ {
-    (0..n.div_ceil(wire::TICK_EVERY)).flat_map(move |k| {
+    blocks(ticks, t1, n).flat_map(Block::times)
+}
+
+/// The records of a chunk between two clock ticks, and how their times step.
+#[derive(Debug, Clone, Copy)]
+pub struct Block {
+    /// Position of its first record in the chunk.
+    pub first: usize,
+    /// Records in it.
+    pub len: usize,
+    t0: u64,
+    /// Each record's time is the one before's plus `q`, plus 1 when `r` carries over.
+    q: u64,
+    r: u64,
+}
+
+impl Block {
+    /// Its records' times, in order.
+    pub fn times(self) -> impl Iterator<Item = u64> {
+        let mut at = self.start();
+        (0..self.len).map(move |_| at.step())
+    }
+
+    /// The time of its first record, to step through the others.
+    #[inline]
+    pub fn start(&self) -> BlockTime {
+        BlockTime {
+            at: self.t0,
+            rem: 0,
+            q: self.q,
+            r: self.r,
+            len: self.len as u64,
+        }
+    }
+}
+
+/// The next time of a [`Block`]'s records.
+pub struct BlockTime {
+    at: u64,
+    rem: u64,
+    q: u64,
+    r: u64,
+    len: u64,
+}
+
+impl BlockTime {
+    /// This record's time; moves to the next record's.
+    #[inline(always)]
+    pub fn step(&mut self) -> u64 {
+        let t = self.at;
+        self.at += self.q;
+        self.rem += self.r;
+        if self.rem >= self.len {
+            self.rem -= self.len;
+            self.at += 1;
+        }
+        t
+    }
+}
+
+/// The blocks of a chunk of `n` records, one per clock tick: their times spread evenly
+/// between the tick and the next one (the flush time `t1` for the last).
+pub fn blocks(ticks: &[u64], t1: u64, n: usize) -> impl Iterator<Item = Block> + '_ {
+    (0..n.div_ceil(wire::TICK_EVERY)).map(move |k| {
         let first = k * wire::TICK_EVERY;
         let next = first + wire::TICK_EVERY;
         let end = if next < n { ticks[k + 1] } else { t1 };
         let t0 = ticks[k];
-        let len = (next.min(n) - first) as u64;
+        let len = next.min(n) - first;
         let span = end
             .max(t0)
             .saturating_sub(t0)
             .min(u64::MAX / wire::TICK_EVERY as u64);
         // floor(span·i/len) = i·(span/len) + floor(i·(span%len)/len), the last carried.
-        let (q, r) = (span / len, span % len);
-        let (mut at, mut rem) = (t0, 0u64);
-        (0..len).map(move |_| {
-            let t = at;
-            at += q;
-            rem += r;
-            if rem >= len {
-                rem -= len;
-                at += 1;
-            }
-            t
-        })
+        let l = len as u64;
+        Block {
+            first,
+            len,
+            t0,
+            q: span / l,
+            r: span % l,
+        }
     })
 }
 
