@@ -138,6 +138,17 @@ bench-trace-model: bench-trace
 
 ## Must-show 2 of issue 17: peak disk use of tracing `stencil3d 8 64 16` into a 1 GiB
 ## tmpfs against the final trace and the stated bound (root: it mounts; ~7 min).
+## `BASE=path/to/other/tdmap`: this build's `tdmap trace`, `--model-only` and `--count-only`
+## CPU time beside another build's, in turn on the same programs (bench/trace_ab.sh).
+.PHONY: bench-trace-ab trace-same
+bench-trace-ab: setup
+	BASE=$(BASE) bash bench/trace_ab.sh
+
+## `BASE=path/to/other/tdmap`: both builds' traces and --model-only files say the same events
+## (recorded raw streams replayed through both, deterministic one-thread runs; bench/trace_same.sh).
+trace-same: setup
+	BASE=$(BASE) bash bench/trace_same.sh
+
 .PHONY: bench-trace-disk
 bench-trace-disk: setup
 	bash bench/trace_disk.sh
