@@ -5,7 +5,9 @@
 //! The runtime inside the program writes raw chunks to a scratch file beside the output;
 //! this process compresses them into the trace format off the program's hot path: while
 //! the program runs as one process with no shared mapping (`early.rs`, which keeps the
-//! scratch file within `--buffer-mib`), the rest after it exits (`convert.rs`). A control file carries the runtime's handshake, crashes and write
+//! scratch file within `--buffer-mib`), the rest after it exits (`convert.rs`), each
+//! process's stream kept meanwhile in a compressed spill (`spill.rs`) so that the raw
+//! files stay within `--buffer-mib` too. A control file carries the runtime's handshake, crashes and write
 //! failures. The program starts through tdmap-sys as under `tdmap run`, and signals sent
 //! to tdmap go to it until the trace is written.
 //!
@@ -27,6 +29,7 @@ mod model;
 mod omp;
 mod procs;
 mod raw;
+mod spill;
 
 use crate::exit::{input, FAILED, OK};
 use anyhow::{Context, Result};
@@ -82,9 +85,10 @@ pub struct Args {
     model_only: bool,
     /// The most MiB of raw records the program may be ahead of tdmap, which converts
     /// (or, with --model-only, models) them while it runs; a thread about to write past
-    /// it waits. 0: no limit. Tracing converts while it runs only while the program is
-    /// one process with no shared mapping; past that the raw stream grows until the exit.
-    /// --model-only keeps the stream in memory (/dev/shm), never on the disk.
+    /// it waits. 0: no limit. Tracing converts while it runs while the program is one
+    /// process with no shared mapping; past that each process's stream is compressed
+    /// into a spill beside the trace (about the trace's size) until the exit, its raw
+    /// file held within the buffer. --model-only keeps the stream in memory (/dev/shm), never on the disk.
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     buffer_mib: u64,
     /// With --model-only: sharers kept per cache line, a number K (kMAF's last K threads)
@@ -193,7 +197,13 @@ pub fn run(args: Args) -> Result<i32> {
         Some(t) => early::convert_while_alone(&scratch, &mut child, &t.writer)?,
         None => early::Early::none(),
     };
-    let status = match early.status {
+    // Not alone any more (or a write error): every process's stream goes to its spill
+    // while the program runs, so the raw files stay within --buffer-mib.
+    let spilled = match (&trace, early.status) {
+        (Some(_), None) => spill::spill_while_running(&scratch, &mut child, early.from)?,
+        _ => spill::Spilled::default(),
+    };
+    let status = match early.status.or(spilled.status) {
         Some(s) => s,
         None => child
             .wait()
@@ -212,7 +222,7 @@ pub fn run(args: Args) -> Result<i32> {
     let ctl = Control::read(&scratch.ctl);
     check_hello(&ctl, &args, &scratch, has_runtime)?;
     if args.count_only {
-        let procs = procs::discover(&scratch, ctl, converted);
+        let procs = procs::discover(&scratch, ctl, converted, &spilled);
         sum.processes = procs.len();
         sum.accesses = procs.iter().filter_map(|p| p.ctl.done).sum();
         sum.status = "counted".into();
@@ -221,11 +231,12 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let t = Instant::now();
     let mut trace = trace.expect("opened unless counting");
-    let mut procs = procs::discover(&scratch, ctl, converted);
+    let mut procs = procs::discover(&scratch, ctl, converted, &spilled);
     let maps: Vec<&Path> = procs.iter().map(|p| p.maps.as_path()).collect();
     let keys = keys::Keys::read(&maps);
     let done = convert(
         &mut procs,
+        &spilled,
         keys.as_ref(),
         &trace.writer,
         &status,

@@ -130,11 +130,9 @@ fn setup() -> bool {
     let _ = PATHS.set([ctl, data]);
     FILTER.store(env_flag(wire::ENV_FILTER), Ordering::Relaxed);
     let buffer = tdmap_sys::secure_var(wire::ENV_BUFFER).and_then(|v| v.to_str()?.parse().ok());
-    // Only process 0's file is read while the program runs (an exec'd program's is not).
-    io::BUFFER.store(
-        if joined { 0 } else { buffer.unwrap_or(0) },
-        Ordering::Relaxed,
-    );
+    // `tdmap trace` reads every process's file while the program runs, an exec'd
+    // program's too (its spill.rs).
+    io::BUFFER.store(buffer.unwrap_or(0), Ordering::Relaxed);
     let collapse = tdmap_sys::secure_var(wire::ENV_COLLAPSE).is_none_or(|v| v != "0");
     COLLAPSE.store(collapse, Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {

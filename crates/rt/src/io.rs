@@ -72,8 +72,8 @@ pub fn switch_to(ctl: i32, data: i32, maps: i32) {
         }
     }
     FAILED.store(false, Relaxed);
-    // Only process 0's file is read while the program runs (`tdmap trace`'s early.rs).
-    BUFFER.store(0, Relaxed);
+    // The child keeps the parent's buffer: `tdmap trace` reads every process's file while
+    // the program runs (its spill.rs), and says so on a file it stops reading.
 }
 
 /// The data file's allocated bytes (what the disk or memory holds of it), None if unknown

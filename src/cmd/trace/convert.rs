@@ -12,10 +12,10 @@ use super::keys::Keys;
 use super::procs::{settle, Proc};
 use super::raw::RawChunk;
 use super::raw::{RawEvent, RawReader};
+use super::spill::{Source, Spilled};
 use super::Decoder;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::BufReader;
 use std::ops::Range;
 use std::process::ExitStatus;
@@ -44,32 +44,30 @@ pub(super) struct Converted {
     pub(super) stopped: Option<i32>,
 }
 
-/// One process's raw file being read.
+/// One process's raw stream being read (its spill, then its raw file: `spill.rs`).
 struct Stream {
-    rd: RawReader<BufReader<File>>,
+    rd: RawReader<BufReader<Source>>,
     /// Events read from before where `rd` starts, handed out first.
     pending: std::vec::IntoIter<RawEvent>,
     next: Option<RawEvent>,
-    punched: u64,
 }
 
 impl Stream {
-    /// Opens `p`'s raw file at byte `from` (what was read while the program ran), after
-    /// the `pending` events read before it, with a read buffer of `buf` bytes.
-    fn open(p: &Proc, buf: usize, from: u64, pending: Vec<RawEvent>) -> Result<Stream> {
-        use std::io::Seek;
-        // Writable, or fallocate cannot punch holes in it.
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&p.data)
-            .with_context(|| format!("opening the raw trace {}", p.data.display()))?;
-        file.seek(std::io::SeekFrom::Start(from))?;
+    /// Opens `p`'s stream at byte `from` of its raw file (what was read while the program
+    /// ran), after the `pending` events read before it, with a read buffer of `buf`
+    /// bytes; its blocks are freed behind the reader.
+    fn open(
+        p: &Proc,
+        spilled: &Spilled,
+        buf: usize,
+        from: u64,
+        pending: Vec<RawEvent>,
+    ) -> Result<Stream> {
+        let src = spilled.source(&p.data, from, true)?;
         let mut s = Stream {
-            rd: RawReader::new(BufReader::with_capacity(buf, file)),
+            rd: RawReader::new(BufReader::with_capacity(buf, src)),
             pending: pending.into_iter(),
             next: None,
-            punched: from,
         };
         s.next = s.advance()?;
         Ok(s)
@@ -192,11 +190,12 @@ impl Conv {
 
 /// Converts every process's raw chunks into the trace, process 0's going on from what
 /// `early` converted while the program ran, until the end or until `stop` names a
-/// signal; then settles each process's status and finishes the trace. Frees the raw
-/// files' disk blocks behind the readers as it goes, so the trace can grow on a disk the
-/// raw files filled.
+/// signal; then settles each process's status and finishes the trace. Reads each stream
+/// through its spill when it has one (`spilled`), and frees the spills' and raw files'
+/// disk blocks behind the readers as it goes, so the trace can grow on a disk they filled.
 pub(super) fn convert(
     procs: &mut [Proc],
+    spilled: &Spilled,
     keys: Option<&Keys>,
     writer: &Writer,
     status: &ExitStatus,
@@ -212,7 +211,7 @@ pub(super) fn convert(
             0 => (from0, std::mem::take(&mut pending0)),
             _ => (0, Vec::new()),
         };
-        match Stream::open(p, buf, from, pending) {
+        match Stream::open(p, spilled, buf, from, pending) {
             Ok(s) => streams.push(Some(s)),
             Err(e) if i == 0 => return Err(e),
             // A child that could not write its file has an empty part (Incomplete).
@@ -241,7 +240,6 @@ pub(super) fn convert(
         if let Some(sig) = stop() {
             return cut(conv, None, Some(sig));
         }
-        s.punched = punch_behind(s.rd.get_ref(), s.punched);
         if let Err(e) = conv.event(ev, &procs[i].info, keys, writer) {
             return cut(conv, Some(e), None);
         }
@@ -294,26 +292,6 @@ fn push(
     Ok(())
 }
 
-/// Bytes of the raw file read between two hole punches: small, since the disk may be
-/// full and the trace needs the room (a syscall per 64 KiB costs nothing next to decoding).
-const PUNCH_EVERY: u64 = 64 << 10;
-
-/// Frees the raw file's blocks before what `src` still has to hand out, every
-/// [`PUNCH_EVERY`] bytes; returns the new punched length.
-fn punch_behind(src: &BufReader<std::fs::File>, punched: u64) -> u64 {
-    use std::io::Seek;
-    let Ok(pos) = src.get_ref().stream_position() else {
-        return punched;
-    };
-    let done = pos.saturating_sub(src.buffer().len() as u64);
-    if done < punched + PUNCH_EVERY {
-        return punched;
-    }
-    // Only disk space is at stake: a file system without holes keeps the bytes.
-    let _ = tdmap_sys::punch_hole(src.get_ref(), done);
-    done
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::procs::Control;
@@ -362,7 +340,7 @@ mod tests {
             rd.next_event().unwrap().unwrap(),
         ];
         let from = 2 * wire::HEADER_BYTES as u64;
-        let mut s = Stream::open(&p, 1 << 16, from, pending).unwrap();
+        let mut s = Stream::open(&p, &Spilled::default(), 1 << 16, from, pending).unwrap();
         let mut ids = Vec::new();
         while let Some(ev) = s.next.take() {
             if let RawEvent::Thread { id, .. } = ev {

@@ -8,9 +8,9 @@
 //! exec'd program or a shared mapping makes the trace key pages by backing object, which
 //! needs every process's snapshots (`keys.rs`), and merges the processes' streams by time
 //! (`convert.rs`). So before converting each batch this checks that no other process left
-//! files and that `/proc/PID/maps` holds no shared mapping; otherwise it stops, and the
-//! rest is converted after the exit as before (the runtime, told that its file is no
-//! longer read, stops waiting). Process 0's private pages are keyed by their plain
+//! files and that `/proc/PID/maps` holds no shared mapping; otherwise it stops, every
+//! process's stream is spilled while the program runs (`spill.rs`), and the rest is
+//! converted after the exit. Process 0's private pages are keyed by their plain
 //! addresses either way, so what was converted early stays valid; the events read but
 //! not converted go on to the conversion after the exit in memory, so that every chunk
 //! read can be freed at once and a writer never waits on a batch being gathered.
@@ -111,11 +111,9 @@ pub(super) fn convert_while_alone(
             break;
         }
     }
-    let follow = rd.get_ref().get_ref();
-    early.status = follow.status;
-    if early.status.is_none() {
-        follow.release();
-    }
+    // Still running: the rest of every process's stream goes to spills (`spill.rs`),
+    // which go on freeing process 0's file from `early.from`.
+    early.status = rd.get_ref().get_ref().status;
     Ok(early)
 }
 

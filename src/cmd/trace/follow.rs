@@ -51,18 +51,6 @@ impl<'a> Follow<'a> {
         self.consumed = Some(upto);
     }
 
-    /// Tells a runtime waiting for room that this file is no longer read while the
-    /// program runs, so it stops waiting at once rather than after its time-out.
-    pub(super) fn release(&self) {
-        use std::os::unix::fs::PermissionsExt;
-        let Some(f) = &self.file else { return };
-        if let Ok(m) = f.metadata() {
-            let mode = m.permissions().mode() | tdmap_wire::raw::MODE_UNFOLLOWED;
-            // If it fails, the runtime stops waiting after its time-out instead.
-            let _ = f.set_permissions(std::fs::Permissions::from_mode(mode));
-        }
-    }
-
     /// Notes whether the program has exited; false while it runs.
     fn exited(&mut self) -> std::io::Result<bool> {
         if self.status.is_none() {
@@ -81,6 +69,18 @@ impl<'a> Follow<'a> {
                 self.punched = upto;
             }
         }
+    }
+}
+
+/// Tells a runtime waiting for room that raw file `f` is no longer read while the
+/// program runs ([`tdmap_wire::raw::MODE_UNFOLLOWED`]), so it stops waiting at once
+/// rather than after its time-out.
+pub(super) fn release(f: &File) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = f.metadata() {
+        let mode = m.permissions().mode() | tdmap_wire::raw::MODE_UNFOLLOWED;
+        // If it fails, the runtime stops waiting after its time-out instead.
+        let _ = f.set_permissions(std::fs::Permissions::from_mode(mode));
     }
 }
 

@@ -4,6 +4,7 @@
 //! tasks by process, then by thread (creation order within the process).
 
 use super::raw::{thread_count, wire};
+use super::spill::Spilled;
 use super::{status_of, Scratch};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -96,6 +97,14 @@ fn child_pids(ctl: &Path) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// The raw data files of the processes other than process 0 that left a control file.
+pub(super) fn child_data_files(scratch: &Scratch) -> Vec<PathBuf> {
+    child_pids(&scratch.ctl)
+        .into_iter()
+        .map(|(sfx, _)| with_suffix(&scratch.data, &sfx))
+        .collect()
+}
+
 /// True while no process other than process 0 has left a control file.
 pub(super) fn no_children(scratch: &Scratch) -> bool {
     child_pids(&scratch.ctl).is_empty()
@@ -104,11 +113,13 @@ pub(super) fn no_children(scratch: &Scratch) -> bool {
 /// Every process of the run, in index order, with its tasks counted; `main` is the
 /// program's own control file's content, `(from0, threads0)` how far process 0's file
 /// was converted while it ran and how many threads that part named (its front may be
-/// freed, so counting starts at `from0`). A child whose files cannot be read is left out.
+/// freed, so counting starts at `from0`); `spilled`, where the streams were moved while
+/// it ran. A child whose files cannot be read is left out.
 pub(super) fn discover(
     scratch: &Scratch,
     main: Control,
     (from0, threads0): (u64, u32),
+    spilled: &Spilled,
 ) -> Vec<Proc> {
     let mut procs = vec![Proc {
         info: info(0, main.pid),
@@ -135,12 +146,10 @@ pub(super) fn discover(
     for i in 0..procs.len() {
         let parent = parent_of(&procs[..i], &procs[i]);
         let from = if i == 0 { from0 } else { 0 };
-        let counted = std::fs::File::open(&procs[i].data)
-            .and_then(|mut f| {
-                use std::io::Seek;
-                f.seek(std::io::SeekFrom::Start(from))?;
-                thread_count(&mut std::io::BufReader::new(f))
-            })
+        let counted = spilled
+            .source(&procs[i].data, from, false)
+            .ok()
+            .and_then(|s| thread_count(&mut std::io::BufReader::new(s)).ok())
             .unwrap_or(0);
         let tasks = if i == 0 {
             counted.max(threads0)

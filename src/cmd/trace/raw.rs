@@ -134,8 +134,8 @@ impl<R: Read> RawReader<R> {
 }
 
 /// How many threads a process's raw file names (its highest thread id + 1), reading the
-/// chunk headers only; stops at a torn chunk as [`RawReader`] does.
-pub fn thread_count(src: &mut (impl Read + io::Seek)) -> io::Result<u32> {
+/// chunk headers only (bodies are skipped); stops at a torn chunk as [`RawReader`] does.
+pub fn thread_count(src: &mut impl Read) -> io::Result<u32> {
     let mut threads = 0u32;
     let mut hb = [0u8; HEADER_BYTES];
     while read_full(src, &mut hb)? == HEADER_BYTES {
@@ -143,7 +143,8 @@ pub fn thread_count(src: &mut (impl Read + io::Seek)) -> io::Result<u32> {
             break;
         };
         threads = threads.max(h.thread.saturating_add(1));
-        src.seek(io::SeekFrom::Current(body as i64))?;
+        // Read, not sought past: a spilled stream (`spill.rs`) is read in order.
+        io::copy(&mut src.by_ref().take(body as u64), &mut io::sink())?;
     }
     Ok(threads)
 }

@@ -1,0 +1,446 @@
+//! Keeping the raw streams of a run of several processes (or with a `MAP_SHARED`
+//! mapping) within `--buffer-mib` while it runs (issue 17 item 1): the final conversion
+//! (`convert.rs`) must wait for the exit, since page keys need every process's latest
+//! snapshot and task ids the thread counts of all earlier processes, so until then each
+//! process's raw stream is moved, as it grows, into a compressed **spill** beside it
+//! (`DATA.spill`, removed with the other scratch files) and its raw blocks are freed, so
+//! the runtime's wait (`tdmap_rt::io`) goes on bounding each raw file.
+//!
+//! A spill holds the raw stream's bytes themselves, cut into frames ([`FrameHeader`]),
+//! each delta-coded word by word and compressed: reading it back ([`Source`]) gives the
+//! exact bytes the runtime wrote, so the conversion after the exit sees the same events
+//! in the same order as it would from the raw files, and writes the same trace. What is
+//! not spilled (a spill that could not be written) stays in memory or in the raw file,
+//! after the spill. The conversion frees each spill's blocks behind its reader, so the
+//! disk holds about the larger of the spills and the trace, not their sum.
+
+use super::follow::release;
+use super::procs::child_data_files;
+use super::Scratch;
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+use tdmap_sys::GatedChild;
+
+/// Raw bytes compressed into one spill frame (also what each process's spiller holds in
+/// memory at most, besides one read).
+const FRAME: usize = 1 << 20;
+/// Raw bytes read from one process's file at a time, so that every process is served.
+const READ: usize = 256 << 10;
+/// Freed raw bytes between two hole punches (also punched whenever the reader caught up).
+const PUNCH_EVERY: u64 = 256 << 10;
+/// How often the scratch folder is listed for processes that started since.
+const LIST_EVERY: Duration = Duration::from_millis(20);
+/// zstd's level for spills: its fastest regular level, since the spiller sets the
+/// program's pace once the buffer is full.
+const LEVEL: i32 = 1;
+/// Marks a spill frame's header.
+const MAGIC: u32 = u32::from_le_bytes(*b"TDSP");
+
+/// The header of one spill frame, followed by `stored` bytes of zstd data that give
+/// `raw` bytes of the raw stream, whole words delta-coded ([`delta`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FrameHeader {
+    raw: u32,
+    stored: u32,
+}
+
+impl FrameHeader {
+    const BYTES: usize = 12;
+
+    fn encode(self) -> [u8; Self::BYTES] {
+        let mut b = [0u8; Self::BYTES];
+        b[..4].copy_from_slice(&MAGIC.to_le_bytes());
+        b[4..8].copy_from_slice(&self.raw.to_le_bytes());
+        b[8..].copy_from_slice(&self.stored.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8; Self::BYTES]) -> Option<FrameHeader> {
+        let word = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        (word(0) == MAGIC).then(|| FrameHeader {
+            raw: word(4),
+            stored: word(8),
+        })
+    }
+}
+
+/// Replaces each whole 8-byte word after the first by its difference from the word
+/// before (a bytes tail is kept): strided addresses and clock ticks become repeats,
+/// which compress well. [`undelta`] reverses it.
+fn delta(bytes: &mut [u8]) {
+    let mut prev = 0u64;
+    for w in bytes.chunks_exact_mut(8) {
+        let v = u64::from_ne_bytes((*w).try_into().expect("8 bytes"));
+        w.copy_from_slice(&v.wrapping_sub(prev).to_ne_bytes());
+        prev = v;
+    }
+}
+
+/// Reverses [`delta`].
+fn undelta(bytes: &mut [u8]) {
+    let mut prev = 0u64;
+    for w in bytes.chunks_exact_mut(8) {
+        let v = u64::from_ne_bytes((*w).try_into().expect("8 bytes")).wrapping_add(prev);
+        w.copy_from_slice(&v.to_ne_bytes());
+        prev = v;
+    }
+}
+
+/// The spill of the raw data file `data`.
+pub(super) fn spill_path(data: &Path) -> PathBuf {
+    let mut s = data.as_os_str().to_owned();
+    s.push(".spill");
+    PathBuf::from(s)
+}
+
+/// What was moved out of one process's raw file while the program ran: its stream is
+/// the spill's frames, then `mem`, then the raw file from byte `raw_from`.
+#[derive(Debug, Default)]
+pub(super) struct Part {
+    spill: Option<PathBuf>,
+    mem: Vec<u8>,
+    raw_from: u64,
+}
+
+/// What spilling did: each process's part, by raw data file.
+#[derive(Debug, Default)]
+pub(super) struct Spilled {
+    parts: HashMap<PathBuf, Part>,
+    /// The program's exit status, once it exited while spilling.
+    pub(super) status: Option<ExitStatus>,
+}
+
+impl Spilled {
+    /// The stream of raw file `data` from byte `from` (process 0's start past what was
+    /// converted early; 0 for the others): through its spill when it has one. With
+    /// `free`, the spill's and the raw file's blocks are freed behind the reader.
+    pub(super) fn source(&self, data: &Path, from: u64, free: bool) -> Result<Source> {
+        // Writable, or fallocate cannot punch holes in it.
+        let mut raw = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(data)
+            .with_context(|| format!("opening the raw trace {}", data.display()))?;
+        let part = self.parts.get(data);
+        let at = part.map_or(from, |p| p.raw_from);
+        raw.seek(SeekFrom::Start(at))?;
+        let spill = match part.and_then(|p| p.spill.as_ref()) {
+            Some(s) => Some(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(s)
+                    .with_context(|| format!("opening the spill {}", s.display()))?,
+            ),
+            None => None,
+        };
+        Ok(Source {
+            spill,
+            spill_at: 0,
+            frame: Vec::new(),
+            pos: 0,
+            mem: part.map(|p| p.mem.clone()).unwrap_or_default(),
+            mem_at: 0,
+            raw,
+            raw_at: at,
+            punched: at,
+            free,
+        })
+    }
+}
+
+/// One process's raw stream read back: its spill's frames, then the bytes kept in
+/// memory, then the rest of its raw file.
+pub(super) struct Source {
+    spill: Option<File>,
+    spill_at: u64,
+    frame: Vec<u8>,
+    pos: usize,
+    mem: Vec<u8>,
+    mem_at: usize,
+    raw: File,
+    raw_at: u64,
+    punched: u64,
+    free: bool,
+}
+
+impl Source {
+    /// Loads the spill's next frame; false at its end (a frame cut short by a failed
+    /// write ends it too: what follows it was kept elsewhere).
+    fn next_frame(&mut self) -> std::io::Result<bool> {
+        let Some(f) = &mut self.spill else {
+            return Ok(false);
+        };
+        let mut hb = [0u8; FrameHeader::BYTES];
+        let header = match f.read_exact(&mut hb) {
+            Ok(()) => FrameHeader::decode(&hb),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+            Err(e) => return Err(e),
+        };
+        let Some(h) = header else {
+            self.spill = None;
+            return Ok(false);
+        };
+        let mut stored = vec![0u8; h.stored as usize];
+        f.read_exact(&mut stored)?;
+        self.frame = zstd::bulk::decompress(&stored, h.raw as usize)?;
+        undelta(&mut self.frame);
+        self.pos = 0;
+        self.spill_at += (FrameHeader::BYTES + stored.len()) as u64;
+        if self.free {
+            // In memory now. Only disk space is at stake if it fails.
+            let _ = tdmap_sys::punch_hole(f, self.spill_at);
+        }
+        Ok(true)
+    }
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.frame.len() && self.spill.is_some() {
+            self.next_frame()?;
+        }
+        if self.pos < self.frame.len() {
+            let n = (self.frame.len() - self.pos).min(buf.len());
+            buf[..n].copy_from_slice(&self.frame[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        if self.mem_at < self.mem.len() {
+            let n = (self.mem.len() - self.mem_at).min(buf.len());
+            buf[..n].copy_from_slice(&self.mem[self.mem_at..self.mem_at + n]);
+            self.mem_at += n;
+            return Ok(n);
+        }
+        let n = self.raw.read(buf)?;
+        self.raw_at += n as u64;
+        if self.free && (self.raw_at >= self.punched + PUNCH_EVERY || n == 0) {
+            // What was read is in the caller's memory: its blocks can go.
+            let _ = tdmap_sys::punch_hole(&self.raw, self.raw_at);
+            self.punched = self.raw_at;
+        }
+        Ok(n)
+    }
+}
+
+/// One process's raw file being moved into its spill.
+struct Spilling {
+    data: PathBuf,
+    raw: Option<File>,
+    /// Bytes of the raw file read (its offset), and freed.
+    read: u64,
+    punched: u64,
+    /// Read, not yet in the spill.
+    buf: Vec<u8>,
+    out: Option<File>,
+    /// A spill write failed: the rest stays in `buf` and the raw file.
+    failed: bool,
+}
+
+impl Spilling {
+    fn new(data: PathBuf, from: u64) -> Spilling {
+        Spilling {
+            data,
+            raw: None,
+            read: from,
+            punched: from,
+            buf: Vec::new(),
+            out: None,
+            failed: false,
+        }
+    }
+
+    /// Moves what the raw file got since into memory and the spill; false if nothing.
+    fn pump(&mut self) -> bool {
+        if self.failed {
+            return false;
+        }
+        if self.raw.is_none() {
+            // The runtime creates it; read+write so that holes can be punched.
+            let Ok(mut f) = File::options().read(true).write(true).open(&self.data) else {
+                return false;
+            };
+            if f.seek(SeekFrom::Start(self.read)).is_err() {
+                return false;
+            }
+            self.raw = Some(f);
+        }
+        let f = self.raw.as_mut().expect("opened above");
+        let len = self.buf.len();
+        self.buf.resize(len + READ, 0);
+        let n = f.read(&mut self.buf[len..]).unwrap_or(0);
+        self.buf.truncate(len + n);
+        self.read += n as u64;
+        if self.read >= self.punched + PUNCH_EVERY || (n < READ && self.read > self.punched) {
+            // In memory now: its blocks can go, so a runtime waiting for room goes on.
+            let _ = tdmap_sys::punch_hole(f, self.read);
+            self.punched = self.read;
+        }
+        if self.buf.len() >= FRAME {
+            self.flush();
+        }
+        n > 0
+    }
+
+    /// Compresses what is held into a spill frame; on failure keeps it and stops.
+    fn flush(&mut self) {
+        if self.buf.is_empty() || self.failed {
+            return;
+        }
+        let mut frame = self.buf.clone();
+        delta(&mut frame);
+        let wrote = zstd::bulk::compress(&frame, LEVEL).and_then(|z| {
+            let h = FrameHeader {
+                raw: self.buf.len() as u32,
+                stored: z.len() as u32,
+            };
+            if self.out.is_none() {
+                // A scratch name of this run (a stale one is not ours).
+                let path = spill_path(&self.data);
+                let _ = std::fs::remove_file(&path);
+                self.out = Some(crate::paths::create_new(&path, false)?);
+            }
+            let out = self.out.as_mut().expect("created above");
+            out.write_all(&[&h.encode()[..], &z].concat())
+        });
+        match wrote {
+            Ok(()) => self.buf.clear(),
+            Err(_) => self.give_up(),
+        }
+    }
+
+    /// Stops spilling (the spill could not be written): the runtime is told the raw file
+    /// is no longer read while the program runs, so it stops waiting and writes on.
+    fn give_up(&mut self) {
+        self.failed = true;
+        if let Some(f) = &self.raw {
+            release(f);
+        }
+    }
+
+    /// What the conversion reads back: the spill (cut after its last whole frame), the
+    /// bytes held, the raw file's rest.
+    fn part(mut self) -> (PathBuf, Part) {
+        self.flush();
+        if let Some(f) = &self.raw {
+            release(f);
+        }
+        let spill = self.out.is_some().then(|| spill_path(&self.data));
+        let part = Part {
+            spill,
+            mem: self.buf,
+            raw_from: self.read,
+        };
+        (self.data, part)
+    }
+}
+
+/// Moves every process's raw stream into its spill while the program runs, process 0's
+/// from byte `from0` (what the early conversion read); returns when it has exited and
+/// everything written is moved.
+pub(super) fn spill_while_running(
+    scratch: &Scratch,
+    child: &mut GatedChild,
+    from0: u64,
+) -> Result<Spilled> {
+    let mut procs = vec![Spilling::new(scratch.data.clone(), from0)];
+    let mut listed: Option<Instant> = None;
+    let status = loop {
+        // Checked before reading: every write of the program happened before its exit.
+        let status = child.try_wait().context("waiting for the program")?;
+        if status.is_some() || listed.is_none_or(|t| t.elapsed() >= LIST_EVERY) {
+            for data in child_data_files(scratch) {
+                if !procs.iter().any(|p| p.data == data) {
+                    procs.push(Spilling::new(data, 0));
+                }
+            }
+            listed = Some(Instant::now());
+        }
+        // Every process served in turn, each by one read at most.
+        let moved = procs.iter_mut().fold(false, |m, p| p.pump() | m);
+        match status {
+            Some(s) if !moved => break s,
+            Some(_) => {}
+            None if !moved => std::thread::sleep(Duration::from_micros(500)),
+            None => {}
+        }
+    };
+    Ok(Spilled {
+        parts: procs.into_iter().map(Spilling::part).collect(),
+        status: Some(status),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_coding_is_undone_exactly() {
+        let orig: Vec<u8> = (0..8 * 100 + 5).map(|i| (i * 37 % 251) as u8).collect();
+        let mut b = orig.clone();
+        delta(&mut b);
+        assert_ne!(b, orig);
+        undelta(&mut b);
+        assert_eq!(b, orig);
+    }
+
+    /// A raw file moved into a spill in several frames, with bytes left in memory and in
+    /// the raw file after it, reads back as the same bytes, and reading frees the spill.
+    #[test]
+    fn a_spilled_stream_reads_back_as_written() {
+        let dir = std::env::temp_dir().join(format!("tdmap-spill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("raw");
+        // Strided words, as access records are, and a tail that is not a whole word.
+        let bytes: Vec<u8> = (0..(3 * FRAME / 8 + 77) as u64)
+            .flat_map(|i| (0x7f00_0000_0000 + 8 * i).to_ne_bytes())
+            .chain([1, 2, 3])
+            .collect();
+        let head = 4096 + 8;
+        std::fs::write(&data, &bytes[..bytes.len() - 1000]).unwrap();
+        let mut s = Spilling::new(data.clone(), head as u64);
+        while s.pump() {}
+        // More written after the spill stopped: read from the raw file.
+        let mut f = File::options().append(true).open(&data).unwrap();
+        f.write_all(&bytes[bytes.len() - 1000..]).unwrap();
+        let mut spilled = Spilled::default();
+        let (path, part) = s.part();
+        assert!(part.spill.is_some());
+        assert!(part.mem.is_empty());
+        let spill = spill_path(&data);
+        let stored = std::fs::metadata(&spill).unwrap().len();
+        assert!(
+            stored < (bytes.len() / 20) as u64,
+            "{stored} bytes for {}",
+            bytes.len()
+        );
+        spilled.parts.insert(path, part);
+        let mut back = Vec::new();
+        let mut src = spilled.source(&data, 0, true).unwrap();
+        src.read_to_end(&mut back).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let held = std::fs::metadata(&spill).unwrap().blocks() * 512;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(back.len(), bytes.len() - head);
+        assert!(back == bytes[head..]);
+        assert!(held < 8192, "the spill is freed behind the reader: {held}");
+    }
+
+    #[test]
+    fn a_frame_header_is_told_by_its_magic() {
+        let h = FrameHeader {
+            raw: 1 << 20,
+            stored: 4321,
+        };
+        assert_eq!(FrameHeader::decode(&h.encode()), Some(h));
+        let mut b = h.encode();
+        b[0] ^= 1;
+        assert_eq!(FrameHeader::decode(&b), None);
+    }
+}
