@@ -350,9 +350,12 @@ pub(super) fn spill_while_running(
 ) -> Result<Spilled> {
     let mut procs = vec![Spilling::new(scratch.data.clone(), from0)];
     let mut listed: Option<Instant> = None;
+    let mut status = None;
     let status = loop {
         // Checked before reading: every write of the program happened before its exit.
-        let status = child.try_wait().context("waiting for the program")?;
+        if status.is_none() {
+            status = child.try_wait().context("waiting for the program")?;
+        }
         if status.is_some() || listed.is_none_or(|t| t.elapsed() >= LIST_EVERY) {
             for data in child_data_files(scratch) {
                 if !procs.iter().any(|p| p.data == data) {
