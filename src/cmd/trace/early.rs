@@ -75,10 +75,12 @@ pub(super) fn convert_while_alone(
     writer: &Writer,
 ) -> Result<Early> {
     let mut early = Early::none();
-    let mut rd = RawReader::new(BufReader::with_capacity(
-        1 << 20,
-        Follow::new(&scratch.data, child),
-    ));
+    // Waiting for process 0's next chunk must not hold up the others (a parent waiting
+    // for its children): once it is not alone, the reading stops and spilling starts.
+    let mut waiting = Quiet::default();
+    let follow = Follow::new(&scratch.data, child)
+        .stop_if(move || !alone_and_private(scratch, &mut waiting));
+    let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, follow));
     let alone = ProcessInfo {
         index: 0,
         pid: 0,
@@ -99,8 +101,10 @@ pub(super) fn convert_while_alone(
             early.from = position(rd.get_ref());
             rd.get_mut().get_mut().consumed(early.from);
         }
-        // Checked after reading: every event of the batch was written before this.
-        if early.pending.is_empty() || !alone_and_private(scratch, &mut quiet) {
+        // Checked after reading: every event of the batch was written before this. A
+        // stopped follower may have read part of an event: the rest starts at `from`.
+        let stopped = rd.get_ref().get_ref().stopped;
+        if early.pending.is_empty() || stopped || !alone_and_private(scratch, &mut quiet) {
             break;
         }
         let mut batch = std::mem::take(&mut early.pending).into_iter();

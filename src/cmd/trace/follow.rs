@@ -15,6 +15,9 @@ use tdmap_sys::GatedChild;
 /// up, so that a runtime waiting for room gets it however small the buffer.
 const PUNCH_EVERY: u64 = 256 << 10;
 
+/// How often a follower waiting for more asks whether to stop (`Follow::stop_if`).
+const ASK_EVERY: Duration = Duration::from_millis(20);
+
 /// A data file followed as it grows.
 pub(super) struct Follow<'a> {
     path: PathBuf,
@@ -28,6 +31,11 @@ pub(super) struct Follow<'a> {
     consumed: Option<u64>,
     /// The most the file held at once (allocated bytes, sampled at each read).
     pub(super) peak: u64,
+    /// Asked while waiting for more: true ends the reading early (`stopped`).
+    stop_if: Option<Box<dyn FnMut() -> bool + 'a>>,
+    asked: Option<std::time::Instant>,
+    /// Reading ended because `stop_if` said so, the program still running.
+    pub(super) stopped: bool,
 }
 
 impl<'a> Follow<'a> {
@@ -42,7 +50,31 @@ impl<'a> Follow<'a> {
             punched: 0,
             consumed: None,
             peak: 0,
+            stop_if: None,
+            asked: None,
+            stopped: false,
         }
+    }
+
+    /// Also ends the reading (as if at the end, setting `stopped`) when `stop` says so,
+    /// asked every [`ASK_EVERY`] while waiting for more: a reader that waits for this
+    /// file only must not wait while it has other work (`early.rs`: other processes).
+    pub(super) fn stop_if(mut self, stop: impl FnMut() -> bool + 'a) -> Follow<'a> {
+        self.stop_if = Some(Box::new(stop));
+        self
+    }
+
+    /// True when `stop_if` says to stop now (asked at most every [`ASK_EVERY`]).
+    fn should_stop(&mut self) -> bool {
+        let Some(stop) = &mut self.stop_if else {
+            return false;
+        };
+        if self.asked.is_some_and(|t| t.elapsed() < ASK_EVERY) {
+            return false;
+        }
+        self.asked = Some(std::time::Instant::now());
+        self.stopped = stop();
+        self.stopped
     }
 
     /// Lets the blocks before byte `upto` be freed, and only those: the owner may still
@@ -118,6 +150,9 @@ impl Read for Follow<'_> {
                 if exited {
                     return Ok(0);
                 }
+            }
+            if self.should_stop() {
+                return Ok(0);
             }
             std::thread::sleep(Duration::from_micros(500));
         }

@@ -46,8 +46,9 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
     let torn = feed
         .consume(&mut follow)
         .with_context(|| format!("reading {}", scratch.data.display()))?;
-    let peak_buffer = follow.peak;
-    let status = match follow.status {
+    let (peak_buffer, seen) = (follow.peak, follow.status);
+    drop(follow);
+    let status = match seen {
         Some(s) => s,
         None => child.wait().context("waiting for the program")?,
     };
