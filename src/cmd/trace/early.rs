@@ -79,7 +79,7 @@ pub(super) fn convert_while_alone(
     // for its children): once it is not alone, the reading stops and spilling starts.
     let mut waiting = Quiet::default();
     let follow = Follow::new(&scratch.data, child)
-        .stop_if(move || !alone_and_private(scratch, &mut waiting));
+        .stop_if(move || not_alone(scratch, &mut waiting));
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, follow));
     let alone = ProcessInfo {
         index: 0,
@@ -119,6 +119,12 @@ pub(super) fn convert_while_alone(
     // which go on freeing process 0's file from `early.from`.
     early.status = rd.get_ref().get_ref().status;
     Ok(early)
+}
+
+/// True once another process has left files or process 0 maps something shared (or its
+/// maps cannot be read: it is gone, or not this run's); false before it said hello.
+fn not_alone(scratch: &Scratch, quiet: &mut Quiet) -> bool {
+    Control::read(&scratch.ctl).pid.is_some() && !alone_and_private(scratch, quiet)
 }
 
 /// True while process 0 is the only traced process and maps nothing shared.

@@ -341,8 +341,8 @@ impl Spilling {
 }
 
 /// Moves every process's raw stream into its spill while the program runs, process 0's
-/// from byte `from0` (what the early conversion read); returns when it has exited and
-/// everything written is moved.
+/// from byte `from0` (what the early conversion read); returns when it has exited,
+/// with its status (what it wrote since the last read stays in the raw files).
 pub(super) fn spill_while_running(
     scratch: &Scratch,
     child: &mut GatedChild,
@@ -350,13 +350,13 @@ pub(super) fn spill_while_running(
 ) -> Result<Spilled> {
     let mut procs = vec![Spilling::new(scratch.data.clone(), from0)];
     let mut listed: Option<Instant> = None;
-    let mut status = None;
     let status = loop {
-        // Checked before reading: every write of the program happened before its exit.
-        if status.is_none() {
-            status = child.try_wait().context("waiting for the program")?;
+        // What the program wrote after the last read is left in the raw files, which
+        // the conversion reads after the spills: once it exited, nothing waits on them.
+        if let Some(s) = child.try_wait().context("waiting for the program")? {
+            break s;
         }
-        if status.is_some() || listed.is_none_or(|t| t.elapsed() >= LIST_EVERY) {
+        if listed.is_none_or(|t| t.elapsed() >= LIST_EVERY) {
             for data in child_data_files(scratch) {
                 if !procs.iter().any(|p| p.data == data) {
                     procs.push(Spilling::new(data, 0));
@@ -365,12 +365,8 @@ pub(super) fn spill_while_running(
             listed = Some(Instant::now());
         }
         // Every process served in turn, each by one read at most.
-        let moved = procs.iter_mut().fold(false, |m, p| p.pump() | m);
-        match status {
-            Some(s) if !moved => break s,
-            Some(_) => {}
-            None if !moved => std::thread::sleep(Duration::from_micros(500)),
-            None => {}
+        if !procs.iter_mut().fold(false, |m, p| p.pump() | m) {
+            std::thread::sleep(Duration::from_micros(500));
         }
     };
     Ok(Spilled {
