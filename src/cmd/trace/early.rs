@@ -78,8 +78,8 @@ pub(super) fn convert_while_alone(
     // Waiting for process 0's next chunk must not hold up the others (a parent waiting
     // for its children): once it is not alone, the reading stops and spilling starts.
     let mut waiting = Quiet::default();
-    let follow = Follow::new(&scratch.data, child)
-        .stop_if(move || not_alone(scratch, &mut waiting));
+    let follow =
+        Follow::new(&scratch.data, child).stop_if(move || not_alone(scratch, &mut waiting));
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, follow));
     let alone = ProcessInfo {
         index: 0,
