@@ -431,6 +431,40 @@ mod tests {
         assert!(held < 8192, "the spill is freed behind the reader: {held}");
     }
 
+    /// A spill that cannot be written (here a folder stands at its name; on a full disk
+    /// the write fails) stops spilling: the runtime is told to stop waiting, the bytes
+    /// read stay in memory and the rest in the raw file, and the stream reads back whole.
+    #[test]
+    fn a_spill_that_cannot_be_written_leaves_the_stream_in_memory_and_the_raw_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tdmap-nospill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("raw");
+        std::fs::create_dir_all(spill_path(&data)).unwrap();
+        let bytes: Vec<u8> = (0..(FRAME + 3 * READ) as u32).map(|i| i as u8).collect();
+        std::fs::write(&data, &bytes).unwrap();
+        let mut s = Spilling::new(data.clone(), 0);
+        while s.pump() {}
+        assert!(s.failed);
+        let mode = std::fs::metadata(&data).unwrap().permissions().mode();
+        let (path, part) = s.part();
+        assert!(part.spill.is_none());
+        assert!(!part.mem.is_empty() && part.raw_from < bytes.len() as u64);
+        let mut spilled = Spilled::default();
+        spilled.parts.insert(path, part);
+        let mut back = Vec::new();
+        let src = spilled.source(&data, 0, false).unwrap();
+        std::io::BufReader::new(src).read_to_end(&mut back).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(mode & tdmap_wire::raw::MODE_UNFOLLOWED, 0o010);
+        assert!(
+            back == bytes,
+            "{} bytes back of {}",
+            back.len(),
+            bytes.len()
+        );
+    }
+
     #[test]
     fn a_frame_header_is_told_by_its_magic() {
         let h = FrameHeader {
