@@ -187,7 +187,15 @@ impl Source {
             return Ok(false);
         };
         let mut stored = vec![0u8; h.stored as usize];
-        f.read_exact(&mut stored)?;
+        match f.read_exact(&mut stored) {
+            Ok(()) => {}
+            // Cut short by a failed write (a full disk): its bytes were kept in memory.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                self.spill = None;
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
         self.frame = zstd::bulk::decompress(&stored, h.raw as usize)?;
         undelta(&mut self.frame);
         self.pos = 0;
@@ -457,6 +465,42 @@ mod tests {
         std::io::BufReader::new(src).read_to_end(&mut back).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(mode & tdmap_wire::raw::MODE_UNFOLLOWED, 0o010);
+        assert!(
+            back == bytes,
+            "{} bytes back of {}",
+            back.len(),
+            bytes.len()
+        );
+    }
+
+    /// A spill whose last frame a failed write cut short ends before that frame, whose
+    /// bytes were kept in memory.
+    #[test]
+    fn a_torn_last_frame_ends_the_spill() {
+        let dir = std::env::temp_dir().join(format!("tdmap-torn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("raw");
+        let bytes: Vec<u8> = (0..3 * FRAME as u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&data, &bytes).unwrap();
+        let mut s = Spilling::new(data.clone(), 0);
+        while s.pump() {}
+        let (path, mut part) = s.part();
+        let spill = spill_path(&data);
+        let len = std::fs::metadata(&spill).unwrap().len();
+        File::options()
+            .write(true)
+            .open(&spill)
+            .unwrap()
+            .set_len(len - 10)
+            .unwrap();
+        part.mem = bytes[2 * FRAME..].to_vec();
+        let mut spilled = Spilled::default();
+        spilled.parts.insert(path, part);
+        let mut back = Vec::new();
+        let src = spilled.source(&data, 0, false).unwrap();
+        let read = std::io::BufReader::new(src).read_to_end(&mut back);
+        std::fs::remove_dir_all(&dir).unwrap();
+        read.unwrap();
         assert!(
             back == bytes,
             "{} bytes back of {}",
