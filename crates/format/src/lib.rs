@@ -12,7 +12,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod fnv;
 mod ranges;
+pub use fnv::Fnv;
 pub use ranges::range_list;
 
 use serde::de::DeserializeOwned;

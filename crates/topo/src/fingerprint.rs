@@ -7,6 +7,7 @@
 
 use crate::model::{ObjKind, Topology};
 use serde::{Deserialize, Serialize};
+use tdmap_format::Fnv;
 
 /// What identifies a machine for a thread mapping.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,22 +74,7 @@ impl Topology {
         Fingerprint {
             pus: self.num_pus(),
             summary: parts.join(", "),
-            hash: format!("{:016x}", h.0),
-        }
-    }
-}
-
-/// FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn add(&mut self, v: u64) {
-        for b in v.to_le_bytes() {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            hash: format!("{:016x}", h.value()),
         }
     }
 }

@@ -8,22 +8,8 @@
 //! Used to check that a faster conversion writes the same trace (docs/bench-trace.md).
 
 use std::collections::BTreeMap;
+use tdmap_format::Fnv;
 use tdmap_trace::{Chunk, Reader};
-
-/// FNV-1a over 64-bit words: stable across builds, unlike std's hasher.
-#[derive(Clone, Copy)]
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-    fn add(&mut self, v: u64) {
-        for b in v.to_le_bytes() {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
 
 /// One thread's events so far.
 struct Thread {
@@ -91,7 +77,10 @@ fn main() {
     for (t, th) in &threads {
         println!(
             "thread {t}: {} accesses, {} faults, {} collapsed, digest {:016x}",
-            th.accesses, th.faults, th.collapsed, th.digest.0
+            th.accesses,
+            th.faults,
+            th.collapsed,
+            th.digest.value()
         );
     }
 }
