@@ -63,7 +63,7 @@ impl Stream {
         from: u64,
         pending: Vec<RawEvent>,
     ) -> Result<Stream> {
-        let src = spilled.source(&p.data, from, true)?;
+        let src = spilled.source(&p.data, from)?;
         let mut s = Stream {
             rd: RawReader::new(BufReader::with_capacity(buf, src)),
             pending: pending.into_iter(),

@@ -3,7 +3,7 @@
 //! appended). Processes are numbered 0 for the program, then by the time of their fork;
 //! tasks by process, then by thread (creation order within the process).
 
-use super::raw::{thread_count, wire};
+use super::raw::wire;
 use super::spill::Spilled;
 use super::{status_of, Scratch};
 use std::path::{Path, PathBuf};
@@ -146,11 +146,7 @@ pub(super) fn discover(
     for i in 0..procs.len() {
         let parent = parent_of(&procs[..i], &procs[i]);
         let from = if i == 0 { from0 } else { 0 };
-        let counted = spilled
-            .source(&procs[i].data, from, false)
-            .ok()
-            .and_then(|s| thread_count(&mut std::io::BufReader::new(s)).ok())
-            .unwrap_or(0);
+        let counted = spilled.threads(&procs[i].data, from).unwrap_or(0);
         let tasks = if i == 0 {
             counted.max(threads0)
         } else {

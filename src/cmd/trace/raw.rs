@@ -133,20 +133,79 @@ impl<R: Read> RawReader<R> {
     }
 }
 
-/// How many threads a process's raw file names (its highest thread id + 1), reading the
-/// chunk headers only (bodies are skipped); stops at a torn chunk as [`RawReader`] does.
-pub fn thread_count(src: &mut impl Read) -> io::Result<u32> {
-    let mut threads = 0u32;
-    let mut hb = [0u8; HEADER_BYTES];
-    while read_full(src, &mut hb)? == HEADER_BYTES {
-        let Ok((h, body)) = ChunkHeader::decode(&hb).and_then(|h| Ok((h, h.body_bytes()?))) else {
-            break;
-        };
-        threads = threads.max(h.thread.saturating_add(1));
-        // Read, not sought past: a spilled stream (`spill.rs`) is read in order.
-        io::copy(&mut src.by_ref().take(body as u64), &mut io::sink())?;
+/// How many threads a process's raw stream names (its highest thread id + 1), from the
+/// chunk headers only (bodies are passed over); stops at a torn chunk as [`RawReader`]
+/// does. The stream may come in pieces: the spiller (`spill.rs`) feeds it every byte it
+/// moves, so that counting after the exit reads only what was left in the raw file, not
+/// the whole spill a second time.
+#[derive(Debug, Clone)]
+pub struct ThreadCount {
+    threads: u32,
+    /// The header being gathered, and how many of its bytes came.
+    head: [u8; HEADER_BYTES],
+    have: usize,
+    /// Body bytes still to pass over.
+    skip: u64,
+    /// A torn or foreign header came: nothing after it counts.
+    torn: bool,
+}
+
+impl Default for ThreadCount {
+    fn default() -> ThreadCount {
+        ThreadCount {
+            threads: 0,
+            head: [0; HEADER_BYTES],
+            have: 0,
+            skip: 0,
+            torn: false,
+        }
     }
-    Ok(threads)
+}
+
+impl ThreadCount {
+    /// Counts the chunk headers in `bytes`, the stream's next bytes.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() && !self.torn {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len() as u64);
+                bytes = &bytes[n as usize..];
+                self.skip -= n;
+                continue;
+            }
+            let n = (HEADER_BYTES - self.have).min(bytes.len());
+            self.head[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+            self.have += n;
+            bytes = &bytes[n..];
+            if self.have < HEADER_BYTES {
+                return;
+            }
+            self.have = 0;
+            match ChunkHeader::decode(&self.head).and_then(|h| Ok((h, h.body_bytes()?))) {
+                Ok((h, body)) => {
+                    self.threads = self.threads.max(h.thread.saturating_add(1));
+                    self.skip = body as u64;
+                }
+                Err(_) => self.torn = true,
+            }
+        }
+    }
+
+    /// Feeds everything `src` still has.
+    pub fn read_from(&mut self, src: &mut impl Read) -> io::Result<()> {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = read_full(src, &mut buf)?;
+            self.feed(&buf[..n]);
+            if n < buf.len() || self.torn {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Threads named so far (the highest thread id + 1).
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -331,8 +390,22 @@ mod tests {
         f.extend(body);
         f.extend(wire::pack(0x1000, 3, true, false).to_ne_bytes());
         f.extend(header(wire::KIND_END, 1, 0, 0));
-        let n = thread_count(&mut std::io::Cursor::new(&f)).unwrap();
-        assert_eq!(n, 3);
+        let mut count = ThreadCount::default();
+        count.read_from(&mut std::io::Cursor::new(&f)).unwrap();
+        assert_eq!(count.threads(), 3);
+        // Fed in pieces of any size, split headers and bodies included, it counts alike.
+        for piece in [1, 7, 40, 41, 1000] {
+            let mut c = ThreadCount::default();
+            f.chunks(piece).for_each(|p| c.feed(p));
+            assert_eq!(c.threads(), 3, "pieces of {piece}");
+        }
+        // A torn header ends the count: nothing after it is taken for a chunk.
+        let mut torn = header(wire::KIND_THREAD, 1, 0, 0);
+        torn.extend(header(9, 0, 0, 0));
+        torn.extend(header(wire::KIND_THREAD, 5, 0, 0));
+        let mut c = ThreadCount::default();
+        torn.chunks(3).for_each(|p| c.feed(p));
+        assert_eq!(c.threads(), 2);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use super::follow::release;
 use super::procs::child_data_files;
+use super::raw::ThreadCount;
 use super::Scratch;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -99,12 +100,14 @@ pub(super) fn spill_path(data: &Path) -> PathBuf {
 }
 
 /// What was moved out of one process's raw file while the program ran: its stream is
-/// the spill's frames, then `mem`, then the raw file from byte `raw_from`.
+/// the spill's frames, then `mem`, then the raw file from byte `raw_from`; `count`, the
+/// threads named before `raw_from`.
 #[derive(Debug, Default)]
 pub(super) struct Part {
     spill: Option<PathBuf>,
     mem: Vec<u8>,
     raw_from: u64,
+    count: ThreadCount,
 }
 
 /// What spilling did: each process's part, by raw data file.
@@ -116,10 +119,25 @@ pub(super) struct Spilled {
 }
 
 impl Spilled {
+    /// How many threads raw file `data` names from byte `from` (process 0's start past
+    /// what was converted early; 0 for the others), as [`ThreadCount`] counts
+    /// them: a spilled stream was counted while it was spilled, so only what was
+    /// left in the raw file is read.
+    pub(super) fn threads(&self, data: &Path, from: u64) -> std::io::Result<u32> {
+        let (mut count, at) = match self.parts.get(data) {
+            Some(p) => (p.count.clone(), p.raw_from),
+            None => (ThreadCount::default(), from),
+        };
+        let mut raw = File::open(data)?;
+        raw.seek(SeekFrom::Start(at))?;
+        count.read_from(&mut raw)?;
+        Ok(count.threads())
+    }
+
     /// The stream of raw file `data` from byte `from` (process 0's start past what was
-    /// converted early; 0 for the others): through its spill when it has one. With
-    /// `free`, the spill's and the raw file's blocks are freed behind the reader.
-    pub(super) fn source(&self, data: &Path, from: u64, free: bool) -> Result<Source> {
+    /// converted early; 0 for the others): through its spill when it has one. The
+    /// spill's and the raw file's blocks are freed behind the reader.
+    pub(super) fn source(&self, data: &Path, from: u64) -> Result<Source> {
         // Writable, or fallocate cannot punch holes in it.
         let mut raw = std::fs::OpenOptions::new()
             .read(true)
@@ -149,7 +167,6 @@ impl Spilled {
             raw,
             raw_at: at,
             punched: at,
-            free,
         })
     }
 }
@@ -166,7 +183,6 @@ pub(super) struct Source {
     raw: File,
     raw_at: u64,
     punched: u64,
-    free: bool,
 }
 
 impl Source {
@@ -200,10 +216,8 @@ impl Source {
         undelta(&mut self.frame);
         self.pos = 0;
         self.spill_at += (FrameHeader::BYTES + stored.len()) as u64;
-        if self.free {
-            // In memory now. Only disk space is at stake if it fails.
-            let _ = tdmap_sys::punch_hole(f, self.spill_at);
-        }
+        // In memory now. Only disk space is at stake if it fails.
+        let _ = tdmap_sys::punch_hole(f, self.spill_at);
         Ok(true)
     }
 }
@@ -227,7 +241,7 @@ impl Read for Source {
         }
         let n = self.raw.read(buf)?;
         self.raw_at += n as u64;
-        if self.free && (self.raw_at >= self.punched + PUNCH_EVERY || n == 0) {
+        if self.raw_at >= self.punched + PUNCH_EVERY || n == 0 {
             // What was read is in the caller's memory: its blocks can go.
             let _ = tdmap_sys::punch_hole(&self.raw, self.raw_at);
             self.punched = self.raw_at;
@@ -245,6 +259,8 @@ struct Spilling {
     punched: u64,
     /// Read, not yet in the spill.
     buf: Vec<u8>,
+    /// The threads named in what was read.
+    count: ThreadCount,
     out: Option<File>,
     /// A spill write failed: the rest stays in `buf` and the raw file.
     failed: bool,
@@ -258,6 +274,7 @@ impl Spilling {
             read: from,
             punched: from,
             buf: Vec::new(),
+            count: ThreadCount::default(),
             out: None,
             failed: false,
         }
@@ -283,6 +300,7 @@ impl Spilling {
         self.buf.resize(len + READ, 0);
         let n = f.read(&mut self.buf[len..]).unwrap_or(0);
         self.buf.truncate(len + n);
+        self.count.feed(&self.buf[len..]);
         self.read += n as u64;
         if self.read >= self.punched + PUNCH_EVERY || (n < READ && self.read > self.punched) {
             // In memory now: its blocks can go, so a runtime waiting for room goes on.
@@ -343,6 +361,7 @@ impl Spilling {
             spill,
             mem: self.buf,
             raw_from: self.read,
+            count: self.count,
         };
         (self.data, part)
     }
@@ -387,6 +406,59 @@ pub(super) fn spill_while_running(
 mod tests {
     use super::*;
 
+    /// Raw file `data`'s whole stream as the conversion reads it.
+    fn read_back(spilled: &Spilled, data: &Path) -> Result<Vec<u8>> {
+        let mut back = Vec::new();
+        std::io::BufReader::new(spilled.source(data, 0)?).read_to_end(&mut back)?;
+        Ok(back)
+    }
+
+    /// Threads are counted as the stream is spilled, so counting after the exit reads
+    /// only the raw file's rest: the spill itself is not read again (here it is gone).
+    #[test]
+    fn threads_are_counted_while_spilling() {
+        use super::super::raw::wire::{self, ChunkHeader};
+        let dir = std::env::temp_dir().join(format!("tdmap-spill-count-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("raw");
+        let chunk = |id: u32| {
+            ChunkHeader {
+                magic: wire::MAGIC,
+                kind: wire::KIND_THREAD,
+                thread: id,
+                ..ChunkHeader::default()
+            }
+            .encode()
+        };
+        // Ids up to 69,999 spilled (over two frames of them), then ids up to 999 and a
+        // header cut in two left in the raw file.
+        let spilled_part: Vec<u8> = (0..70_000).flat_map(chunk).collect();
+        std::fs::write(&data, &spilled_part).unwrap();
+        let mut s = Spilling::new(data.clone(), 0);
+        while s.pump() {}
+        let (path, part) = s.part();
+        let spill = part.spill.clone().expect("spilled");
+        let mut rest: Vec<u8> = (0..1_000).flat_map(chunk).collect();
+        rest.truncate(rest.len() - 20);
+        File::options()
+            .append(true)
+            .open(&data)
+            .unwrap()
+            .write_all(&rest)
+            .unwrap();
+        std::fs::remove_file(&spill).unwrap();
+        let mut spilled = Spilled::default();
+        spilled.parts.insert(path, part);
+        let n = spilled.threads(&data, 0).unwrap();
+        // Not spilled: counted from the raw file, from the byte given.
+        let other = dir.join("other");
+        std::fs::write(&other, [chunk(3), chunk(7)].concat()).unwrap();
+        let m = spilled.threads(&other, wire::HEADER_BYTES as u64).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(n, 70_000);
+        assert_eq!(m, 8);
+    }
+
     #[test]
     fn delta_coding_is_undone_exactly() {
         let orig: Vec<u8> = (0..8 * 100 + 5).map(|i| (i * 37 % 251) as u8).collect();
@@ -428,9 +500,7 @@ mod tests {
             bytes.len()
         );
         spilled.parts.insert(path, part);
-        let mut back = Vec::new();
-        let mut src = spilled.source(&data, 0, true).unwrap();
-        src.read_to_end(&mut back).unwrap();
+        let back = read_back(&spilled, &data).unwrap();
         use std::os::unix::fs::MetadataExt;
         let held = std::fs::metadata(&spill).unwrap().blocks() * 512;
         std::fs::remove_dir_all(&dir).unwrap();
@@ -460,9 +530,7 @@ mod tests {
         assert!(!part.mem.is_empty() && part.raw_from < bytes.len() as u64);
         let mut spilled = Spilled::default();
         spilled.parts.insert(path, part);
-        let mut back = Vec::new();
-        let src = spilled.source(&data, 0, false).unwrap();
-        std::io::BufReader::new(src).read_to_end(&mut back).unwrap();
+        let back = read_back(&spilled, &data).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(mode & tdmap_wire::raw::MODE_UNFOLLOWED, 0o010);
         assert!(
@@ -496,11 +564,9 @@ mod tests {
         part.mem = bytes[2 * FRAME..].to_vec();
         let mut spilled = Spilled::default();
         spilled.parts.insert(path, part);
-        let mut back = Vec::new();
-        let src = spilled.source(&data, 0, false).unwrap();
-        let read = std::io::BufReader::new(src).read_to_end(&mut back);
+        let back = read_back(&spilled, &data);
         std::fs::remove_dir_all(&dir).unwrap();
-        read.unwrap();
+        let back = back.unwrap();
         assert!(
             back == bytes,
             "{} bytes back of {}",
