@@ -66,25 +66,6 @@ fn model_only_keeps_its_stream_in_memory_within_the_buffer() {
     assert_eq!(left, [std::ffi::OsString::from("s.model.json")]);
 }
 
-/// What the files in `dir` hold: (the raw data files' allocated bytes, those plus every
-/// other file's length). Lengths, since a file system may reserve blocks ahead of an
-/// appending writer (the trace's) and trim them at close.
-fn held(dir: &Path) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    let (mut raw, mut all) = (0, 0);
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let Ok(m) = e.metadata() else { continue };
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.contains(".raw-") && !name.ends_with(".maps") {
-            raw += m.blocks() * 512;
-            all += m.blocks() * 512;
-        } else {
-            all += m.len();
-        }
-    }
-    (raw, all)
-}
-
 /// While the program runs alone, `tdmap trace` converts its raw stream as it grows and a
 /// writer waits rather than put more than `--buffer-mib` of it on the disk: the output
 /// folder, sampled while the program runs, never holds much more than the final trace
@@ -109,15 +90,8 @@ fn tracing_keeps_the_raw_stream_on_disk_within_the_buffer() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (mut peak_raw, mut peak_all) = (0, 0);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        let (raw, all) = held(&dir);
-        (peak_raw, peak_all) = (peak_raw.max(raw), peak_all.max(all));
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    };
+    let (status, peak) = common::Held::peak_while(&mut child, &dir);
+    let (peak_raw, peak_all) = (peak.raw, peak.all);
     let out = child.wait_with_output().unwrap();
     assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let json: serde_json::Value =
@@ -125,7 +99,7 @@ fn tracing_keeps_the_raw_stream_on_disk_within_the_buffer() {
     assert_eq!(json["status"], "Complete", "{json}");
     let accesses = json["accesses"].as_u64().unwrap();
     let threads = json["threads"].as_u64().unwrap();
-    let (_, final_all) = held(&dir);
+    let final_all = common::Held::of(&dir).all;
     // The stream is far larger than the buffer: 8 bytes per access.
     assert!(accesses * 8 > 16 << 20, "{json}");
     // Each writing thread may pass the check with one chunk (64 KiB and its header)

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::Held;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,36 +15,6 @@ const TDMAP: &str = env!("CARGO_BIN_EXE_tdmap");
 
 fn scratch() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-spill")
-}
-
-/// What the files in `dir` hold (allocated bytes; the trace's length): the raw data
-/// files, the spills, and every file.
-#[derive(Debug, Default, Clone, Copy)]
-struct Held {
-    raw: u64,
-    spills: u64,
-    all: u64,
-}
-
-fn held(dir: &Path) -> Held {
-    use std::os::unix::fs::MetadataExt;
-    let mut h = Held::default();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let Ok(m) = e.metadata() else { continue };
-        let name = e.file_name().to_string_lossy().into_owned();
-        let blocks = m.blocks() * 512;
-        if name.ends_with(".spill") {
-            h.spills += blocks;
-            h.all += blocks;
-        } else if name.contains(".raw-") && !name.ends_with(".maps") {
-            h.raw += blocks;
-            h.all += blocks;
-        } else {
-            // A file system may reserve blocks ahead of an appending writer (the trace's).
-            h.all += m.len();
-        }
-    }
-    h
 }
 
 /// forkshare's 4 processes (one thread each, two pairs sharing memory) traced with a
@@ -71,17 +42,7 @@ fn tracing_forked_processes_keeps_each_raw_stream_within_the_buffer() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut peak = Held::default();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        let h = held(&dir);
-        peak.raw = peak.raw.max(h.raw);
-        peak.spills = peak.spills.max(h.spills);
-        peak.all = peak.all.max(h.all);
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    };
+    let (status, peak) = Held::peak_while(&mut child, &dir);
     let out = child.wait_with_output().unwrap();
     assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let json: serde_json::Value =

@@ -240,3 +240,56 @@ pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
         stderr: err.join().unwrap(),
     }
 }
+
+/// What the files in a trace's output folder hold: the raw data files' and the spills'
+/// allocated bytes, and those plus every other file's length (lengths, since a file
+/// system may reserve blocks ahead of an appending writer, the trace's, and trim them
+/// at close).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Held {
+    pub raw: u64,
+    pub spills: u64,
+    pub all: u64,
+}
+
+impl Held {
+    /// What `dir` holds now.
+    pub fn of(dir: &Path) -> Held {
+        use std::os::unix::fs::MetadataExt;
+        let mut h = Held::default();
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            let name = e.file_name().to_string_lossy().into_owned();
+            let blocks = m.blocks() * 512;
+            if name.ends_with(".spill") {
+                h.spills += blocks;
+                h.all += blocks;
+            } else if name.contains(".raw-") && !name.ends_with(".maps") {
+                h.raw += blocks;
+                h.all += blocks;
+            } else {
+                h.all += m.len();
+            }
+        }
+        h
+    }
+
+    /// Samples `dir` every millisecond until `child` exits: its status, and the most
+    /// each kind of file held at once.
+    pub fn peak_while(
+        child: &mut std::process::Child,
+        dir: &Path,
+    ) -> (std::process::ExitStatus, Held) {
+        let mut peak = Held::default();
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return (s, peak);
+            }
+            let h = Held::of(dir);
+            peak.raw = peak.raw.max(h.raw);
+            peak.spills = peak.spills.max(h.spills);
+            peak.all = peak.all.max(h.all);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
