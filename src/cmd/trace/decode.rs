@@ -52,7 +52,7 @@ impl Decoder {
     }
 
     /// True when `c` holds access records only, none a first touch (`wire::is_plain`):
-    /// then it has no fault or collapsed read, and [`Decoder::plain`] decodes it.
+    /// then it has no fault or collapsed read, and [`Decoder::side`] returns at once.
     pub(super) fn is_plain(c: &RawChunk) -> bool {
         // One OR over the words (vectorised), not a test per word.
         wire::is_plain(c.records.iter().fold(0, |a, &w| a | w))
