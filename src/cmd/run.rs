@@ -36,7 +36,7 @@ use tdmap_sys::{FsRoot, LinuxSys};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Decision period in milliseconds (kMAF: 100).
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    #[arg(long, value_name = "MS", default_value_t = tdmap_monitor::PERIOD.as_millis() as u64)]
     period: u64,
     /// Which kMAF rules: `run` (tdmap run's: a 10% margin, a wait of 3 periods for the
     /// first mapping, NUMA vectors restarted there, Eq. 6 once per period, a gate of one

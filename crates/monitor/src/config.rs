@@ -5,6 +5,11 @@
 use tdmap_map::Algorithm;
 use tdmap_sharing::Sharers;
 
+/// The decision period: kMAF maps threads every 100 ms (kMAF §3.4), and SAMMU checks
+/// for thread migrations as often (SAMMU §2.7.1). `tdmap run`'s default and the period
+/// `tdmap sim` replays its online policies at.
+pub const PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Periods the first thread mapping waits for sharing to show before it places threads
 /// that share nothing (`tdmap run`'s default for [`Config::first_mapping_wait`]).
 pub const FIRST_MAPPING_WAIT: u64 = 3;

@@ -23,7 +23,7 @@ mod procs;
 mod threads;
 
 pub use actuator::{ActError, Actuator, Counts, Failures};
-pub use config::{Config, Eq6When, Preset, FIRST_MAPPING_WAIT};
+pub use config::{Config, Eq6When, Preset, FIRST_MAPPING_WAIT, PERIOD};
 pub use datahome::DataHome;
 pub use engine::{Engine, Times, BATCH};
 pub use error::MonitorError;

@@ -183,8 +183,8 @@ impl Iterator for TraceInput {
     }
 }
 
-/// The online policies' period in seconds: 100 ms (kMAF §3.4, SAMMU §2.7.1).
-pub const PERIOD_S: f64 = 0.1;
+/// The online policies' period in seconds: `tdmap run`'s ([`tdmap_monitor::PERIOD`]).
+pub const PERIOD_S: f64 = tdmap_monitor::PERIOD.as_secs_f64();
 
 /// What a first pass over a trace tells: its threads and how many accesses each made.
 #[derive(Debug, Clone, PartialEq, Eq)]
