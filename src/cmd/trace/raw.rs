@@ -190,13 +190,19 @@ impl ThreadCount {
         }
     }
 
-    /// Feeds everything `src` still has.
-    pub fn read_from(&mut self, src: &mut impl Read) -> io::Result<()> {
-        let mut buf = vec![0u8; 64 << 10];
+    /// Feeds everything `src` still has, seeking past the chunk bodies: only the headers
+    /// name threads, and a raw file is mostly bodies.
+    pub fn read_from(&mut self, src: &mut (impl Read + io::Seek)) -> io::Result<()> {
+        let mut buf = [0u8; HEADER_BYTES];
         loop {
-            let n = read_full(src, &mut buf)?;
+            if self.skip > 0 {
+                src.seek(io::SeekFrom::Current(self.skip as i64))?;
+                self.skip = 0;
+            }
+            let want = HEADER_BYTES - self.have;
+            let n = read_full(src, &mut buf[..want])?;
             self.feed(&buf[..n]);
-            if n < buf.len() || self.torn {
+            if n < want || self.torn {
                 return Ok(());
             }
         }
@@ -393,6 +399,12 @@ mod tests {
         let mut count = ThreadCount::default();
         count.read_from(&mut std::io::Cursor::new(&f)).unwrap();
         assert_eq!(count.threads(), 3);
+        // The header after a body is found where the body ends.
+        let mut later = f.clone();
+        later.extend(header(wire::KIND_THREAD, 4, 0, 1));
+        let mut count = ThreadCount::default();
+        count.read_from(&mut std::io::Cursor::new(&later)).unwrap();
+        assert_eq!(count.threads(), 5);
         // Fed in pieces of any size, split headers and bodies included, it counts alike.
         for piece in [1, 7, 40, 41, 1000] {
             let mut c = ThreadCount::default();
