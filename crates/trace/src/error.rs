@@ -67,6 +67,14 @@ pub enum TraceError {
 pub type Result<T> = std::result::Result<T, TraceError>;
 
 impl TraceError {
+    /// Collapsed reads (V4 repeats) that name something other than reads of their batch,
+    /// or not by increasing index: the writer and `tdmap trace`'s open frames refuse them.
+    pub fn bad_repeats() -> TraceError {
+        TraceError::Invalid(
+            "collapsed reads must name reads of the batch, by increasing index".into(),
+        )
+    }
+
     /// The byte offset the error is about, if it is about the file's contents.
     pub fn offset(&self) -> Option<u64> {
         match self {

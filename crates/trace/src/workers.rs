@@ -61,12 +61,16 @@ pub(crate) enum Done {
     Finish(TraceStatus),
 }
 
-/// Spare column buffers, returned by the workers once compressed and taken by the
-/// appenders, so that encoding writes into memory already mapped; and the threads whose
-/// addresses compress poorly, with how many more of their address streams go at
-/// [`FAST_LEVEL`] before the next at [`LEVEL`].
+/// What the appenders and the workers share besides the queue.
 #[derive(Default)]
-pub(crate) struct Pool(Mutex<Vec<Columns>>, Mutex<HashMap<u32, u32>>);
+pub(crate) struct Pool {
+    /// Spare column buffers, returned by the workers once compressed and taken by the
+    /// appenders, so that encoding writes into memory already mapped.
+    spare: Mutex<Vec<Columns>>,
+    /// The threads whose addresses compress poorly, with how many more of their address
+    /// streams go at [`FAST_LEVEL`] before the next at [`LEVEL`].
+    poor: Mutex<HashMap<u32, u32>>,
+}
 
 /// Spare buffers kept: one per queued batch and worker, more only churn memory.
 const POOL_MAX: usize = 64 + 8;
@@ -74,7 +78,7 @@ const POOL_MAX: usize = 64 + 8;
 impl Pool {
     /// An empty batch, in buffers of the pool (or new ones).
     pub(crate) fn take(&self) -> Box<Columns> {
-        let spare = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut c = Box::new(spare.unwrap_or_default());
         c.clear();
         c
@@ -89,7 +93,7 @@ impl Pool {
 
     /// Whether `thread`'s next address stream goes at [`FAST_LEVEL`].
     fn fast(&self, thread: u32) -> bool {
-        let mut poor = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        let mut poor = self.poor.lock().unwrap_or_else(|e| e.into_inner());
         match poor.get_mut(&thread) {
             Some(n) if *n > 0 => {
                 *n -= 1;
@@ -101,7 +105,7 @@ impl Pool {
 
     /// Notes how `thread`'s address stream of `raw` bytes compressed at [`LEVEL`].
     fn compressed(&self, thread: u32, raw: usize, bytes: usize) {
-        let mut poor = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        let mut poor = self.poor.lock().unwrap_or_else(|e| e.into_inner());
         if bytes * POOR > raw {
             poor.insert(thread, PROBE_EVERY);
         } else {
@@ -110,7 +114,7 @@ impl Pool {
     }
 
     fn give(&self, c: Box<Columns>) {
-        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pool = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL_MAX {
             pool.push(*c);
         }

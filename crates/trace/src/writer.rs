@@ -196,9 +196,7 @@ impl Writer {
             .iter()
             .all(|&(i, n)| n > 0 && accesses.get(i as usize).is_some_and(|a| !a.write));
         if !ordered || !reads {
-            return Err(TraceError::Invalid(
-                "collapsed reads must name reads of the batch, by increasing index".into(),
-            ));
+            return Err(TraceError::bad_repeats());
         }
         let max = codec::MAX_FRAME_EVENTS as usize;
         let mut rest = repeats;

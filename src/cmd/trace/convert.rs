@@ -284,9 +284,7 @@ fn push(
     Decoder::push(c, words, &mut f, key);
     for &(i, extra) in repeats {
         if !f.repeat(at + i - from as u32, extra) {
-            return Err(tdmap_trace::TraceError::Invalid(
-                "collapsed reads must name reads of the batch, by increasing index".into(),
-            ));
+            return Err(tdmap_trace::TraceError::bad_repeats());
         }
     }
     Ok(())

@@ -20,6 +20,7 @@ use super::follow::{position, Follow};
 use super::raw::{RawEvent, RawReader};
 use super::{procs, Control, Scratch};
 use anyhow::{Context, Result};
+use std::cell::Cell;
 use std::io::BufReader;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -75,11 +76,11 @@ pub(super) fn convert_while_alone(
     writer: &Writer,
 ) -> Result<Early> {
     let mut early = Early::none();
+    // One cache of the folder's listing, for the waits and the batches alike.
+    let quiet = Quiet::default();
     // Waiting for process 0's next chunk must not hold up the others (a parent waiting
     // for its children): once it is not alone, the reading stops and spilling starts.
-    let mut waiting = Quiet::default();
-    let follow =
-        Follow::new(&scratch.data, child).stop_if(move || not_alone(scratch, &mut waiting));
+    let follow = Follow::new(&scratch.data, child).stop_if(|| not_alone(scratch, &quiet));
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, follow));
     let alone = ProcessInfo {
         index: 0,
@@ -89,7 +90,6 @@ pub(super) fn convert_while_alone(
         tasks: u32::MAX,
         status: TraceStatus::Incomplete,
     };
-    let mut quiet = Quiet::default();
     loop {
         while early.pending.len() < BATCH {
             let Some(ev) = rd.next_event().context("reading the raw trace")? else {
@@ -104,7 +104,7 @@ pub(super) fn convert_while_alone(
         // Checked after reading: every event of the batch was written before this. A
         // stopped follower may have read part of an event: the rest starts at `from`.
         let stopped = rd.get_ref().get_ref().stopped;
-        if early.pending.is_empty() || stopped || !alone_and_private(scratch, &mut quiet) {
+        if early.pending.is_empty() || stopped || !alone_and_private(scratch, &quiet) {
             break;
         }
         let mut batch = std::mem::take(&mut early.pending).into_iter();
@@ -123,12 +123,12 @@ pub(super) fn convert_while_alone(
 
 /// True once another process has left files or process 0 maps something shared (or its
 /// maps cannot be read: it is gone, or not this run's); false before it said hello.
-fn not_alone(scratch: &Scratch, quiet: &mut Quiet) -> bool {
+fn not_alone(scratch: &Scratch, quiet: &Quiet) -> bool {
     Control::read(&scratch.ctl).pid.is_some() && !alone_and_private(scratch, quiet)
 }
 
 /// True while process 0 is the only traced process and maps nothing shared.
-fn alone_and_private(scratch: &Scratch, quiet: &mut Quiet) -> bool {
+fn alone_and_private(scratch: &Scratch, quiet: &Quiet) -> bool {
     let Some(pid) = Control::read(&scratch.ctl).pid else {
         return false;
     };
@@ -145,24 +145,24 @@ const SETTLED: Duration = Duration::from_millis(100);
 /// The scratch folder's modification time when a listing found no other process's files
 /// in it, if the folder had stood unchanged for [`SETTLED`] then.
 #[derive(Default)]
-struct Quiet(Option<SystemTime>);
+struct Quiet(Cell<Option<SystemTime>>);
 
 impl Quiet {
     /// True while no process other than process 0 has left a control file; lists the
     /// folder again only when it changed, since listing a large one (`/tmp`) before
     /// every batch was a measurable part of the tracer's time.
-    fn no_children(&mut self, scratch: &Scratch) -> bool {
+    fn no_children(&self, scratch: &Scratch) -> bool {
         let dir = match scratch.ctl.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
         let m = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
-        if m.is_some() && m == self.0 {
+        if m.is_some() && m == self.0.get() {
             return true;
         }
         let none = procs::no_children(scratch);
         let settled = m.is_some_and(|t| t.elapsed().is_ok_and(|d| d > SETTLED));
-        self.0 = m.filter(|_| none && settled);
+        self.0.set(m.filter(|_| none && settled));
         none
     }
 }
@@ -189,9 +189,12 @@ mod tests {
             ctl: dir.join("ctl"),
         };
         std::fs::write(&scratch.ctl, b"").unwrap();
-        let mut q = Quiet::default();
+        let q = Quiet::default();
         assert!(q.no_children(&scratch));
-        assert!(q.0.is_none(), "a folder changed just now is listed again");
+        assert!(
+            q.0.get().is_none(),
+            "a folder changed just now is listed again"
+        );
         // As if the folder had stood unchanged for a while.
         let old = SystemTime::now() - 10 * SETTLED;
         std::fs::File::open(&dir)
@@ -199,7 +202,7 @@ mod tests {
             .set_modified(old)
             .unwrap();
         assert!(q.no_children(&scratch));
-        assert!(q.0.is_some(), "the listing is kept");
+        assert!(q.0.get().is_some(), "the listing is kept");
         assert!(q.no_children(&scratch));
         std::fs::write(dir.join("ctl.4242"), b"").unwrap();
         assert!(!q.no_children(&scratch));
