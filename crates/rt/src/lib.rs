@@ -34,6 +34,7 @@
 //! and the non-variadic `exec` calls are wrapped (`exits.rs`) so that a process that
 //! leaves through them ends its part whole.
 
+mod aggregate;
 mod callbacks;
 mod collapse;
 #[cfg(not(test))]
