@@ -153,7 +153,7 @@ impl Feed {
     fn consume(&mut self, src: &mut Follow) -> Result<bool> {
         let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, src));
         let (mut faults, mut repeats) = (Vec::new(), Vec::new());
-        let mut addrs = Vec::new();
+        let (mut addrs, mut counts) = (Vec::new(), Vec::new());
         while let Some(ev) = rd.next_event()? {
             match ev {
                 RawEvent::Thread { id, os_tid, .. } => {
@@ -165,14 +165,16 @@ impl Feed {
                     let t = c.thread;
                     self.grow(t)?;
                     // A collapsed run of reads feeds the model once, as `tdmap analyze`
-                    // reads it from a trace (docs/formats.md "Collapsed reads").
+                    // reads it from a trace (docs/formats.md "Collapsed reads"); a record
+                    // the runtime aggregated, as many times as its count.
                     let split = self.dec.side(&c, &mut faults, &mut repeats).accesses;
-                    addrs.clear();
-                    addrs.extend(Decoder::addresses(&c));
-                    self.model.accesses(t, &addrs[..split])?;
+                    Decoder::counted(&c, &mut addrs, &mut counts);
+                    self.model
+                        .accesses_counted(t, &addrs[..split], &counts[..split])?;
                     if !faults.is_empty() {
                         self.first_touches(t, &faults)?;
-                        self.model.accesses(t, &addrs[split..])?;
+                        self.model
+                            .accesses_counted(t, &addrs[split..], &counts[split..])?;
                     }
                 }
             }

@@ -65,7 +65,6 @@ pub(super) fn drain_lines(s: &mut ThreadState) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::super::{record_body, TOUCHED, TOUCHED_WORDS};
@@ -109,7 +108,10 @@ mod tests {
                 record_body::<true>(&mut s, HIGH + (line << LINE_SHIFT) + 8, 3, false);
             }
         }
-        assert_eq!(s.len, 0, "hits and installs into empty entries write nothing");
+        assert_eq!(
+            s.len, 0,
+            "hits and installs into empty entries write nothing"
+        );
         flush(&mut s);
         let mut got = lines_of(&s.recs[..s.hdr.count as usize]);
         got.sort();
@@ -138,7 +140,11 @@ mod tests {
         assert!(wire::unpack_cpu(chunk[3]).is_some());
         flush(&mut s);
         let got = lines_of(&s.recs[..s.hdr.count as usize]);
-        assert_eq!(got[2..], [(new >> 6, 2, false)], "the page's later accesses");
+        assert_eq!(
+            got[2..],
+            [(new >> 6, 2, false)],
+            "the page's later accesses"
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ fn a_count_weighs_its_address_that_many_times() {
     // Thread 1's 5 accesses each share line 0 with thread 0; its 64 bytes joined once.
     assert_eq!(m.matrix(Metric::Accesses).get(0, 1), 5);
     assert_eq!(m.matrix(Metric::Amount).get(0, 1), 64);
-    assert_eq!(m.matrix(Metric::Accesses).get(0, 0), 4, "3 + 1 private accesses");
+    assert_eq!(
+        m.matrix(Metric::Accesses).get(0, 0),
+        4,
+        "3 + 1 private accesses"
+    );
     assert_eq!(m.events(), 9);
     assert_eq!(m.table().nv(0), Some(vec![8]));
     // A longer slice is cut to the shorter one.
