@@ -69,6 +69,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         threads: feed.threads.len() as u32,
         ..header
     };
+    let records = feed.records;
     let file = feed.finish(&topo, &header, &status, started.elapsed().as_secs_f64())?;
     write_json(output, &file)?;
     let summary = serde_json::json!({
@@ -78,6 +79,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         "signal": file.signal,
         "threads": file.threads.len(),
         "events": events,
+        "records": records,
         "pages": file.pages.len(),
         "model_bytes": file.model_bytes,
         "scratch": scratch.data,
@@ -121,6 +123,8 @@ struct Feed {
     known_node: Vec<bool>,
     first: HashMap<u64, (u32, u32)>,
     filtered: u64,
+    /// Access records read: fewer than the accesses when the runtime aggregated them.
+    records: u64,
 }
 
 impl Feed {
@@ -145,6 +149,7 @@ impl Feed {
             known_node: vec![false],
             first: HashMap::new(),
             filtered: 0,
+            records: 0,
         })
     }
 
@@ -169,6 +174,7 @@ impl Feed {
                     // the runtime aggregated, as many times as its count.
                     let split = self.dec.side(&c, &mut faults, &mut repeats).accesses;
                     Decoder::counted(&c, &mut addrs, &mut counts);
+                    self.records += addrs.len() as u64;
                     self.model
                         .accesses_counted(t, &addrs[..split], &counts[..split])?;
                     if !faults.is_empty() {
