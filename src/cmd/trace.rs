@@ -447,6 +447,12 @@ fn scratch_in(output: &Path, dir: Option<&Path>) -> Result<Scratch> {
 fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
     let name = args.command[0].to_string_lossy();
     let flag = |on: bool| OsString::from(if on { "1" } else { "0" });
+    // --model-only aggregates unless tdmap's own environment says TDMAP_RT_AGGREGATE=0
+    // (the reference its exactness test compares with); a trace never does, so it only
+    // overrides a value the program would inherit (and otherwise leaves the program's
+    // environment, and with it its stack addresses, as before).
+    let inherited = std::env::var_os(wire::ENV_AGGREGATE);
+    let aggregate = args.model_only && inherited.as_ref().is_none_or(|v| v != "0");
     let mut env = vec![
         (wire::ENV_DATA.into(), scratch.data.clone().into_os_string()),
         (wire::ENV_CTL.into(), scratch.ctl.clone().into_os_string()),
@@ -455,6 +461,9 @@ fn start(args: &Args, scratch: &Scratch) -> Result<(GatedChild, Forwarding)> {
         (wire::ENV_COUNT_ONLY.into(), flag(args.count_only)),
         (wire::ENV_CHILDREN.into(), flag(!args.model_only)),
     ];
+    if args.model_only || inherited.is_some() {
+        env.push((wire::ENV_AGGREGATE.into(), flag(aggregate)));
+    }
     env.extend(omp::spin_caps(|v| std::env::var_os(v)));
     if let Some(w) = args.window {
         env.push((tdmap_wire::window::ENV_WINDOW.into(), w.to_string().into()));

@@ -9,7 +9,7 @@
 
 use crate::io::{self, CTL_FD, DATA_FD, MAPS_FD};
 use crate::state::{
-    self, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED,
+    self, AGGREGATE, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED,
     TOUCHED_WORDS,
 };
 use crate::window::{self, MODE_PAUSE};
@@ -135,6 +135,7 @@ fn setup() -> bool {
     io::BUFFER.store(buffer.unwrap_or(0), Ordering::Relaxed);
     let collapse = tdmap_sys::secure_var(wire::ENV_COLLAPSE).is_none_or(|v| v != "0");
     COLLAPSE.store(collapse, Ordering::Relaxed);
+    AGGREGATE.store(env_flag(wire::ENV_AGGREGATE), Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {
         MODE.store(MODE_COUNT, Ordering::Relaxed);
     } else if window::configure(

@@ -9,7 +9,8 @@
 //! Hot path: one thread-local load, no locks, no system calls except one `write` per
 //! [`tdmap_wire::raw::CHUNK_RECORDS`] accesses. Most accesses take a fast path that
 //! makes no call (`state::record`); first touches, clock ticks, flushes and mode
-//! changes go to one cold function. With `tdmap trace --window N:M` a helper thread
+//! changes go to one cold function. Under `tdmap trace --model-only` each thread counts
+//! its accesses per line and writes a record per line instead (`aggregate.rs`). With `tdmap trace --window N:M` a helper thread
 //! switches every thread between recording and counting (`window.rs`). Threads get ids in creation order (main = 0) by
 //! wrapping `pthread_create`; the set-id functions are wrapped for the `inject` sampler
 //! (see [`inject::unprotected`]). Without the `tdmap trace` environment the runtime stays off
@@ -34,6 +35,7 @@
 //! and the non-variadic `exec` calls are wrapped (`exits.rs`) so that a process that
 //! leaves through them ends its part whole.
 
+mod aggregate;
 mod callbacks;
 mod collapse;
 #[cfg(not(test))]

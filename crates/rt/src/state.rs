@@ -4,6 +4,7 @@
 //! hot path takes no lock. States are never freed: they stay on a lock-free list so the
 //! exit and crash handlers can flush every thread's last partial chunk.
 
+use crate::aggregate::Lines;
 use crate::collapse::{self, Read, Runs, WAYS};
 use crate::io;
 use crate::window::MODE_PAUSE;
@@ -21,6 +22,8 @@ pub const MODE_OFF: u8 = 2;
 
 const LINE_SHIFT: u32 = 6;
 
+mod lines;
+
 /// One thread's buffer: the chunk header and clock ticks sit right before the records so
 /// that a chunk leaves in a single `write`.
 #[repr(C)]
@@ -32,7 +35,10 @@ pub struct ThreadState {
     mode: AtomicU8,
     filter: bool,
     collapse: bool,
+    /// Counts accesses per line instead of recording each (`aggregate.rs`).
+    aggregate: bool,
     runs: Runs,
+    lines: Lines,
     dead: AtomicBool,
     id: u32,
     last_key: u64,
@@ -66,6 +72,8 @@ pub static DEFAULT_MODE: AtomicU8 = AtomicU8::new(MODE_RECORD);
 pub static FILTER: AtomicBool = AtomicBool::new(false);
 /// Whether new threads collapse repeated reads of a line into one record with a count.
 pub static COLLAPSE: AtomicBool = AtomicBool::new(true);
+/// Whether new threads count their accesses per line (`--model-only`, `aggregate.rs`).
+pub static AGGREGATE: AtomicBool = AtomicBool::new(false);
 /// log2 of the page size, for first-touch records.
 pub static PAGE_SHIFT: AtomicU32 = AtomicU32::new(12);
 /// One bit per page of the address space: set once some thread touched the page.
@@ -108,13 +116,15 @@ const FAST_LAST: usize = TICK_EVERY - 3 - WAYS;
 const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1);
 
 /// Whether this access can skip [`record_body`]'s rare steps (see [`record`]): its page
-/// is the thread's last one or was touched before, so it is no first touch.
+/// is the thread's last one or was touched before, so it is no first touch. An
+/// aggregating thread writes words on its cold path only (`lines::aggregated`), so its
+/// position in the chunk does not matter.
 #[inline(always)]
 fn fast_path(s: &ThreadState, addr: u64) -> bool {
     let at = s.len % TICK_EVERY;
     let page = addr >> s.page_shift;
     !s.filter
-        && at.wrapping_sub(1) < FAST_LAST
+        && (s.aggregate || at.wrapping_sub(1) < FAST_LAST)
         && (page == s.last_page
             || touched_word(page).is_none_or(|(w, bit)| w.load(Ordering::Relaxed) & bit != 0))
 }
@@ -182,6 +192,9 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
         // Without ALL, fast_path found the page touched before.
         ALL && first_touch(page)
     };
+    if s.aggregate {
+        return lines::aggregated(s, addr, size_log2, write, first, run);
+    }
     // Room for the repeat word of a run this record ends, the record, the CPU word after
     // a first touch, and the repeat words of every run at the flush.
     if ALL && s.len + 3 + WAYS > CHUNK_RECORDS {
@@ -215,6 +228,7 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
 #[inline(never)]
 fn resolve_pause(s: &mut ThreadState) -> bool {
     flush(s);
+    s.runs = Runs::default();
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     match crate::window::resolve(&s.mode) {
@@ -348,13 +362,20 @@ pub fn now_ns() -> u64 {
 /// Writes out the buffered records of `s` as one access chunk.
 #[cold]
 fn flush(s: &mut ThreadState) {
+    if s.aggregate {
+        // The table's lines belong to this chunk's batch (`aggregated` keeps room).
+        lines::drain_lines(s);
+    }
     if s.len == 0 {
         return;
     }
-    // Repeat words name records of this chunk (`record` keeps room for them): the next
-    // chunk starts new runs.
-    let mut runs = std::mem::take(&mut s.runs);
-    runs.end_all(|w| push::<true>(s, w));
+    if !s.aggregate {
+        // Repeat words name records of this chunk (`record` keeps room for them): the
+        // next chunk starts new runs. An aggregating thread writes none, and its runs
+        // go on.
+        let mut runs = std::mem::take(&mut s.runs);
+        runs.end_all(|w| push::<true>(s, w));
+    }
     s.hdr = ChunkHeader {
         magic: wire::MAGIC,
         kind: wire::KIND_ACCESS,
@@ -415,6 +436,7 @@ pub fn register_current() -> *mut ThreadState {
     s.mode = AtomicU8::new(DEFAULT_MODE.load(Ordering::Relaxed));
     s.filter = FILTER.load(Ordering::Relaxed);
     s.collapse = COLLAPSE.load(Ordering::Relaxed);
+    s.aggregate = AGGREGATE.load(Ordering::Relaxed);
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);
@@ -493,6 +515,7 @@ pub fn restart_in_child(mode: u8) {
     s.seen = 0;
     s.filtered = 0;
     s.runs = Runs::default();
+    s.lines.clear();
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.dead.store(false, Ordering::Relaxed);

@@ -138,15 +138,40 @@ impl SharingModel {
 
     /// Many accesses of one thread, in order: the fast path.
     pub fn accesses(&mut self, thread: u32, addrs: &[u64]) -> Result<(), SharingError> {
+        self.batch(thread, addrs, |_| 1)
+    }
+
+    /// A batch of one thread's accesses given per address with a count: `counts[i]`
+    /// accesses at `addrs[i]` (entries beyond the shorter slice are left out). The same
+    /// as [`accesses`](Self::accesses) with each address repeated, in any order within
+    /// the batch (see `run`): what `--model-only` feeds from the runtime's counted records.
+    pub fn accesses_counted(
+        &mut self,
+        thread: u32,
+        addrs: &[u64],
+        counts: &[u32],
+    ) -> Result<(), SharingError> {
+        let k = addrs.len().min(counts.len());
+        self.batch(thread, &addrs[..k], |i| counts[i] as u64)
+    }
+
+    /// One batch of thread `thread`: `weight(i)` accesses at `addrs[i]`.
+    #[inline(always)]
+    fn batch(
+        &mut self,
+        thread: u32,
+        addrs: &[u64],
+        weight: impl Fn(usize) -> u64,
+    ) -> Result<(), SharingError> {
         let t = self.check_thread(thread)?;
         let node = self.node_of[t as usize] as usize;
-        if self.table.config().all_sharers {
-            self.run::<true>(t, node, addrs);
+        let n = if self.table.config().all_sharers {
+            self.run::<true>(t, node, addrs, weight)
         } else {
-            self.run::<false>(t, node, addrs);
-        }
+            self.run::<false>(t, node, addrs, weight)
+        };
         self.flush_row(t as usize);
-        self.events += addrs.len() as u64;
+        self.events += n;
         Ok(())
     }
 
@@ -173,9 +198,17 @@ impl SharingModel {
     /// its (MRU) sharer and the other sharers unchanged, since only this thread runs in a
     /// batch: it repeats that access's sharing events exactly, with nothing newly joined.
     /// So a run of m accesses to one sub-block (strided streams make runs of 8) is one
-    /// update that counts m events.
+    /// update that counts m events. For the same reason the accesses of a batch can come
+    /// in any order and grouped: `weight(i)` accesses at `addrs[i]` count as that many in
+    /// a row. Returns the accesses counted.
     #[inline(always)]
-    fn run<const ALL: bool>(&mut self, t: u16, node: usize, addrs: &[u64]) {
+    fn run<const ALL: bool>(
+        &mut self,
+        t: u16,
+        node: usize,
+        addrs: &[u64],
+        weight: impl Fn(usize) -> u64,
+    ) -> u64 {
         let cfg = *self.table.config();
         let (shift, sbs) = (cfg.page_size.trailing_zeros(), self.sub_block);
         let (sb_shift, sb_mask) = (
@@ -185,15 +218,17 @@ impl SharingModel {
         let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
         let mut own = (0u64, 0u64);
-        let mut i = 0;
+        let (mut i, mut total) = (0, 0u64);
         while i < addrs.len() {
             let page = addrs[i] >> shift;
             let p = self.table.slot(page);
             let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
-            let start = i;
+            // Accesses to the page so far.
+            let mut on_page = 0u64;
             // The sub-block of the current run of accesses and their number.
             let (mut last, mut m) = (((addrs[i] >> sb_shift) & sb_mask) as usize * k, 0u64);
             while let Some(&a) = addrs.get(i).filter(|&&a| a >> shift == page) {
+                let n = weight(i);
                 i += 1;
                 let at = ((a >> sb_shift) & sb_mask) as usize * k;
                 if at != last {
@@ -208,7 +243,8 @@ impl SharingModel {
                     );
                     (last, m) = (at, 0);
                 }
-                m += 1;
+                m += n;
+                on_page += n;
             }
             events::<ALL>(
                 &mut sbv[last..last + k],
@@ -219,10 +255,12 @@ impl SharingModel {
                 row_amt,
                 &mut own,
             );
-            self.table.bump_run(p, node, i - start);
+            self.table.bump_run(p, node, on_page as usize);
+            total += on_page;
         }
         row_acc[t as usize] += own.0;
         row_amt[t as usize] += own.1;
+        total
     }
 
     /// Many page-fault samples of one thread, with the node of each.
@@ -381,6 +419,9 @@ fn record(others: &[u16], mut add: impl FnMut(usize)) -> bool {
     }
     shared
 }
+
+#[cfg(test)]
+mod counted_tests;
 
 #[cfg(test)]
 mod tests {

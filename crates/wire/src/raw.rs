@@ -22,8 +22,10 @@ pub const MAGIC: u32 = 0x5444_5254;
 /// 3: a CPU word after each first-touch record. 4: forked children and exec'd programs
 /// record into files of their own ([`MSG_FORKED`], [`MSG_EXECED`], [`MSG_EXEC`]), with
 /// maps snapshots beside them. 5: repeat words ([`pack_repeat`]): reads of a line
-/// collapsed into an earlier read record of the same chunk.
-pub const VERSION: u32 = 5;
+/// collapsed into an earlier read record of the same chunk. 6: count words
+/// ([`pack_count`]): under [`ENV_AGGREGATE`] a record stands for a thread's accesses to its
+/// line since the record before it.
+pub const VERSION: u32 = 6;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -54,6 +56,11 @@ pub const MODE_UNFOLLOWED: u32 = 0o010;
 /// Environment variable: "0" keeps forked children and exec'd programs from recording
 /// (`--model-only` follows the program's own file only, so theirs would only fill the disk).
 pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
+/// Environment variable: "1" makes each thread count its accesses per line in a small
+/// table and write one record with a count word ([`pack_count`]) per line and stretch
+/// instead of one record per access: for `tdmap trace --model-only`, whose model needs no
+/// order within a thread's chunk. Never for a trace.
+pub const ENV_AGGREGATE: &str = "TDMAP_RT_AGGREGATE";
 /// Environment variable: "1" makes the callbacks only count (for the overhead benchmark).
 pub const ENV_COUNT_ONLY: &str = "TDMAP_RT_COUNT_ONLY";
 
@@ -148,6 +155,20 @@ const WRITE_BIT: u64 = 1 << 59;
 const FIRST_TOUCH_BIT: u64 = 1 << 60;
 const CPU_BIT: u64 = 1 << 61;
 const REPEAT_BIT: u64 = 1 << 62;
+const COUNT_BIT: u64 = 1 << 63;
+/// Packs the number of accesses `n` (2 or more) that the record right before this word
+/// stands for ([`ENV_AGGREGATE`]); a record with no count word stands for one.
+#[inline(always)]
+pub const fn pack_count(n: u32) -> u64 {
+    COUNT_BIT | n as u64
+}
+
+/// The accesses in a word written by [`pack_count`], None for any other word.
+#[inline]
+pub fn unpack_count(word: u64) -> Option<u32> {
+    (word & COUNT_BIT != 0).then_some(word as u32)
+}
+
 /// Packs `extra` reads collapsed into the read record at word position `at` of the same
 /// chunk (the runtime's spin collapse, `tdmap-rt`'s `collapse.rs`); it comes after that
 /// record, at most one per record.
@@ -163,10 +184,10 @@ pub fn unpack_repeat(word: u64) -> Option<(u32, u32)> {
     (word & REPEAT_BIT != 0).then_some((((word >> 32) as u32) & 0xffff, word as u32))
 }
 
-/// True for the words that are not access records (CPU and repeat words).
+/// True for the words that are not access records (CPU, repeat and count words).
 #[inline]
 pub fn is_side_word(word: u64) -> bool {
-    word & (CPU_BIT | REPEAT_BIT) != 0
+    word & (CPU_BIT | REPEAT_BIT | COUNT_BIT) != 0
 }
 
 /// Packs the CPU a thread ran on; this word directly follows each first-touch record.
@@ -176,10 +197,10 @@ pub const fn pack_cpu(cpu: u32) -> u64 {
 }
 
 /// True for an access record that is no first touch: a chunk of only such words decodes
-/// to its accesses alone, with no fault, CPU or repeat to place (the common case).
+/// to its accesses alone, with no fault, CPU, repeat or count to place (the common case).
 #[inline]
 pub fn is_plain(word: u64) -> bool {
-    word & (FIRST_TOUCH_BIT | CPU_BIT | REPEAT_BIT) == 0
+    word & (FIRST_TOUCH_BIT | CPU_BIT | REPEAT_BIT | COUNT_BIT) == 0
 }
 
 /// The CPU in a word written by [`pack_cpu`], None for an access record.
@@ -386,6 +407,11 @@ mod tests {
         assert!(!is_plain(pack(0x1000, 3, false, true)));
         assert!(!is_plain(pack_cpu(u32::MAX)));
         assert!(!is_plain(pack_repeat(0xffff, u32::MAX)));
+        assert!(!is_plain(pack_count(2)) && is_side_word(pack_count(u32::MAX)));
+        assert_eq!(unpack_count(pack_count(u32::MAX)), Some(u32::MAX));
+        assert_eq!(unpack_count(pack_repeat(3, 9)), None);
+        assert_eq!(unpack_repeat(pack_count(9)), None);
+        assert_eq!(unpack_cpu(pack_count(9)), None);
         let words = [
             pack(top, 4, true, false),
             pack(8, 0, false, false),

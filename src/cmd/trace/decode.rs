@@ -4,7 +4,8 @@
 //! In two passes, so that no array of accesses is built: [`Decoder::side`] finds a
 //! chunk's faults and collapsed reads (the rare words; a chunk of plain records only is
 //! told by one OR over its words), then [`Decoder::push`] encodes its accesses into the
-//! trace's frame as it decodes them ([`Decoder::addresses`] hands them to the model).
+//! trace's frame as it decodes them ([`Decoder::counted`] hands them to the model, with the
+//! count words of a chunk the runtime aggregated).
 
 use super::raw::{self, wire, RawChunk};
 use std::ops::Range;
@@ -89,12 +90,29 @@ impl Decoder {
         }
     }
 
-    /// The addresses of a chunk's accesses, in order: all the sharing model needs.
-    pub(super) fn addresses(c: &RawChunk) -> impl Iterator<Item = u64> + '_ {
-        c.records
-            .iter()
-            .filter(|&&w| !wire::is_side_word(w))
-            .map(|&w| wire::unpack(w).addr)
+    /// The addresses of a chunk's accesses and how many accesses each record stands for
+    /// (its count word, else 1), in order: all the sharing model needs of a chunk the
+    /// runtime aggregated (`tdmap_wire::raw::ENV_AGGREGATE`), one entry per record, so
+    /// [`Split::accesses`] still cuts them at the first first touch.
+    pub(super) fn counted(c: &RawChunk, addrs: &mut Vec<u64>, counts: &mut Vec<u32>) {
+        addrs.clear();
+        counts.clear();
+        let mut after_record = false;
+        for &w in &c.records {
+            if let Some(n) = wire::unpack_count(w) {
+                // A count word counts the record right before it only.
+                if let (true, Some(last)) = (after_record, counts.last_mut()) {
+                    *last = n;
+                }
+                after_record = false;
+            } else {
+                after_record = !wire::is_side_word(w);
+                if after_record {
+                    addrs.push(wire::unpack(w).addr);
+                    counts.push(1);
+                }
+            }
+        }
     }
 
     /// Finds a chunk's first-touch faults and collapsed reads; returns how many of its
@@ -270,6 +288,36 @@ mod tests {
         }
         let _ = std::fs::remove_file(&p);
         assert_eq!(got, [split.accesses, split.total - split.accesses]);
+    }
+
+    /// A count word weighs the record right before it; a first touch's CPU word and a
+    /// stray count word (after a CPU word) leave the counts alone, and the split at the
+    /// first first touch cuts the counted records where it cuts the accesses.
+    #[test]
+    fn counted_records_take_their_count_words() {
+        let rec = |a: u64, first: bool| wire::pack(a, 3, false, first);
+        let records = vec![
+            rec(0x1000, false),
+            wire::pack_count(7),
+            rec(0x2040, false),
+            rec(0x3000, true),
+            wire::pack_cpu(1),
+            wire::pack_count(9),
+            rec(0x3040, false),
+            wire::pack_count(2),
+        ];
+        let c = RawChunk {
+            thread: 0,
+            ticks: vec![0; wire::TICKS],
+            t1: 0,
+            records,
+        };
+        let (mut addrs, mut counts) = (Vec::new(), Vec::new());
+        Decoder::counted(&c, &mut addrs, &mut counts);
+        assert_eq!(addrs, [0x1000, 0x2040, 0x3000, 0x3040]);
+        assert_eq!(counts, [7, 1, 1, 2]);
+        let split = Decoder::new(4096).side(&c, &mut Vec::new(), &mut Vec::new());
+        assert_eq!((split.accesses, split.total), (3, 4));
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         threads: feed.threads.len() as u32,
         ..header
     };
+    let records = feed.records;
     let file = feed.finish(&topo, &header, &status, started.elapsed().as_secs_f64())?;
     write_json(output, &file)?;
     let summary = serde_json::json!({
@@ -78,6 +79,7 @@ pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bo
         "signal": file.signal,
         "threads": file.threads.len(),
         "events": events,
+        "records": records,
         "pages": file.pages.len(),
         "model_bytes": file.model_bytes,
         "scratch": scratch.data,
@@ -121,6 +123,8 @@ struct Feed {
     known_node: Vec<bool>,
     first: HashMap<u64, (u32, u32)>,
     filtered: u64,
+    /// Access records read: fewer than the accesses when the runtime aggregated them.
+    records: u64,
 }
 
 impl Feed {
@@ -145,6 +149,7 @@ impl Feed {
             known_node: vec![false],
             first: HashMap::new(),
             filtered: 0,
+            records: 0,
         })
     }
 
@@ -153,7 +158,7 @@ impl Feed {
     fn consume(&mut self, src: &mut Follow) -> Result<bool> {
         let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, src));
         let (mut faults, mut repeats) = (Vec::new(), Vec::new());
-        let mut addrs = Vec::new();
+        let (mut addrs, mut counts) = (Vec::new(), Vec::new());
         while let Some(ev) = rd.next_event()? {
             match ev {
                 RawEvent::Thread { id, os_tid, .. } => {
@@ -165,14 +170,17 @@ impl Feed {
                     let t = c.thread;
                     self.grow(t)?;
                     // A collapsed run of reads feeds the model once, as `tdmap analyze`
-                    // reads it from a trace (docs/formats.md "Collapsed reads").
+                    // reads it from a trace (docs/formats.md "Collapsed reads"); a record
+                    // the runtime aggregated, as many times as its count.
                     let split = self.dec.side(&c, &mut faults, &mut repeats).accesses;
-                    addrs.clear();
-                    addrs.extend(Decoder::addresses(&c));
-                    self.model.accesses(t, &addrs[..split])?;
+                    Decoder::counted(&c, &mut addrs, &mut counts);
+                    self.records += addrs.len() as u64;
+                    self.model
+                        .accesses_counted(t, &addrs[..split], &counts[..split])?;
                     if !faults.is_empty() {
                         self.first_touches(t, &faults)?;
-                        self.model.accesses(t, &addrs[split..])?;
+                        self.model
+                            .accesses_counted(t, &addrs[split..], &counts[split..])?;
                     }
                 }
             }

@@ -1,0 +1,174 @@
+//! The aggregating thread's side of the hot path (`--model-only`, `crate::aggregate`):
+//! where its accesses go into the line table and where the table's lines go into the
+//! chunk. A child of `state`, whose thread state it fills.
+
+use super::{flush, push, ThreadState, LINE_SHIFT};
+use crate::aggregate::{self, ENTRIES, WORDS_PER_ENTRY};
+use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
+
+/// The rest of [`record_body`] for an aggregating thread: counts the access in its line's
+/// entry, or writes what the entry held and starts the line there; a first touch leaves
+/// every entry first and is written as it is, with its CPU word. A collapse run needs no
+/// repeat word here (`aggregate.rs`), so it starts at once.
+#[inline(always)]
+pub(super) fn aggregated(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+    first: bool,
+    run: Option<(usize, bool)>,
+) {
+    let line = addr >> LINE_SHIFT;
+    if let Some((way, watch)) = run {
+        s.runs.end(way);
+        s.runs.start(way, line, 0, watch);
+    }
+    if first || !s.lines.hit(line) {
+        aggregate_miss(s, wire::pack(addr, size_log2, write, first), first);
+    }
+}
+
+/// Room a chunk keeps for its table's lines: they leave before it does.
+const TABLE_ROOM: usize = ENTRIES * WORDS_PER_ENTRY;
+
+/// An aggregating thread's access that writes words: a line that is not in the table
+/// (record `word` goes in, the entry's old line out) or a first touch (every line out,
+/// then the record and its CPU word). Flushes first when the chunk could not take the
+/// words and still the whole table.
+#[cold]
+#[inline(never)]
+fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
+    if s.len + 2 + TABLE_ROOM > CHUNK_RECORDS {
+        flush(s);
+    }
+    if first {
+        drain_lines(s);
+        push::<true>(s, word);
+        // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
+        let cpu = unsafe { libc::sched_getcpu() };
+        push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
+        return;
+    }
+    let line = wire::unpack(word).addr >> LINE_SHIFT;
+    if let Some((w, n)) = s.lines.install(line, word) {
+        aggregate::line_words(w, n, |w| push::<true>(s, w));
+    }
+}
+
+/// Writes every line of an aggregating thread's table into its chunk.
+pub(super) fn drain_lines(s: &mut ThreadState) {
+    for i in 0..ENTRIES {
+        if let Some((w, n)) = s.lines.take(i) {
+            aggregate::line_words(w, n, |w| push::<true>(s, w));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{record_body, TOUCHED, TOUCHED_WORDS};
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A fresh aggregating thread state with no collapse (no shared watch words).
+    fn state() -> Box<ThreadState> {
+        // SAFETY: all zeros is a valid ThreadState (integers, atomics, a null pointer),
+        // as `register_current` relies on for its mmap'd one.
+        let mut s = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
+        s.aggregate = true;
+        s.last_key = u64::MAX;
+        s.last_page = u64::MAX;
+        s.page_shift = 12;
+        s
+    }
+
+    /// The (line, accesses) pairs of a chunk's words, in order; first touches marked.
+    fn lines_of(words: &[u64]) -> Vec<(u64, u32, bool)> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let r = wire::unpack(words[i]);
+            let n = words.get(i + 1).and_then(|&w| wire::unpack_count(w));
+            let cpu = words.get(i + 1).and_then(|&w| wire::unpack_cpu(w));
+            out.push((r.addr >> LINE_SHIFT, n.unwrap_or(1), r.first_touch));
+            i += 1 + (n.is_some() || cpu.is_some()) as usize;
+        }
+        out
+    }
+
+    /// Far above the first-touch bitmap of `the_table_is_written_before_a_first_touch`.
+    const HIGH: u64 = 1 << 40;
+
+    #[test]
+    fn a_flush_writes_each_lines_accesses_as_one_record_and_count() {
+        let mut s = state();
+        for (line, n) in [(1u64, 5), (2, 1), (1, 2), (3, 4)] {
+            for _ in 0..n {
+                record_body::<true>(&mut s, HIGH + (line << LINE_SHIFT) + 8, 3, false);
+            }
+        }
+        assert_eq!(
+            s.len, 0,
+            "hits and installs into empty entries write nothing"
+        );
+        flush(&mut s);
+        let mut got = lines_of(&s.recs[..s.hdr.count as usize]);
+        got.sort();
+        let l = |k: u64| (HIGH >> LINE_SHIFT) + k;
+        assert_eq!(got, [(l(1), 7, false), (l(2), 1, false), (l(3), 4, false)]);
+        assert_eq!(s.seen, 12);
+    }
+
+    #[test]
+    fn the_table_is_written_before_a_first_touch() {
+        static BITMAP: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+        TOUCHED_WORDS.store(4, Ordering::Relaxed);
+        TOUCHED.store(BITMAP.as_ptr().cast_mut(), Ordering::Relaxed);
+        let mut s = state();
+        let (old, new) = (0x5000u64, 0x9040u64);
+        BITMAP[0].fetch_or(1 << (old >> 12), Ordering::Relaxed);
+        for a in [old, old + 8, old + 16, new, new + 8, new + 16] {
+            record_body::<true>(&mut s, a, 3, false);
+        }
+        let chunk = s.recs[..s.len].to_vec();
+        assert_eq!(
+            lines_of(&chunk),
+            [(old >> 6, 3, false), (new >> 6, 1, true)],
+            "the old page's line, then the first touch with its CPU word"
+        );
+        assert!(wire::unpack_cpu(chunk[3]).is_some());
+        flush(&mut s);
+        let got = lines_of(&s.recs[..s.hdr.count as usize]);
+        assert_eq!(
+            got[2..],
+            [(new >> 6, 2, false)],
+            "the page's later accesses"
+        );
+    }
+
+    #[test]
+    fn a_full_chunk_takes_the_whole_table_with_it() {
+        let mut s = state();
+        let mut line = HIGH >> LINE_SHIFT;
+        // Two accesses per line, until a chunk leaves.
+        while s.hdr.count == 0 {
+            for _ in 0..2 {
+                record_body::<true>(&mut s, line << LINE_SHIFT, 3, true);
+            }
+            line += 1;
+        }
+        let got = lines_of(&s.recs[..s.hdr.count as usize]);
+        assert!(s.hdr.count as usize <= CHUNK_RECORDS);
+        // The chunk left at the last line's first access: every line before it is in
+        // the chunk, with both its accesses, and that line is all the table holds.
+        assert_eq!(s.len, 0);
+        let counted: u64 = got.iter().map(|g| g.1 as u64).sum();
+        assert_eq!(counted, s.seen - 2, "every earlier access is in the chunk");
+        assert_eq!(got.len() as u64, line - (HIGH >> LINE_SHIFT) - 1);
+        assert!(got.iter().all(|g| g.1 == 2));
+        flush(&mut s);
+        let last = lines_of(&s.recs[..s.hdr.count as usize]);
+        assert_eq!(last, [(line - 1, 2, false)]);
+    }
+}

@@ -1,0 +1,63 @@
+//! Counted batches (`SharingModel::accesses_counted`, what `--model-only` feeds from the
+//! runtime's aggregated records) give exactly what the accesses one by one give.
+
+use super::*;
+use proptest::prelude::*;
+
+proptest! {
+    /// Each batch fed counted, with its (address, count) pairs in reverse, equals the
+    /// same batch fed one access at a time in order: the model's result does not depend
+    /// on the order of a thread's accesses within a batch, nor on their grouping.
+    #[test]
+    fn a_counted_batch_in_any_order_equals_its_accesses_one_by_one(
+        batches in prop::collection::vec(
+            (0u32..4, prop::collection::vec((0u64..(1 << 14), 1u32..6), 1..40)),
+            1..20,
+        ),
+        all in any::<bool>(),
+        narrow in any::<bool>(),
+    ) {
+        let mut cfg = if all { TableConfig::all_sharers(2, 4) } else { TableConfig::exact(2) };
+        cfg.wide_counters = !narrow;
+        let nodes = [0, 1, 1, 0];
+        let mut counted = SharingModel::new(cfg, 4, &nodes).unwrap();
+        let mut single = SharingModel::new(cfg, 4, &nodes).unwrap();
+        for (t, pairs) in &batches {
+            let (addrs, counts): (Vec<u64>, Vec<u32>) = pairs.iter().rev().copied().unzip();
+            counted.accesses_counted(*t, &addrs, &counts).unwrap();
+            let each: Vec<u64> = pairs
+                .iter()
+                .flat_map(|&(a, n)| std::iter::repeat_n(a, n as usize))
+                .collect();
+            single.accesses(*t, &each).unwrap();
+        }
+        prop_assert_eq!(counted.matrix(Metric::Accesses), single.matrix(Metric::Accesses));
+        prop_assert_eq!(counted.matrix(Metric::Amount), single.matrix(Metric::Amount));
+        prop_assert_eq!(counted.events(), single.events());
+        let mut a: Vec<_> = counted.table().pages().collect();
+        let mut b: Vec<_> = single.table().pages().collect();
+        a.sort();
+        b.sort();
+        prop_assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn a_count_weighs_its_address_that_many_times() {
+    let mut m = SharingModel::new(TableConfig::all_sharers(1, 2), 2, &[]).unwrap();
+    m.accesses_counted(0, &[0, 4096], &[3, 1]).unwrap();
+    m.accesses_counted(1, &[8], &[5]).unwrap();
+    // Thread 1's 5 accesses each share line 0 with thread 0; its 64 bytes joined once.
+    assert_eq!(m.matrix(Metric::Accesses).get(0, 1), 5);
+    assert_eq!(m.matrix(Metric::Amount).get(0, 1), 64);
+    assert_eq!(
+        m.matrix(Metric::Accesses).get(0, 0),
+        4,
+        "3 + 1 private accesses"
+    );
+    assert_eq!(m.events(), 9);
+    assert_eq!(m.table().nv(0), Some(vec![8]));
+    // A longer slice is cut to the shorter one.
+    m.accesses_counted(0, &[4096, 8192], &[2]).unwrap();
+    assert_eq!(m.events(), 11);
+}
