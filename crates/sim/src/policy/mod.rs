@@ -87,6 +87,12 @@ impl<'a> PageView<'a> {
     pub fn page_of(&self, addr: u64) -> u64 {
         addr >> self.shift
     }
+
+    /// The bytes of the pages touched so far: the program's resident set, which the OS
+    /// knows.
+    pub fn resident_bytes(&self) -> u64 {
+        self.table.map_or(0, |t| t.len() as u64) << self.shift
+    }
 }
 
 impl PolicyCtx<'_> {

@@ -10,7 +10,7 @@
 //! [`MapFn`].
 
 use super::grouping::{map_drb, map_greedy, MapFn};
-use super::remap::worth_remapping;
+use super::remap::{caches_used, fits_caches, worth_remapping};
 use super::{Actions, OsPolicy, PagePlacement, Policy, PolicyCtx, TlbEvent, TlbEventKind};
 use crate::hash::FastMap;
 use os::PageMover;
@@ -142,6 +142,9 @@ pub struct Sammu {
     nodes: usize,
     os: PageMover,
     name: &'static str,
+    /// Where the OS placed the threads at the start: where they go back to when the data
+    /// outgrows the caches they were gathered under.
+    spread: Vec<usize>,
 }
 
 impl Sammu {
@@ -161,6 +164,7 @@ impl Sammu {
             nodes: 0,
             os: PageMover::new(p.nt, p.nc_max),
             name,
+            spread: Vec::new(),
         }
     }
 
@@ -318,7 +322,9 @@ impl Policy for Sammu {
     /// SAMMU runs under Linux: its threads start where `os` places them.
     fn initial_mapping(&mut self, ctx: &PolicyCtx) -> Vec<usize> {
         self.resize(ctx.threads, ctx.machine.nodes());
-        OsPolicy::new("os", self.p.seed, PagePlacement::FirstTouch).initial_mapping(ctx)
+        let mut os = OsPolicy::new("os", self.p.seed, PagePlacement::FirstTouch);
+        self.spread = os.initial_mapping(ctx);
+        self.spread.clone()
     }
 
     fn wants_tlb_events(&self) -> bool {
@@ -337,19 +343,29 @@ impl Policy for Sammu {
         self.os.drain(&mut out.page_moves);
         // §2.7.1: map every 100 ms, then age the matrix by 0.75.
         let a = self.affinity();
-        if self.shared_enough(&a) {
+        let now = caches_used(ctx, ctx.thread_pu);
+        if now < caches_used(ctx, &self.spread) && !fits_caches(ctx, now) {
+            // Gathered while the data was small, and it has since outgrown the caches:
+            // back where the OS spread them (`remap::fits_caches`).
+            move_to(ctx, &self.spread, out);
+        } else if self.shared_enough(&a) {
             let new = (self.p.map)(&a, self.n, ctx.topo);
             if worth_remapping(ctx, &a, &new, &self.private_data(ctx), self.p.remap_gain) {
-                for (t, &pu) in new.iter().enumerate() {
-                    if ctx.thread_pu[t] != pu {
-                        out.thread_moves.push((t as u32, pu));
-                    }
-                }
+                move_to(ctx, &new, out);
             }
         }
         // SAMMU §2.7.1 ages by kMAF's ×0.75 (§3.4.2): the one aging rule.
         tdmap_sharing::age_weights(&mut self.sm);
         tdmap_sharing::age_weights(&mut self.private);
+    }
+}
+
+/// Moves every thread not on its PU of `mapping` there.
+fn move_to(ctx: &PolicyCtx, mapping: &[usize], out: &mut Actions) {
+    for (t, &pu) in mapping.iter().enumerate() {
+        if ctx.thread_pu.get(t).is_some_and(|&p| p != pu) {
+            out.thread_moves.push((t as u32, pu));
+        }
     }
 }
 

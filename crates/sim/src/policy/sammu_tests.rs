@@ -231,3 +231,76 @@ fn a_burst_of_one_node_passes_every_nt_below_sixteen() {
     }
     assert_eq!(burst_moves(16), None);
 }
+
+/// 8 threads sharing all-to-all on xeon-x7550-4s (4 packages, 18 MiB of L3 each), SAMMU
+/// started where the OS spreads them, with `resident` 4 KiB pages touched and the
+/// threads on `at` (the OS's spread if None). Returns that spread and the moves the next
+/// tick asks for.
+fn tick_with(resident: u64, at: Option<&[usize]>) -> (Vec<usize>, Vec<(u32, usize)>) {
+    let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+    let m = Machine::new(&topo, &SimConfig::default()).unwrap();
+    let mut s = Sammu::new(SammuParams::default());
+    let spread = s.initial_mapping(&PolicyCtx::before_run(&topo, &m, 8));
+    let mut pages = crate::policy::TestPages::default();
+    (0..resident).for_each(|p| pages.set(p, 0));
+    let pus = at.map_or_else(|| spread.clone(), <[usize]>::to_vec);
+    let ctx = pages.ctx(&topo, &m, 8, &pus);
+    let mut out = Actions::default();
+    for (k, (a, b)) in (0..8u32)
+        .flat_map(|a| (0..8u32).filter(move |&b| b != a).map(move |b| (a, b)))
+        .enumerate()
+    {
+        let page = 1 << 20 | k as u64;
+        for t in [a, b] {
+            let ev = TlbEvent {
+                thread: t,
+                node: ctx.node_of_thread(t),
+                page,
+                page_node: ctx.node_of_thread(a),
+                ac: 100,
+                kind: TlbEventKind::Saturated,
+            };
+            s.on_tlb_event(&ctx, &ev, &mut out);
+        }
+    }
+    out.thread_moves.clear();
+    s.on_tick(&ctx, &mut out);
+    (spread, out.thread_moves)
+}
+
+/// The packages (L3 instances) the threads of `pus` run on after `moves`.
+fn packages_after(pus: &[usize], moves: &[(u32, usize)]) -> usize {
+    let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+    let mut at = pus.to_vec();
+    moves.iter().for_each(|&(t, pu)| at[t as usize] = pu);
+    let mut p: Vec<usize> = at.iter().map(|&pu| topo.pus[pu].package).collect();
+    p.sort_unstable();
+    p.dedup();
+    p.len()
+}
+
+/// SAMMU gathers threads that share all-to-all onto one package while their data fits
+/// its L3, not once the resident pages outgrow it (`remap::fits_caches`); threads
+/// gathered while the data was small go back where the OS spread them once it outgrows
+/// the L3 they share, and stay while it fits.
+#[test]
+fn threads_are_gathered_only_under_caches_that_hold_the_data() {
+    let (spread, moves) = tick_with(1024, None);
+    assert_eq!(packages_after(&spread, &[]), 4, "the OS spreads 8 threads");
+    assert_eq!(
+        packages_after(&spread, &moves),
+        1,
+        "4 MiB: gathered, {moves:?}"
+    );
+    let mut gathered = spread.clone();
+    moves.iter().for_each(|&(t, pu)| gathered[t as usize] = pu);
+    let l3_pages = (18 << 20) / 4096;
+    let (_, moves) = tick_with(l3_pages + 1, None);
+    assert!(moves.is_empty(), "past 18 MiB, not gathered: {moves:?}");
+    let (_, back) = tick_with(l3_pages + 1, Some(&gathered));
+    let mut now = gathered.clone();
+    back.iter().for_each(|&(t, pu)| now[t as usize] = pu);
+    assert_eq!(now, spread, "outgrown: back to the OS's spread");
+    let (_, stay) = tick_with(l3_pages, Some(&gathered));
+    assert!(stay.is_empty(), "still fits: stays gathered, {stay:?}");
+}
