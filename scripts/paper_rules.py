@@ -19,6 +19,33 @@ ALIAS = {"MAi": "Minas", "MApp": "Minas", "Trace paper": "trace paper",
          "trace mapping paper": "trace paper"}
 
 
+def indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def item_at(line):
+    mm = ITEM.match(line)
+    return (mm.group(4), mm.group(5).rstrip(":<")) if mm and mm.group(5) else None
+
+
+def sits_on(lines, i):
+    """The item a comment at line i is about: the next item, unless that one is less
+    indented (past the body the comment sits in: a statement's or a field's comment),
+    then the item whose body holds the comment."""
+    at = indent(lines[i])
+    for j in range(i, min(i + 25, len(lines))):
+        it = item_at(lines[j])
+        if it:
+            if indent(lines[j]) >= at:
+                return it
+            break
+    for j in range(i - 1, -1, -1):
+        it = item_at(lines[j])
+        if it and indent(lines[j]) < at:
+            return it
+    return None
+
+
 def citations(root):
     for top in ("crates", "src", "include"):
         for dp, dn, fn in os.walk(os.path.join(root, top)):
@@ -34,11 +61,7 @@ def citations(root):
                     for m in CITE.finditer(l):
                         item = None
                         if not l.strip().startswith("//!"):
-                            for j in range(i, min(i + 25, len(lines))):
-                                mm = ITEM.match(lines[j])
-                                if mm and mm.group(5):
-                                    item = (mm.group(4), mm.group(5).rstrip(":<"))
-                                    break
+                            item = sits_on(lines, i)
                         yield m.group(1), m.group(2), os.path.relpath(p, root), item, i + 1
 
 
