@@ -286,20 +286,23 @@ fn aggregated_records_give_exactly_the_model_of_one_record_per_access() {
     );
     // Asked for, and still not aggregated: a trace keeps every access.
     let (trace, _) = unrandomised("seq-agg.trace", &[], "1", &exe);
-    // The amount metric; `tdmap analyze`'s access metric differs from the model's by
-    // some 10% on this program before aggregation too (main at a47b091: 72789 against
-    // 80209 for threads 1 and 2), so it is compared above, aggregated or not, only.
-    let (want, json) = analyze_pairs(&trace, 5, "amount");
-    let mut got = matrix(&on, "matrix_amount");
-    // The main thread and its 4 workers; analyze gives the pairs, not the diagonal.
-    (0..5).for_each(|i| got[i][i] = 0.0);
-    assert_eq!(got, want, "model, then trace + analyze");
-    // The model also counts each first touch's fault as an event (as it always did).
-    let faults = on["pages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["first_thread"].is_u64())
-        .count() as u64;
-    assert_eq!(json["events"].as_u64().unwrap() + faults, events);
+    // Both metrics, as `tdmap analyze` gives them from the trace. This needs the trace's
+    // frames in time order: a thread's last frame, left open until the end of the
+    // conversion, put its last accesses after those of the threads run later (the
+    // access metric 80293 against the model's 72831 for threads 1 and 2).
+    for metric in ["accesses", "amount"] {
+        let (want, json) = analyze_pairs(&trace, 5, metric);
+        let mut got = matrix(&on, &format!("matrix_{metric}"));
+        // The main thread and its 4 workers; analyze gives the pairs, not the diagonal.
+        (0..5).for_each(|i| got[i][i] = 0.0);
+        assert_eq!(got, want, "{metric}: model, then trace + analyze");
+        // First touches are accesses the model already has: it does not count them
+        // again, as analyze does not (a run may make a few accesses more or fewer in
+        // libc: 389,633 against the trace's 389,629 here).
+        let traced = json["events"].as_u64().unwrap();
+        assert!(
+            traced.abs_diff(events) < 20,
+            "{events} events, {traced} traced"
+        );
+    }
 }

@@ -143,7 +143,17 @@ impl Conv {
                 });
                 stats.threads = stats.threads.max(id + 1);
             }
-            RawEvent::End { filtered, .. } => stats.filtered += filtered,
+            RawEvent::End {
+                thread, filtered, ..
+            } => {
+                stats.filtered += filtered;
+                // A thread that ended sends its open frame now: left open, it went out
+                // after the frames of threads that ran later, and readers, which take
+                // frames in file order, saw its last accesses after theirs.
+                if let Some(t) = task(thread) {
+                    self.frames.close(writer, t)?;
+                }
+            }
             RawEvent::Accesses(mut c) => {
                 c.rebase(*self.base.get_or_insert(c.ticks[0]));
                 // Recorded after its thread count was taken (a child still running).

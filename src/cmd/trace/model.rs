@@ -4,10 +4,13 @@
 //!
 //! The model does not run inside the program: the runtime stays as it is when tracing
 //! (lock-free, async-signal-safe, one `write` per chunk) and appends raw chunks to its
-//! scratch file; this process follows that file as it grows, feeds each chunk to the
-//! model exactly as `tdmap analyze` feeds a trace's chunks (accesses, then the
-//! first-touch faults, then the rest), and frees the disk blocks it has read. Memory is
-//! the model's (per touched page) plus one chunk; no access is kept.
+//! scratch file; this process follows that file as it grows, feeds each chunk's accesses
+//! to the model exactly as `tdmap analyze` feeds a trace's, and frees the disk blocks it
+//! has read. First touches are not fed: `tdmap analyze` skips an access trace's faults
+//! (`SharingModel::from_trace`: each repeats an access already there, and fed as one it
+//! makes the page's first line shared with its first toucher); here they only tell each
+//! page's first toucher and each thread's node. Memory is the model's (per touched page)
+//! plus one chunk; no access is kept.
 
 use super::follow::Follow;
 use super::raw::{RawEvent, RawReader};
@@ -188,14 +191,9 @@ impl Feed {
         Ok(rd.torn)
     }
 
-    /// Feeds a chunk's first touches as faults (as a trace of them would be) and
-    /// remembers them; the first one tells the thread's node.
+    /// Remembers a chunk's first touches (not fed to the model: see the module doc); the
+    /// first one tells the thread's node, which the accesses after it count on.
     fn first_touches(&mut self, t: u32, faults: &[Fault]) -> Result<()> {
-        let fa: Vec<u64> = faults.iter().map(|f| f.addr).collect();
-        let fnodes: Vec<u32> = faults.iter().map(|f| f.node).collect();
-        self.model
-            .faults(t, &fa, &fnodes)
-            .context("a first touch is on a node this machine lacks")?;
         for f in faults {
             self.first.entry(f.addr).or_insert((t, f.node));
         }
