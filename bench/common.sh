@@ -22,3 +22,15 @@ bench_header() {
   echo "load: $(uptime | sed 's/.*load average/load average/')"
   echo "$1; OMP_WAIT_POLICY=passive; release build; output on $(df -h "$OUT" | awk 'NR==2{print $1}')"
 }
+
+# The programs to run under $BASE (bench/trace_ab.sh, trace_same.sh): built by $BASE's own
+# `tdmap cc` when its runtime archive sits beside it (a change to the runtime is then
+# compared too: each build runs with its own runtime linked in), else this build's.
+base_programs() {
+  if [ -e "$(dirname "$BASE")/libtdmap_rt.a" ]; then
+    make -s -j2 -C workloads tdmap TDMAP="$(realpath "$BASE")" BUILD="$(realpath -m "$OUT")/build-base" >/dev/null
+    echo "$OUT/build-base/tdmap"
+  else
+    echo "$OUT/build/tdmap"
+  fi
+}

@@ -3,8 +3,10 @@
  * in every run: tests/trace/model_only.rs compares --model-only with and without the
  * runtime's aggregation, and with tdmap trace + tdmap analyze.
  * Each thread first-touches its part of a shared array, sweeps it and the next part
- * three times (runs of one line, lines shared with the next thread), and updates
- * pseudo-random elements of a shared table (lines met once, far apart). */
+ * three times (runs of one line, lines shared with the next thread), updates
+ * pseudo-random elements of a shared table (lines met once, far apart), and polls a
+ * flag as a spin-wait does, writing it now and then (reads that the runtime's spin
+ * collapse counts in one record per run: aggregation must not count them again). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 static double *a;
 static long b[B];
+static volatile long flag[8];
 static long threads;
 
 static void *work(void *arg) {
@@ -28,6 +31,11 @@ static void *work(void *arg) {
     for (int k = 0; k < 20000; k++) {
         x = x * 1103515245u + 12345u;
         b[(x >> 8) % B] += k;
+    }
+    for (int k = 0; k < 3000; k++) {
+        s += flag[t & 7];
+        if (k % 1000 == 999)
+            flag[t & 7] = k;
     }
     return (void *)(long)s;
 }

@@ -93,14 +93,28 @@ impl Runs {
     /// whose record sits at position `at` of the chunk.
     #[inline(always)]
     pub fn start(&mut self, way: usize, line: u64, at: u32, watch: bool) {
-        self.tags[way] = line + 1;
-        self.at[way] = at;
-        self.gens[way] = 0;
+        self.begin(way, line, at);
         if watch {
             // Last, with nothing left to do after it: the runtime's hot path then keeps
             // no registers across the call.
-            start_watch(line, &mut self.gens[way]);
+            self.watch(way, line);
         }
+    }
+
+    /// [`Runs::start`] without its watch: a caller with more to do after it (the
+    /// aggregating path's table) calls [`Runs::watch`] itself when `read` said so, last.
+    #[inline(always)]
+    pub fn begin(&mut self, way: usize, line: u64, at: u32) {
+        self.tags[way] = line + 1;
+        self.at[way] = at;
+        self.gens[way] = 0;
+    }
+
+    /// Starts watching the line of a run that [`Runs::begin`] started in `way`, as a
+    /// [`Read::Record`] with `watch` asks.
+    #[inline(always)]
+    pub fn watch(&mut self, way: usize, line: u64) {
+        start_watch(line, &mut self.gens[way]);
     }
 
     /// Ends every run (the chunk holding their records is being flushed); calls `emit`

@@ -83,7 +83,8 @@ pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
 
 /// Records one access by the calling thread: the whole hot path.
 ///
-/// Most accesses take [`record_body`] without its rare steps: the thread records, filters
+/// An aggregating thread (`--model-only`) takes its own path, [`lines::access`]. Most
+/// other accesses take [`record_body`] without its rare steps: the thread records, filters
 /// nothing, stays on its last page and has room before the next clock tick or flush.
 /// Those conditions are checked before anything changes, so the fast path keeps no
 /// callee-saved registers and makes no call; every other access takes [`record_slow`],
@@ -96,6 +97,7 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
     // its mode word, which is atomic.
     if let Some(s) = unsafe { st.as_mut() } {
         match s.mode.load(Ordering::Relaxed) {
+            MODE_RECORD if s.aggregate => return lines::access(s, addr, size_log2, write),
             MODE_RECORD if fast_path(s, addr) => {
                 return record_body::<false>(s, addr, size_log2, write)
             }
@@ -115,16 +117,15 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
 const FAST_LAST: usize = TICK_EVERY - 3 - WAYS;
 const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1);
 
-/// Whether this access can skip [`record_body`]'s rare steps (see [`record`]): its page
-/// is the thread's last one or was touched before, so it is no first touch. An
-/// aggregating thread writes words on its cold path only (`lines::aggregated`), so its
-/// position in the chunk does not matter.
+/// Whether a recording thread's access can skip [`record_body`]'s rare steps (see
+/// [`record`]): its page is the thread's last one or was touched before, so it is no
+/// first touch.
 #[inline(always)]
 fn fast_path(s: &ThreadState, addr: u64) -> bool {
     let at = s.len % TICK_EVERY;
     let page = addr >> s.page_shift;
     !s.filter
-        && (s.aggregate || at.wrapping_sub(1) < FAST_LAST)
+        && at.wrapping_sub(1) < FAST_LAST
         && (page == s.last_page
             || touched_word(page).is_none_or(|(w, bit)| w.load(Ordering::Relaxed) & bit != 0))
 }
@@ -152,10 +153,22 @@ fn record_slow(st: *mut ThreadState, addr: u64, size_log2: u32, write: bool) {
         }
         _ => return,
     }
+    if s.aggregate {
+        return lines::access(s, addr, size_log2, write);
+    }
     record_body::<true>(s, addr, size_log2, write);
 }
 
-/// Records one access of a recording thread. With `ALL` false, the steps that
+/// A read that the spin collapse counted in an earlier record: a spinning thread yields
+/// as often as a recording one, so that the threads it waits for get the CPU.
+#[inline(always)]
+fn collapsed(s: &ThreadState) {
+    if s.seen.is_multiple_of(YIELD_EVERY as u64) {
+        yield_cpu();
+    }
+}
+
+/// Records one access of a recording thread that does not aggregate. With `ALL` false, the steps that
 /// [`fast_path`] ruled out (filter, first touch, flush, clock) are left out.
 #[inline(always)]
 fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
@@ -174,27 +187,12 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
             collapse::wrote(line);
         } else {
             match s.runs.read(line) {
-                Read::Collapsed => {
-                    // A spinning thread yields as often as a recording one, so that the
-                    // threads it waits for get the CPU.
-                    if s.seen.is_multiple_of(YIELD_EVERY as u64) {
-                        yield_cpu();
-                    }
-                    return;
-                }
+                Read::Collapsed => return collapsed(s),
                 Read::Record { way, watch } => run = Some((way, watch)),
             }
         }
     }
-    let page = addr >> s.page_shift;
-    let first = page != s.last_page && {
-        s.last_page = page;
-        // Without ALL, fast_path found the page touched before.
-        ALL && first_touch(page)
-    };
-    if s.aggregate {
-        return lines::aggregated(s, addr, size_log2, write, first, run);
-    }
+    let first = page_first::<ALL>(s, addr);
     // Room for the repeat word of a run this record ends, the record, the CPU word after
     // a first touch, and the repeat words of every run at the flush.
     if ALL && s.len + 3 + WAYS > CHUNK_RECORDS {
@@ -326,6 +324,17 @@ fn push<const TICK: bool>(s: &mut ThreadState, word: u64) {
     s.len += 1;
 }
 
+/// Whether the access at `addr` is the first touch of its page, which becomes the thread's
+/// last page. Without `ALL`, [`fast_path`] found the page touched before.
+#[inline(always)]
+fn page_first<const ALL: bool>(s: &mut ThreadState, addr: u64) -> bool {
+    let page = addr >> s.page_shift;
+    page != s.last_page && {
+        s.last_page = page;
+        ALL && first_touch(page)
+    }
+}
+
 /// True exactly once per page: for the first access by any thread (first-touch record).
 fn first_touch(page: u64) -> bool {
     let Some((w, bit)) = touched_word(page) else {
@@ -436,7 +445,8 @@ pub fn register_current() -> *mut ThreadState {
     s.mode = AtomicU8::new(DEFAULT_MODE.load(Ordering::Relaxed));
     s.filter = FILTER.load(Ordering::Relaxed);
     s.collapse = COLLAPSE.load(Ordering::Relaxed);
-    s.aggregate = AGGREGATE.load(Ordering::Relaxed);
+    // Filtering decides which accesses are records: it keeps the record-per-access path.
+    s.aggregate = AGGREGATE.load(Ordering::Relaxed) && !s.filter;
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);

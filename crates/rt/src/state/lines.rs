@@ -2,30 +2,53 @@
 //! where its accesses go into the line table and where the table's lines go into the
 //! chunk. A child of `state`, whose thread state it fills.
 
-use super::{flush, push, ThreadState, LINE_SHIFT};
+use super::{collapsed, flush, page_first, push, ThreadState, LINE_SHIFT};
 use crate::aggregate::{self, ENTRIES, WORDS_PER_ENTRY};
+use crate::collapse::{self, Read};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
 
-/// The rest of [`record_body`] for an aggregating thread: counts the access in its line's
-/// entry, or writes what the entry held and starts the line there; a first touch leaves
-/// every entry first and is written as it is, with its CPU word. A collapse run needs no
-/// repeat word here (`aggregate.rs`), so it starts at once.
+/// One access of an aggregating thread, its whole hot path: the spin collapse's rule
+/// (`collapse.rs`), then its line's entry counts it. A hit checks nothing else: a line
+/// gets into the table only on a miss, which saw its page's first touch, so a line in
+/// the table is on a touched page and its access is no first touch. A collapse run
+/// needs no repeat word here (`aggregate.rs`), so it starts at once, with its watch (a
+/// call) last.
 #[inline(always)]
-pub(super) fn aggregated(
-    s: &mut ThreadState,
-    addr: u64,
-    size_log2: u32,
-    write: bool,
-    first: bool,
-    run: Option<(usize, bool)>,
-) {
+pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    s.seen += 1;
     let line = addr >> LINE_SHIFT;
-    if let Some((way, watch)) = run {
-        s.runs.end(way);
-        s.runs.start(way, line, 0, watch);
+    let mut watch = None;
+    if s.collapse {
+        if write {
+            collapse::wrote(line);
+        } else {
+            match s.runs.read(line) {
+                Read::Collapsed => return collapsed(s),
+                Read::Record { way, watch: w } => {
+                    s.runs.end(way);
+                    s.runs.begin(way, line, 0);
+                    watch = w.then_some(way);
+                }
+            }
+        }
     }
-    if first || !s.lines.hit(line) {
-        aggregate_miss(s, wire::pack(addr, size_log2, write, first), first);
+    if !s.lines.hit(line) {
+        return miss(s, addr, size_log2, write, watch);
+    }
+    if let Some(way) = watch {
+        s.runs.watch(way, line);
+    }
+}
+
+/// An aggregating thread's access to a line not in its table: the page's first touch is
+/// decided here, then the entry takes the line; last, the watch that [`access`] left.
+#[cold]
+#[inline(never)]
+fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool, watch: Option<usize>) {
+    let first = page_first::<true>(s, addr);
+    aggregate_miss(s, wire::pack(addr, size_log2, write, first), first);
+    if let Some(way) = watch {
+        s.runs.watch(way, addr >> LINE_SHIFT);
     }
 }
 
@@ -36,8 +59,7 @@ const TABLE_ROOM: usize = ENTRIES * WORDS_PER_ENTRY;
 /// (record `word` goes in, the entry's old line out) or a first touch (every line out,
 /// then the record and its CPU word). Flushes first when the chunk could not take the
 /// words and still the whole table.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
     if s.len + 2 + TABLE_ROOM > CHUNK_RECORDS {
         flush(s);
@@ -67,7 +89,7 @@ pub(super) fn drain_lines(s: &mut ThreadState) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{record_body, TOUCHED, TOUCHED_WORDS};
+    use super::super::{TOUCHED, TOUCHED_WORDS};
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -105,7 +127,7 @@ mod tests {
         let mut s = state();
         for (line, n) in [(1u64, 5), (2, 1), (1, 2), (3, 4)] {
             for _ in 0..n {
-                record_body::<true>(&mut s, HIGH + (line << LINE_SHIFT) + 8, 3, false);
+                access(&mut s, HIGH + (line << LINE_SHIFT) + 8, 3, false);
             }
         }
         assert_eq!(
@@ -129,7 +151,7 @@ mod tests {
         let (old, new) = (0x5000u64, 0x9040u64);
         BITMAP[0].fetch_or(1 << (old >> 12), Ordering::Relaxed);
         for a in [old, old + 8, old + 16, new, new + 8, new + 16] {
-            record_body::<true>(&mut s, a, 3, false);
+            access(&mut s, a, 3, false);
         }
         let chunk = s.recs[..s.len].to_vec();
         assert_eq!(
@@ -154,7 +176,7 @@ mod tests {
         // Two accesses per line, until a chunk leaves.
         while s.hdr.count == 0 {
             for _ in 0..2 {
-                record_body::<true>(&mut s, line << LINE_SHIFT, 3, true);
+                access(&mut s, line << LINE_SHIFT, 3, true);
             }
             line += 1;
         }
