@@ -180,18 +180,9 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
     }
     s.last_key = key;
     let line = addr >> LINE_SHIFT;
-    // Spin collapse: the rule is in collapse.rs.
-    let mut run = None;
-    if s.collapse {
-        if write {
-            collapse::wrote(line);
-        } else {
-            match s.runs.read(line) {
-                Read::Collapsed => return collapsed(s),
-                Read::Record { way, watch } => run = Some((way, watch)),
-            }
-        }
-    }
+    let Some(run) = collapse_step(s, line, write) else {
+        return;
+    };
     let first = page_first::<ALL>(s, addr);
     // Room for the repeat word of a run this record ends, the record, the CPU word after
     // a first touch, and the repeat words of every run at the flush.
@@ -216,6 +207,27 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
     if let Some((way, at, watch)) = start {
         s.runs.start(way, line, at, watch);
     }
+}
+
+/// The spin collapse's step for one access (the rule is in collapse.rs): a write ends
+/// the runs on its line; a read already counted by a run is counted here and gives None;
+/// otherwise Some, with the way and watch flag of a read that starts a record.
+#[inline(always)]
+fn collapse_step(s: &mut ThreadState, line: u64, write: bool) -> Option<Option<(usize, bool)>> {
+    if s.collapse {
+        if write {
+            collapse::wrote(line);
+        } else {
+            match s.runs.read(line) {
+                Read::Collapsed => {
+                    collapsed(s);
+                    return None;
+                }
+                Read::Record { way, watch } => return Some(Some((way, watch))),
+            }
+        }
+    }
+    Some(None)
 }
 
 /// A window closed (`--window`) since this thread's last access: flushes its chunk and

@@ -2,9 +2,8 @@
 //! where its accesses go into the line table and where the table's lines go into the
 //! chunk. A child of `state`, whose thread state it fills.
 
-use super::{collapsed, flush, page_first, push, ThreadState, LINE_SHIFT};
+use super::{collapse_step, flush, page_first, push, ThreadState, LINE_SHIFT};
 use crate::aggregate::{self, ENTRIES, WORDS_PER_ENTRY};
-use crate::collapse::{self, Read};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
 
 /// One access of an aggregating thread, its whole hot path: the spin collapse's rule
@@ -17,20 +16,14 @@ use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     s.seen += 1;
     let line = addr >> LINE_SHIFT;
+    let Some(run) = collapse_step(s, line, write) else {
+        return;
+    };
     let mut watch = None;
-    if s.collapse {
-        if write {
-            collapse::wrote(line);
-        } else {
-            match s.runs.read(line) {
-                Read::Collapsed => return collapsed(s),
-                Read::Record { way, watch: w } => {
-                    s.runs.end(way);
-                    s.runs.begin(way, line, 0);
-                    watch = w.then_some(way);
-                }
-            }
-        }
+    if let Some((way, w)) = run {
+        s.runs.end(way);
+        s.runs.begin(way, line, 0);
+        watch = w.then_some(way);
     }
     if !s.lines.hit(line) {
         return miss(s, addr, size_log2, write, watch);
