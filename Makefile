@@ -235,6 +235,12 @@ calibrate-verdict: setup
 bench-sim-workloads: setup
 	bash bench/sim_workloads.sh
 
+## SAMMU against os on FFT-like traces, single runs and iterated, issue 18 item 4 (about 4
+## minutes on 2 cores; figures are SIMULATED).
+.PHONY: bench-sim-fft
+bench-sim-fft: setup
+	bash bench/sim_fft.sh
+
 ## tdmap sim's replay speed: accesses x policies per CPU second of the sim process, on the
 ## traces bench-sim-workloads left (BASE=older/tdmap also runs that binary, interleaved).
 .PHONY: bench-sim-speed

@@ -57,8 +57,8 @@ pub fn caches_used(ctx: &PolicyCtx, mapping: &[usize]) -> usize {
 /// Neither cost of [`worth_remapping`] sees capacity. Gathering the 8 threads of an
 /// FFT-like transpose of 32 MiB from 4 packages onto one, whose L3 holds 18 MiB, saves
 /// inter-chip transfers but turns L3 hits into misses: SIMULATED on xeon-x7550-4s,
-/// `fft 8 128 4` gave sammu 1.244 of os with L3 misses 2.1× (compact 1.135), and 1.019
-/// with this rule. The paper's runs had one thread per PU (§3.3), where no mapping
+/// `fft 8 128 4` gave sammu 1.244 of os with L3 misses 2.1× (compact 1.135), and
+/// 1.019-1.032 with this rule (`make bench-sim-fft`). The paper's runs had one thread per PU (§3.3), where no mapping
 /// gathers; this is tdmap's rule for fewer threads than PUs. The resident set stands
 /// for the data the threads use: the OS knows it, and SAMMU's tables do not see the
 /// pages that stay in the TLBs.
