@@ -138,6 +138,14 @@ bench-trace-model: bench-trace
 
 ## Must-show 2 of issue 17: peak disk use of tracing `stencil3d 8 64 16` into a 1 GiB
 ## tmpfs against the final trace and the stated bound (root: it mounts; ~7 min).
+## What predicting each access costs in the program's thread against counting it (issue 17's
+## next trace design, docs/bench-trace.md "Next"; a few seconds).
+.PHONY: bench-predict-cost
+bench-predict-cost:
+	mkdir -p target/bench-trace
+	gcc -O2 -Wall -Wextra -o target/bench-trace/predict_cost bench/predict_cost.c
+	target/bench-trace/predict_cost
+
 ## `BASE=path/to/other/tdmap`: this build's `tdmap trace`, `--model-only` and `--count-only`
 ## CPU time beside another build's, in turn on the same programs (bench/trace_ab.sh).
 .PHONY: bench-trace-ab trace-same
