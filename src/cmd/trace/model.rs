@@ -2,11 +2,13 @@
 //! too large to trace (issue 5: "feeds the sharing model and writes the matrix and the
 //! page vectors").
 //!
-//! The model does not run inside the program: the runtime stays as it is when tracing
-//! (lock-free, async-signal-safe, one `write` per chunk) and appends raw chunks to its
+//! The model does not run inside the program: the runtime only counts each thread's
+//! accesses per line (`tdmap_rt`'s aggregate.rs; lock-free, async-signal-safe, one
+//! `write` per chunk, as when tracing) and appends raw chunks of counted records to its
 //! scratch file; this process follows that file as it grows, feeds each chunk's accesses
-//! to the model exactly as `tdmap analyze` feeds a trace's, and frees the disk blocks it
-//! has read. First touches are not fed: `tdmap analyze` skips an access trace's faults
+//! to the model exactly as `tdmap analyze` feeds a trace's (a counted record as many
+//! accesses, which gives the same model: aggregate.rs says why), and frees the disk
+//! blocks it has read. First touches are not fed: `tdmap analyze` skips an access trace's faults
 //! (`SharingModel::from_trace`: each repeats an access already there, and fed as one it
 //! makes the page's first line shared with its first toucher); here they only tell each
 //! page's first toucher and each thread's node. Memory is the model's (per touched page)
