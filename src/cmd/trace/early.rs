@@ -124,14 +124,19 @@ pub(super) fn convert_while_alone(
 /// True once another process has left files or process 0 maps something shared (or its
 /// maps cannot be read: it is gone, or not this run's); false before it said hello.
 fn not_alone(scratch: &Scratch, quiet: &Quiet) -> bool {
-    Control::read(&scratch.ctl).pid.is_some() && !alone_and_private(scratch, quiet)
+    let pid = Control::read(&scratch.ctl).pid;
+    pid.is_some_and(|pid| !alone_with(scratch, quiet, pid))
 }
 
 /// True while process 0 is the only traced process and maps nothing shared.
 fn alone_and_private(scratch: &Scratch, quiet: &Quiet) -> bool {
-    let Some(pid) = Control::read(&scratch.ctl).pid else {
-        return false;
-    };
+    let pid = Control::read(&scratch.ctl).pid;
+    pid.is_some_and(|pid| alone_with(scratch, quiet, pid))
+}
+
+/// True while process 0, `pid`, is the only traced process and maps nothing shared (the
+/// control file read once by the caller).
+fn alone_with(scratch: &Scratch, quiet: &Quiet, pid: u32) -> bool {
     quiet.no_children(scratch)
         && std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| !has_shared(&m))
 }
