@@ -15,6 +15,24 @@ use tdmap_sys::GatedChild;
 /// up, so that a runtime waiting for room gets it however small the buffer.
 const PUNCH_EVERY: u64 = 256 << 10;
 
+/// How far a file read from its front has been freed (its length so far, in bytes): the
+/// one rule by which the followers here and the spills (`spill.rs`) punch out what they
+/// have read, every [`PUNCH_EVERY`] bytes or whenever the reader caught up.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Freed(pub(super) u64);
+
+impl Freed {
+    /// Frees `f` before byte `upto` when [`PUNCH_EVERY`] bytes came since the last time,
+    /// or when `caught_up` and anything did.
+    pub(super) fn upto(&mut self, f: &File, upto: u64, caught_up: bool) {
+        if upto >= self.0 + PUNCH_EVERY || (caught_up && upto > self.0) {
+            // Only disk space is at stake: a file system without holes keeps the bytes.
+            let _ = tdmap_sys::punch_hole(f, upto);
+            self.0 = upto;
+        }
+    }
+}
+
 /// How often a follower waiting for more asks whether to stop (`Follow::stop_if`).
 const ASK_EVERY: Duration = Duration::from_millis(20);
 
@@ -26,7 +44,7 @@ pub(super) struct Follow<'a> {
     /// The program's exit status, once it has exited.
     pub(super) status: Option<ExitStatus>,
     read: u64,
-    punched: u64,
+    punched: Freed,
     /// How far the owner has consumed the file (what may be freed); None: all it read.
     consumed: Option<u64>,
     /// The most the file held at once (allocated bytes, sampled at each read).
@@ -47,7 +65,7 @@ impl<'a> Follow<'a> {
             child,
             status: None,
             read: 0,
-            punched: 0,
+            punched: Freed(0),
             consumed: None,
             peak: 0,
             stop_if: None,
@@ -95,11 +113,7 @@ impl<'a> Follow<'a> {
     fn punch(&mut self, all: bool) {
         let upto = self.consumed.unwrap_or(self.read).min(self.read);
         if let Some(f) = &self.file {
-            if upto >= self.punched + PUNCH_EVERY || (all && upto > self.punched) {
-                // Only disk space is at stake: a file system without holes keeps the bytes.
-                let _ = tdmap_sys::punch_hole(f, upto);
-                self.punched = upto;
-            }
+            self.punched.upto(f, upto, all);
         }
     }
 }

@@ -14,7 +14,7 @@
 //! after the spill. The conversion frees each spill's blocks behind its reader, so the
 //! disk holds about the larger of the spills and the trace, not their sum.
 
-use super::follow::release;
+use super::follow::{release, Freed};
 use super::procs::child_data_files;
 use super::raw::ThreadCount;
 use super::Scratch;
@@ -32,8 +32,6 @@ use tdmap_sys::GatedChild;
 const FRAME: usize = 1 << 20;
 /// Raw bytes read from one process's file at a time, so that every process is served.
 const READ: usize = 256 << 10;
-/// Freed raw bytes between two hole punches (also punched whenever the reader caught up).
-const PUNCH_EVERY: u64 = 256 << 10;
 /// How often the scratch folder is listed for processes that started since.
 const LIST_EVERY: Duration = Duration::from_millis(20);
 /// zstd's level for spills: its fastest regular level, since the spiller sets the
@@ -166,7 +164,7 @@ impl Spilled {
             mem_at: 0,
             raw,
             raw_at: at,
-            punched: at,
+            punched: Freed(at),
         })
     }
 }
@@ -182,7 +180,7 @@ pub(super) struct Source {
     mem_at: usize,
     raw: File,
     raw_at: u64,
-    punched: u64,
+    punched: Freed,
 }
 
 impl Source {
@@ -241,11 +239,8 @@ impl Read for Source {
         }
         let n = self.raw.read(buf)?;
         self.raw_at += n as u64;
-        if self.raw_at >= self.punched + PUNCH_EVERY || n == 0 {
-            // What was read is in the caller's memory: its blocks can go.
-            let _ = tdmap_sys::punch_hole(&self.raw, self.raw_at);
-            self.punched = self.raw_at;
-        }
+        // What was read is in the caller's memory: its blocks can go.
+        self.punched.upto(&self.raw, self.raw_at, n == 0);
         Ok(n)
     }
 }
@@ -256,7 +251,7 @@ struct Spilling {
     raw: Option<File>,
     /// Bytes of the raw file read (its offset), and freed.
     read: u64,
-    punched: u64,
+    punched: Freed,
     /// Read, not yet in the spill.
     buf: Vec<u8>,
     /// The threads named in what was read.
@@ -272,7 +267,7 @@ impl Spilling {
             data,
             raw: None,
             read: from,
-            punched: from,
+            punched: Freed(from),
             buf: Vec::new(),
             count: ThreadCount::default(),
             out: None,
@@ -302,11 +297,8 @@ impl Spilling {
         self.buf.truncate(len + n);
         self.count.feed(&self.buf[len..]);
         self.read += n as u64;
-        if self.read >= self.punched + PUNCH_EVERY || (n < READ && self.read > self.punched) {
-            // In memory now: its blocks can go, so a runtime waiting for room goes on.
-            let _ = tdmap_sys::punch_hole(f, self.read);
-            self.punched = self.read;
-        }
+        // In memory now: its blocks can go, so a runtime waiting for room goes on.
+        self.punched.upto(f, self.read, n < READ);
         if self.buf.len() >= FRAME {
             self.flush();
         }
@@ -406,6 +398,24 @@ pub(super) fn spill_while_running(
 mod tests {
     use super::*;
 
+    /// What spilling one raw file left: that file's part.
+    fn spilled_one((path, part): (PathBuf, Part)) -> Spilled {
+        let mut spilled = Spilled::default();
+        spilled.parts.insert(path, part);
+        spilled
+    }
+
+    /// `back`, a stream read back, is `bytes` (compared whole: printing two MiB-long
+    /// vectors on a failure helps nobody).
+    fn assert_same(back: &[u8], bytes: &[u8]) {
+        assert!(
+            back == bytes,
+            "{} bytes back of {}",
+            back.len(),
+            bytes.len()
+        );
+    }
+
     /// Raw file `data`'s whole stream as the conversion reads it.
     fn read_back(spilled: &Spilled, data: &Path) -> Result<Vec<u8>> {
         let mut back = Vec::new();
@@ -447,8 +457,7 @@ mod tests {
             .write_all(&rest)
             .unwrap();
         std::fs::remove_file(&spill).unwrap();
-        let mut spilled = Spilled::default();
-        spilled.parts.insert(path, part);
+        let spilled = spilled_one((path, part));
         let n = spilled.threads(&data, 0).unwrap();
         // Not spilled: counted from the raw file, from the byte given.
         let other = dir.join("other");
@@ -488,7 +497,6 @@ mod tests {
         // More written after the spill stopped: read from the raw file.
         let mut f = File::options().append(true).open(&data).unwrap();
         f.write_all(&bytes[bytes.len() - 1000..]).unwrap();
-        let mut spilled = Spilled::default();
         let (path, part) = s.part();
         assert!(part.spill.is_some());
         assert!(part.mem.is_empty());
@@ -499,8 +507,7 @@ mod tests {
             "{stored} bytes for {}",
             bytes.len()
         );
-        spilled.parts.insert(path, part);
-        let back = read_back(&spilled, &data).unwrap();
+        let back = read_back(&spilled_one((path, part)), &data).unwrap();
         use std::os::unix::fs::MetadataExt;
         let held = std::fs::metadata(&spill).unwrap().blocks() * 512;
         std::fs::remove_dir_all(&dir).unwrap();
@@ -528,17 +535,10 @@ mod tests {
         let (path, part) = s.part();
         assert!(part.spill.is_none());
         assert!(!part.mem.is_empty() && part.raw_from < bytes.len() as u64);
-        let mut spilled = Spilled::default();
-        spilled.parts.insert(path, part);
-        let back = read_back(&spilled, &data).unwrap();
+        let back = read_back(&spilled_one((path, part)), &data).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(mode & tdmap_wire::raw::MODE_UNFOLLOWED, 0o010);
-        assert!(
-            back == bytes,
-            "{} bytes back of {}",
-            back.len(),
-            bytes.len()
-        );
+        assert_same(&back, &bytes);
     }
 
     /// A spill whose last frame a failed write cut short ends before that frame, whose
@@ -562,17 +562,9 @@ mod tests {
             .set_len(len - 10)
             .unwrap();
         part.mem = bytes[2 * FRAME..].to_vec();
-        let mut spilled = Spilled::default();
-        spilled.parts.insert(path, part);
-        let back = read_back(&spilled, &data);
+        let back = read_back(&spilled_one((path, part)), &data);
         std::fs::remove_dir_all(&dir).unwrap();
-        let back = back.unwrap();
-        assert!(
-            back == bytes,
-            "{} bytes back of {}",
-            back.len(),
-            bytes.len()
-        );
+        assert_same(&back.unwrap(), &bytes);
     }
 
     #[test]
