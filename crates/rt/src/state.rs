@@ -168,8 +168,9 @@ fn collapsed(s: &ThreadState) {
     }
 }
 
-/// Records one access of a recording thread that does not aggregate. With `ALL` false, the steps that
-/// [`fast_path`] ruled out (filter, first touch, flush, clock) are left out.
+/// Records one access of a recording thread that does not aggregate. With `ALL` false,
+/// the steps that [`fast_path`] ruled out (filter, first touch, flush, clock) are left
+/// out.
 #[inline(always)]
 fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     s.seen += 1;
@@ -198,9 +199,7 @@ fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, 
     }
     push::<ALL>(s, wire::pack(addr, size_log2, write, first));
     if first {
-        // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
-        let cpu = unsafe { libc::sched_getcpu() };
-        push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
+        push_cpu(s);
     }
     // The new run starts at the record's position; last, so that its rare call (the
     // watch) is a tail call.
@@ -336,6 +335,15 @@ fn push<const TICK: bool>(s: &mut ThreadState, word: u64) {
     s.len += 1;
 }
 
+/// Writes the CPU word that follows each first-touch record: where the thread ran, which
+/// tells the page's node under first-touch placement.
+#[inline(always)]
+fn push_cpu(s: &mut ThreadState) {
+    // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
+    let cpu = unsafe { libc::sched_getcpu() };
+    push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
+}
+
 /// Whether the access at `addr` is the first touch of its page, which becomes the thread's
 /// last page. Without `ALL`, [`fast_path`] found the page touched before.
 #[inline(always)]
@@ -384,7 +392,7 @@ pub fn now_ns() -> u64 {
 #[cold]
 fn flush(s: &mut ThreadState) {
     if s.aggregate {
-        // The table's lines belong to this chunk's batch (`aggregated` keeps room).
+        // The table's lines belong to this chunk's batch (`lines::aggregate_miss` keeps room).
         lines::drain_lines(s);
     }
     if s.len == 0 {

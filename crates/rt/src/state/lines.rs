@@ -2,7 +2,7 @@
 //! where its accesses go into the line table and where the table's lines go into the
 //! chunk. A child of `state`, whose thread state it fills.
 
-use super::{collapse_step, flush, page_first, push, ThreadState, LINE_SHIFT};
+use super::{collapse_step, flush, page_first, push, push_cpu, ThreadState, LINE_SHIFT};
 use crate::aggregate::{self, ENTRIES, WORDS_PER_ENTRY};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
 
@@ -60,9 +60,7 @@ fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
     if first {
         drain_lines(s);
         push::<true>(s, word);
-        // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
-        let cpu = unsafe { libc::sched_getcpu() };
-        push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
+        push_cpu(s);
         return;
     }
     let line = wire::unpack(word).addr >> LINE_SHIFT;
