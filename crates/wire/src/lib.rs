@@ -10,6 +10,7 @@
 //! - [`maps`]: one line of `/proc/PID/maps`, parsed without allocating.
 //! - [`pagekey`]: the key of a page across processes (by backing object when shared).
 //! - [`pin`]: `tdmap exec`'s CPU list for the runtime, and the runtime's pin records.
+//! - [`predict`]: the stride predictor that splits a thread's accesses into runs and literals.
 //! - [`window`]: `tdmap trace --window N:M`, the share of the run that is recorded.
 //!
 //! No dependencies and no `unsafe`: the runtime links this into every traced program.
@@ -24,6 +25,7 @@ pub mod inject;
 pub mod maps;
 pub mod pagekey;
 pub mod pin;
+pub mod predict;
 pub mod raw;
 pub mod window;
 
