@@ -220,7 +220,11 @@ mod tests {
         for i in 0..iters {
             for j in 0..arrays {
                 let write = j + 1 == arrays;
-                v.push(((j + 1) * (j + 3) << 30 | i * 8, 3 << 1 | write as u8, false));
+                v.push((
+                    ((j + 1) * (j + 3)) << 30 | i * 8,
+                    3 << 1 | write as u8,
+                    false,
+                ));
             }
         }
         v
