@@ -221,7 +221,7 @@ mod tests {
             for j in 0..arrays {
                 let write = j + 1 == arrays;
                 v.push((
-                    ((j + 1) * (j + 3)) << 30 | i * 8,
+                    (((j + 1) * (j + 3)) << 30) | (i * 8),
                     3 << 1 | write as u8,
                     false,
                 ));
