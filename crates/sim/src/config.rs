@@ -81,6 +81,12 @@ pub struct SimConfig {
     /// LL evicts it).
     #[serde(default)]
     pub ll: Option<CacheSpec>,
+    /// The bytes of data the program allocates, which the OS knows from its allocations
+    /// before the pages are touched (`VmData`); None: only the resident set is known.
+    /// `tdmap sim` gives the pages the whole trace touches (its first-touch faults), since
+    /// a trace records no allocation.
+    #[serde(default)]
+    pub data_bytes: Option<u64>,
 }
 
 /// A cache level given by hand, in cachegrind's terms: total bytes, ways, line bytes.
@@ -142,6 +148,7 @@ impl Default for SimConfig {
             costs: Costs::default(),
             l1: None,
             ll: None,
+            data_bytes: None,
         }
     }
 }

@@ -172,6 +172,7 @@ impl<'t> Simulator<'t> {
             period: self.period,
             next_tick,
             page_shift: self.page_shift,
+            data_bytes: self.data_bytes,
             line_shift: self.line_shift,
             actions: Actions::default(),
             accesses: self.accesses,

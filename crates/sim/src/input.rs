@@ -195,6 +195,10 @@ pub struct Profile {
     pub accesses: Vec<u64>,
     /// How the trace ended: a replay of an Incomplete trace covers what was read.
     pub ending: Option<tdmap_trace::Ending>,
+    /// The bytes of the pages the program first-touched over the trace (its faults),
+    /// 0 when unknown: what it allocated, as far as a trace can tell
+    /// (`SimConfig::data_bytes`).
+    pub data_bytes: u64,
 }
 
 impl Profile {
@@ -222,7 +226,12 @@ pub fn first_pass(
     reader.set_addresses_only(true);
     let threads = reader.header().threads as usize;
     let mut accesses = vec![0u64; threads];
+    let mut faults = 0u64;
     while let Some(chunk) = reader.next_chunk()? {
+        if let Chunk::Faults(f) = chunk {
+            faults += f.addrs.len() as u64;
+            continue;
+        }
         if let Chunk::Accesses(c) = chunk {
             let Some(n) = accesses.get_mut(c.thread as usize) else {
                 return Err(SimError::ThreadOutOfRange {
@@ -239,6 +248,7 @@ pub fn first_pass(
         threads,
         accesses,
         ending: reader.ending(),
+        data_bytes: faults.saturating_mul(reader.header().page_size as u64),
     })
 }
 
@@ -293,6 +303,33 @@ mod tests {
             }
             assert_eq!(all, one_by_one, "chunks of {max}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The first pass takes the program's data as the pages its faults first touched.
+    #[test]
+    fn the_first_pass_sizes_the_data_by_the_first_touches() {
+        let dir = std::env::temp_dir().join(format!("tdmap-sim-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.trace");
+        let mut h = Header::new(vec!["test".into()], "test");
+        h.threads = 2;
+        let w = Writer::create(&path, h).unwrap();
+        for t in 0..2u32 {
+            let faults: Vec<tdmap_trace::Fault> = (0..5 + t as u64)
+                .map(|p| tdmap_trace::Fault {
+                    thread: t,
+                    addr: ((t as u64) << 30) | (p << 12),
+                    cpu: 0,
+                    node: 0,
+                    time: p,
+                })
+                .collect();
+            w.append_faults(t, &faults).unwrap();
+        }
+        w.finish(TraceStatus::Complete).unwrap();
+        let profile = first_pass(&path, |_| Ok(())).unwrap();
+        assert_eq!(profile.data_bytes, 11 * 4096);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -33,7 +33,7 @@ macro_rules! ctx {
             now: $s.now,
             period: $s.period,
             work: $crate::sim::work_done(&$s.clocks, $s.start_sum),
-            pages: PageView::new(&$s.pages, $s.page_shift),
+            pages: PageView::new(&$s.pages, $s.page_shift, $s.data_bytes),
         }
     };
 }
@@ -89,6 +89,8 @@ pub struct Simulator<'t> {
     period: u64,
     next_tick: u64,
     page_shift: u32,
+    /// `SimConfig::data_bytes`.
+    data_bytes: Option<u64>,
     line_shift: u32,
     actions: Actions,
     accesses: u64,
@@ -164,6 +166,7 @@ impl<'t> Simulator<'t> {
             period,
             next_tick: period,
             page_shift: cfg.page_size.trailing_zeros(),
+            data_bytes: cfg.data_bytes,
             line_shift: machine.line.trailing_zeros(),
             actions: Actions::default(),
             accesses: 0,

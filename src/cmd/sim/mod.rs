@@ -124,6 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let complete = super::say_ending(&args.trace.display().to_string(), profile.ending);
     cfg.tick_cycles = Some(period);
+    cfg.data_bytes = (profile.data_bytes > 0).then_some(profile.data_bytes);
     let mut policies = Vec::new();
     for n in names.iter().filter(|n| *n != best_static::NAMES[0]) {
         policies.push(match (n.as_str(), &knowledge) {
@@ -212,6 +213,7 @@ pub fn best_static_gain(trace: &Path, topo: &Topology, seed: u64) -> anyhow::Res
         Knowledge::from_trace_with(trace, |n| reading.add(n)).map_err(|e| bad_trace(trace, e))?;
     drop(reading);
     cfg.tick_cycles = Some(k.profile.period(hz, 5, MIN_PERIODS));
+    cfg.data_bytes = (k.profile.data_bytes > 0).then_some(k.profile.data_bytes);
     let mut policies = Vec::new();
     let plan = Plan::new(&k, topo, &cfg, &mut policies);
     let reports = replay(trace, topo, &cfg, policies, &k.profile)?;

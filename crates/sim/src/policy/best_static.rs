@@ -142,6 +142,7 @@ impl Knowledge {
             accesses: per,
             // A stream, not a trace file: no end marker to judge.
             ending: None,
+            data_bytes: 0,
         };
         Ok(Knowledge::of(model, profile))
     }

@@ -241,7 +241,7 @@ mod tests {
             now: 0,
             period: 1,
             work: 0,
-            pages: PageView::new(&table, 12),
+            pages: PageView::new(&table, 12, None),
         };
         let pus = k.initial_mapping(&ctx0);
         // Thread 1 runs on a PU of node 2.

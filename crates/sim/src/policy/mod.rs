@@ -67,13 +67,19 @@ impl<'a> PolicyCtx<'a> {
 pub struct PageView<'a> {
     table: Option<&'a crate::hash::FastMap<u64, crate::sim::Pte>>,
     shift: u32,
+    data: Option<u64>,
 }
 
 impl<'a> PageView<'a> {
-    pub(crate) fn new(table: &'a crate::hash::FastMap<u64, crate::sim::Pte>, shift: u32) -> Self {
+    pub(crate) fn new(
+        table: &'a crate::hash::FastMap<u64, crate::sim::Pte>,
+        shift: u32,
+        data: Option<u64>,
+    ) -> Self {
         PageView {
             table: Some(table),
             shift,
+            data,
         }
     }
 
@@ -92,6 +98,12 @@ impl<'a> PageView<'a> {
     /// knows.
     pub fn resident_bytes(&self) -> u64 {
         self.table.map_or(0, |t| t.len() as u64) << self.shift
+    }
+
+    /// The bytes of data the program works on: what it allocated (`SimConfig::data_bytes`),
+    /// or the resident set when that is larger or unknown.
+    pub fn data_bytes(&self) -> u64 {
+        self.resident_bytes().max(self.data.unwrap_or(0))
     }
 }
 
@@ -272,6 +284,8 @@ pub trait Policy: Send {
 #[derive(Debug, Clone, Default)]
 pub struct TestPages {
     table: crate::hash::FastMap<u64, crate::sim::Pte>,
+    /// The program's allocated bytes, as `SimConfig::data_bytes`.
+    pub data_bytes: Option<u64>,
 }
 
 impl TestPages {
@@ -301,7 +315,7 @@ impl TestPages {
             now: 0,
             period: 1,
             work: 0,
-            pages: PageView::new(&self.table, 12),
+            pages: PageView::new(&self.table, 12, self.data_bytes),
         }
     }
 }

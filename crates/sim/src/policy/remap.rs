@@ -2,7 +2,7 @@
 //! seen plus the cost of the data the moved threads leave behind (tdmap-monitor's
 //! [`DataHome`], which kMAF's loop weighs the same way with `Config::data_cost`), priced
 //! here by the simulated machine's memory latencies; and threads are gathered only into
-//! last-level caches that hold the program's resident pages ([`fits_caches`]).
+//! last-level caches that hold the program's data ([`fits_caches`]).
 
 use super::PolicyCtx;
 use tdmap_map::Distance;
@@ -52,21 +52,24 @@ pub fn caches_used(ctx: &PolicyCtx, mapping: &[usize]) -> usize {
     used.len()
 }
 
-/// Whether the program's resident pages fit in `caches` last-level caches.
+/// Whether the program's data fits in `caches` last-level caches.
 ///
 /// Neither cost of [`worth_remapping`] sees capacity. Gathering the 8 threads of an
 /// FFT-like transpose of 32 MiB from 4 packages onto one, whose L3 holds 18 MiB, saves
 /// inter-chip transfers but turns L3 hits into misses: SIMULATED on xeon-x7550-4s,
 /// `fft 8 128 4` gave sammu 1.244 of os with L3 misses 2.1× (compact 1.135), and
-/// 1.019-1.032 with this rule (`make bench-sim-fft`). The paper's runs had one thread per PU (§3.3), where no mapping
-/// gathers; this is tdmap's rule for fewer threads than PUs. The resident set stands
-/// for the data the threads use: the OS knows it, and SAMMU's tables do not see the
-/// pages that stay in the TLBs.
+/// 1.019-1.032 with this rule on the resident set, 1.002 on the data the program
+/// allocates (`make bench-sim-fft`). The paper's runs had one thread per PU (§3.3), where
+/// no mapping gathers; this is tdmap's rule for fewer threads than PUs. The data is what
+/// the OS knows of it ([`PageView::data_bytes`](super::PageView::data_bytes)): the
+/// allocations (`VmData`) when given, which FFT's matrices reach before their first
+/// touch, else the resident set; SAMMU's tables do not see the pages that stay in the
+/// TLBs.
 pub fn fits_caches(ctx: &PolicyCtx, caches: usize) -> bool {
     ctx.machine
         .shared
         .as_ref()
-        .is_none_or(|llc| ctx.pages.resident_bytes() <= caches as u64 * llc.geom.size)
+        .is_none_or(|llc| ctx.pages.data_bytes() <= caches as u64 * llc.geom.size)
 }
 
 /// Whether `new` puts the threads under fewer last-level caches than they run under

@@ -237,11 +237,23 @@ fn a_burst_of_one_node_passes_every_nt_below_sixteen() {
 /// threads on `at` (the OS's spread if None). Returns that spread and the moves the next
 /// tick asks for.
 fn tick_with(resident: u64, at: Option<&[usize]>) -> (Vec<usize>, Vec<(u32, usize)>) {
+    tick_with_data(resident, at, None)
+}
+
+/// [`tick_with`] for a program that allocated `data` bytes (`SimConfig::data_bytes`).
+fn tick_with_data(
+    resident: u64,
+    at: Option<&[usize]>,
+    data: Option<u64>,
+) -> (Vec<usize>, Vec<(u32, usize)>) {
     let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
     let m = Machine::new(&topo, &SimConfig::default()).unwrap();
     let mut s = Sammu::new(SammuParams::default());
     let spread = s.initial_mapping(&PolicyCtx::before_run(&topo, &m, 8));
-    let mut pages = crate::policy::TestPages::default();
+    let mut pages = crate::policy::TestPages {
+        data_bytes: data,
+        ..Default::default()
+    };
     (0..resident).for_each(|p| pages.set(p, 0));
     let pus = at.map_or_else(|| spread.clone(), <[usize]>::to_vec);
     let ctx = pages.ctx(&topo, &m, 8, &pus);
@@ -282,9 +294,17 @@ fn packages_after(pus: &[usize], moves: &[(u32, usize)]) -> usize {
 /// SAMMU gathers threads that share all-to-all onto one package while their data fits
 /// its L3, not once the resident pages outgrow it (`remap::fits_caches`); threads
 /// gathered while the data was small go back where the OS spread them once it outgrows
-/// the L3 they share, and stay while it fits.
+/// the L3 they share, and stay while it fits. Data the program allocated counts before
+/// it is touched: 4 MiB resident of 32 MiB allocated is not gathered.
 #[test]
 fn threads_are_gathered_only_under_caches_that_hold_the_data() {
+    let (_, moves) = tick_with_data(1024, None, Some(32 << 20));
+    assert!(
+        moves.is_empty(),
+        "32 MiB allocated: not gathered, {moves:?}"
+    );
+    let (_, moves) = tick_with_data(1024, None, Some(8 << 20));
+    assert!(!moves.is_empty(), "8 MiB allocated: gathered");
     let (spread, moves) = tick_with(1024, None);
     assert_eq!(packages_after(&spread, &[]), 4, "the OS spreads 8 threads");
     assert_eq!(
