@@ -18,7 +18,7 @@ SIZES=${SIZES:-"32:1 32:4 64:1 64:2 64:4 128:1 128:2 128:4"}
 # shellcheck source=bench/sim_lib.sh
 . bench/sim_lib.sh
 
-printf '%-14s %8s %8s %8s %8s %9s %5s %6s %s\n' trace accesses sammu compact kmaf sammu_L3 tm pm "within 2 %"
+printf '%-14s %8s %9s %8s %8s %8s %9s %5s %6s %s\n' trace accesses period_us sammu compact kmaf sammu_L3 tm pm "within 2 %"
 for spec in $SIZES; do
   IFS=: read -r rows rep <<<"$spec"
   for r in $(seq "$REPS"); do
@@ -34,12 +34,13 @@ r = {x["policy"]: x for x in d["results"]}
 t = lambda p: r[p]["normalised"]["time"]
 s = r["sammu"]
 rep = s["report"]
-print("%-14s %8d %8.3f %8.3f %8.3f %9.3f %5d %6d %s" % (
-    sys.argv[1], d["accesses"], t("sammu"), t("compact"), t("kmaf"),
+print("%-14s %8d %9.0f %8.3f %8.3f %8.3f %9.3f %5d %6d %s" % (
+    sys.argv[1], d["accesses"], d["period_cycles"] / d["energy_model"]["hz"] * 1e6, t("sammu"), t("compact"), t("kmaf"),
     s["normalised"]["l3_misses"], rep["thread_migrations"], rep["page_migrations"],
     "yes" if t("sammu") <= 1.02 else "NO"))
 PY
   done
 done
 echo "SIMULATED on $MACHINE, $THREADS threads; times relative to os (lower is better); tm, pm: sammu's thread and page migrations."
+echo "period_us: the online policies' period; 100 ms (100000) unless the trace is too short to span 20 of them, when it is cut and migrations keep their full cost (crates/sim/README.md, SAMMU)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
