@@ -7,6 +7,7 @@ use crate::chunk::{
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::columns;
 use crate::error::{Result, TraceError};
+use crate::replay;
 use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
@@ -343,8 +344,10 @@ impl<R: Read + Seek> Reader<R> {
         let want = head.raw_len as usize;
         let varint = head.kind == Kind::Accesses && codec::varint_accesses(self.header.version);
         // V5 accesses: the address column's length is known once decompressed, and the
-        // second stream holds the rest of the frame's raw length.
-        let max1 = if varint {
+        // second stream holds the rest of the frame's raw length; so V6's symbols.
+        let max1 = if codec::symbol_accesses(self.header.version) && varint {
+            want
+        } else if varint {
             want.min(head.count as usize * columns::MAX_ADDRESS_BYTES)
         } else {
             head.kind.first_stream(head.count)
@@ -399,7 +402,14 @@ impl<R: Read + Seek> Reader<R> {
             self.seen.accesses += n as u64;
             if let Chunk::Accesses(c) = &mut self.slots[0] {
                 let rest = (!self.addrs_only).then_some(&self.rest[..]);
-                if codec::varint_accesses(v) {
+                if codec::symbol_accesses(v) {
+                    if !replay::decode(c, head.thread, n, head.flags, &self.raw, rest) {
+                        return Err(corrupt(
+                            at,
+                            "malformed access symbols or time blocks".into(),
+                        ));
+                    }
+                } else if codec::varint_accesses(v) {
                     if !columns::decode(c, head.thread, n, &self.raw, rest) {
                         return Err(corrupt(at, "malformed access columns".into()));
                     }

@@ -173,7 +173,8 @@ impl Writer {
     }
 
     /// Appends accesses made by `thread` (their own `thread` fields are ignored), in time
-    /// order. They are encoded on the calling thread (a few ns each); compression is not.
+    /// order. They are encoded on the calling thread (a predictor step each, their times
+    /// into blocks); compression is not.
     pub fn append_accesses(&self, thread: u32, accesses: &[Access]) -> Result<()> {
         for part in accesses.chunks(codec::MAX_FRAME_EVENTS as usize) {
             self.send_frame(thread, Batch::Accesses(self.pool.encode(part), Vec::new()))?;
@@ -243,9 +244,12 @@ impl Writer {
             .unwrap_or_else(|_| Err(TraceError::Invalid("trace writer thread panicked".into())))
     }
 
-    pub(crate) fn send_frame(&self, thread: u32, batch: Batch) -> Result<()> {
-        let n = match &batch {
-            Batch::Accesses(c, _) => c.len(),
+    pub(crate) fn send_frame(&self, thread: u32, mut batch: Batch) -> Result<()> {
+        let n = match &mut batch {
+            Batch::Accesses(c, _) => {
+                c.finish()?;
+                c.len()
+            }
             Batch::Faults(f) => f.len(),
         };
         if n == 0 {

@@ -120,10 +120,12 @@ fn version_5_fixture_still_reads() {
     fixture_reads_back("v5-mixed.trace", 5, &["v5", "fixture"]);
 }
 
-/// Writes a V5 trace of one accesses frame (3 accesses) and returns its bytes and the
-/// offset of that frame.
+/// Writes a trace of one accesses frame (3 accesses: 0x1000, 0x1008, 0x1010, 8-byte
+/// reads at times 0, 1, 2) and returns its bytes and the offset of that frame.
 fn one_frame() -> (Vec<u8>, usize) {
-    let p = std::env::temp_dir().join(format!("tdmap-v5-{}", std::process::id()));
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = std::env::temp_dir().join(format!("tdmap-one-{}-{n}", std::process::id()));
     let mut h = Header::new(vec![], "m");
     h.threads = 1;
     let w = Writer::create(&p, h).unwrap();
@@ -180,10 +182,11 @@ fn with_streams(bytes: &[u8], at: usize, first: &[u8], second: &[u8], raw_len: u
 /// reported, not misread.
 #[test]
 fn trace_check_finds_malformed_v5_columns() {
-    let (bytes, at) = one_frame();
+    let (mut bytes, at) = one_frame();
     assert!(check_bytes(bytes.clone()).ok());
-    // Base 0 for all three; deltas of 0x1000, 8, 8 (zigzag 0x2000, 16, 16) and times 0,
-    // 1, 2; sizes 8, reads.
+    bytes[8] = 5; // the version, outside the header's CRC: the payloads below are V5's
+                  // Base 0 for all three; deltas of 0x1000, 8, 8 (zigzag 0x2000, 16, 16) and times 0,
+                  // 1, 2; sizes 8, reads.
     let addrs = [0, 0, 0, 0x80, 0x40, 16, 16];
     let rest = [0, 2, 2, 16, 16, 16];
     let good = with_streams(&bytes, at, &addrs, &rest, 13);
@@ -203,6 +206,60 @@ fn trace_check_finds_malformed_v5_columns() {
         assert!(
             rep.problems.iter().any(|p| p.message.contains(what)),
             "{what}: {:?}",
+            rep.problems
+        );
+    }
+}
+
+/// The checker validates V6's symbols and time blocks: a run past the frame's accesses
+/// or of none, a meta no writer makes, an escaped size replayed by a run, blocks that do
+/// not cover the accesses exactly or hold an impossible spread, and a raw length beyond
+/// what the accesses can take are reported, not misread.
+#[test]
+fn trace_check_finds_malformed_v6_symbols() {
+    let (bytes, at) = one_frame();
+    // A literal (meta 3 << 1 = 6: tag 13) at 0x1000 (zigzag 0x2000), a literal at 8 on
+    // from it (the predictor knows no stride yet), then a run of 1. One block: 3 times
+    // from 0 stepping by 1 (span 1, den 1, phase 0).
+    let syms = [13, 0x80, 0x40, 13, 16, 2];
+    let times = [3, 0, 1, 1, 0];
+    let good = with_streams(&bytes, at, &syms, &times, 11);
+    let rep = check_bytes(good.clone());
+    assert!(rep.ok(), "{:?}", rep.problems);
+    assert_eq!(rep.accesses, 3);
+    let r = Reader::with_source(std::io::Cursor::new(good), "good".into()).unwrap();
+    let got: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+    let want: Vec<Event> = (0..3u64)
+        .map(|i| {
+            Event::Access(Access {
+                thread: 0,
+                addr: 0x1000 + 8 * i,
+                size: 8,
+                write: false,
+                time: i,
+            })
+        })
+        .collect();
+    assert_eq!(got, want);
+    let bad = "malformed access symbols or time blocks";
+    // An escaped literal (meta 0x80: tag 257, size 3) whose meta a run then replays.
+    let escaped_run: &[u8] = &[0x81, 0x02, 3, 0x80, 0x40, 2, 2];
+    let cases: [(&[u8], &[u8], u32, &str); 9] = [
+        (&[13, 0x80, 0x40, 13, 16, 4], &times, 11, bad),
+        (&[13, 0x80, 0x40, 13, 16, 0, 2], &times, 12, bad),
+        (&[13, 0x80, 0x40, 33, 16, 2], &times, 11, bad),
+        (&[13, 0x80, 0x40, 13, 16], &times, 10, bad),
+        (escaped_run, &times, 12, bad),
+        (&syms, &[2, 0, 1, 1, 0], 11, bad),
+        (&syms, &[3, 0, 1, 0, 0], 11, bad),
+        (&syms, &[3, 0, 1, 1, 0, 1, 0, 0, 1, 0], 16, bad),
+        (&syms, &times, 100_000, "frame lengths do not match"),
+    ];
+    for (first, second, raw, what) in cases {
+        let rep = check_bytes(with_streams(&bytes, at, first, second, raw));
+        assert!(
+            rep.problems.iter().any(|p| p.message.contains(what)),
+            "{first:?} {second:?}: {what}: {:?}",
             rep.problems
         );
     }
