@@ -282,10 +282,13 @@ fn streams_of(bytes: &[u8], at: usize) -> (Vec<u8>, Vec<u8>) {
     (first, second)
 }
 
+/// A trace's bytes, the offset of its frame and that frame's raw streams.
+type Sample = (Vec<u8>, usize, Vec<u8>, Vec<u8>);
+
 /// A frame of 600 accesses with runs, literals (an odd size among them) and time
 /// blocks of several kinds, and its raw streams.
-fn rich_frame() -> &'static (Vec<u8>, usize, Vec<u8>, Vec<u8>) {
-    static F: std::sync::OnceLock<(Vec<u8>, usize, Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
+fn rich_frame() -> &'static Sample {
+    static F: std::sync::OnceLock<Sample> = std::sync::OnceLock::new();
     F.get_or_init(|| {
         let a: Vec<Access> = (0..600u64)
             .map(|i| Access {
@@ -293,7 +296,7 @@ fn rich_frame() -> &'static (Vec<u8>, usize, Vec<u8>, Vec<u8>) {
                 addr: if i % 97 == 5 {
                     i * 7919
                 } else {
-                    (i % 3) << 30 | (i / 3) * 8
+                    ((i % 3) << 30) | ((i / 3) * 8)
                 },
                 size: if i == 300 { 3 } else { 4 },
                 write: i % 3 == 2,
