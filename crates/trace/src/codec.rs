@@ -269,9 +269,17 @@ pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64, version: u32) -> R
         ));
     }
     // V5 access columns are never shuffled: no flag is defined for them; V6 accesses
-    // have one, a stored predictor state.
+    // say where their predictor starts (one of the two).
     let known = match kind {
-        Kind::Accesses if symbol_accesses(version) => symbols::FROM_STATE,
+        Kind::Accesses if symbol_accesses(version) => {
+            if b[1] == symbols::FROM_STATE | symbols::CONTINUES {
+                return Err(corrupt(
+                    offset,
+                    "frame flags name two predictor starts".into(),
+                ));
+            }
+            symbols::FROM_STATE | symbols::CONTINUES
+        }
         Kind::Accesses if varint_accesses(version) => 0,
         _ => 3,
     };

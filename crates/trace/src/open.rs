@@ -130,10 +130,17 @@ impl Frame<'_> {
 
     /// Appends symbols a predictor already made from the thread's accesses, standing for
     /// `accesses` of them, with no per-access work: the runtime's own symbols (issue 17
-    /// item 2, stage 2). `start` is the predictor's state before the first symbol; a new
-    /// frame stores it (unless it is the initial state) so that it decodes alone. Their
-    /// times come from [`Frame::times`]. A frame takes either symbols or accesses.
-    pub fn symbols(&mut self, start: &Predictor, syms: &[Symbol], accesses: usize) -> Result<()> {
+    /// item 2, stage 2). For a new frame, `start` is where the predictor starts:
+    /// `Some(state)` before the first symbol (stored unless initial: the frame decodes
+    /// alone), or `None` to go on from where the thread's previous accesses frame ended
+    /// (a predictor that runs on across frames and the faults frames between them).
+    /// Their times come from [`Frame::times`]. A frame takes either symbols or accesses.
+    pub fn symbols(
+        &mut self,
+        start: Option<&Predictor>,
+        syms: &[Symbol],
+        accesses: usize,
+    ) -> Result<()> {
         self.cols.symbols(start, syms, accesses)
     }
 

@@ -9,9 +9,11 @@ use crate::columns;
 use crate::error::{Result, TraceError};
 use crate::replay;
 use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use tdmap_wire::predict::Predictor;
 
 /// Totals recorded in a finished trace's end frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -89,6 +91,9 @@ pub struct Reader<R = BufReader<File>> {
     repeats: Vec<(u32, u32)>,
     /// The thread of a repeats frame whose accesses frame is still to come.
     repeats_for: Option<u32>,
+    /// Each thread's stride predictor as its last V6 accesses frame left it, for a frame
+    /// that continues it.
+    predictors: HashMap<u32, Predictor>,
 }
 
 impl Reader<BufReader<File>> {
@@ -145,6 +150,7 @@ impl<R: Read + Seek> Reader<R> {
             cut_frame: false,
             repeats: Vec::new(),
             repeats_for: None,
+            predictors: HashMap::new(),
         };
         r.load_trailer(start, len)?;
         Ok(r)
@@ -403,7 +409,9 @@ impl<R: Read + Seek> Reader<R> {
             if let Chunk::Accesses(c) = &mut self.slots[0] {
                 let rest = (!self.addrs_only).then_some(&self.rest[..]);
                 if codec::symbol_accesses(v) {
-                    if !replay::decode(c, head.thread, n, head.flags, &self.raw, rest) {
+                    let state = self.predictors.entry(head.thread).or_default();
+                    let h = (head.thread, n, head.flags);
+                    if !replay::decode(c, h, state, &self.raw, rest) {
                         return Err(corrupt(
                             at,
                             "malformed access symbols or time blocks".into(),

@@ -7,7 +7,7 @@
 
 use crate::chunk::AccessChunk;
 use crate::columns::{get_varint, unzigzag};
-use crate::symbols::{ESCAPE, FROM_STATE};
+use crate::symbols::{CONTINUES, ESCAPE, FROM_STATE};
 use tdmap_wire::predict::{Predictor, RING};
 use tdmap_wire::times::BlockTime;
 
@@ -37,17 +37,21 @@ fn get_state(raw: &[u8], at: &mut usize) -> Option<Predictor> {
 }
 
 /// Decodes the symbols of `n` accesses into `c.addrs` and, unless `addrs_only`, its
-/// sizes and writes; None if malformed or not `n` accesses ending with `raw`.
+/// sizes and writes; None if malformed or not `n` accesses ending with `raw`. `state`
+/// holds the thread's predictor where its previous accesses frame ended, and then
+/// where this one ends.
 fn get_symbols(
     c: &mut AccessChunk,
     raw: &[u8],
-    n: usize,
-    flags: u8,
+    (n, flags): (usize, u8),
+    state: &mut Predictor,
     addrs_only: bool,
 ) -> Option<()> {
     let mut at = 0;
     let mut p = if flags & FROM_STATE != 0 {
         get_state(raw, &mut at)?
+    } else if flags & CONTINUES != 0 {
+        state.clone()
     } else {
         Predictor::new()
     };
@@ -94,6 +98,7 @@ fn get_symbols(
     if addrs.len() != n {
         return None;
     }
+    *state = p;
     if addrs_only {
         return Some(());
     }
@@ -116,12 +121,13 @@ fn get_symbols(
 
 /// Decodes `n` accesses of a V6 frame into `c`, reusing its buffers: `syms` must hold
 /// exactly the symbol stream and `times`, unless skipped, exactly the time blocks.
-/// False when either is malformed or does not stand for exactly `n` accesses.
+/// `state` is the thread's predictor as its previous accesses frame left it (for a
+/// frame that continues it), and is left as this one ends. False when either stream
+/// is malformed or does not stand for exactly `n` accesses.
 pub fn decode(
     c: &mut AccessChunk,
-    thread: u32,
-    n: usize,
-    flags: u8,
+    (thread, n, flags): (u32, usize, u8),
+    state: &mut Predictor,
     syms: &[u8],
     times: Option<&[u8]>,
 ) -> bool {
@@ -131,7 +137,7 @@ pub fn decode(
     c.sizes.clear();
     c.writes.clear();
     c.addrs.reserve(n);
-    if get_symbols(c, syms, n, flags, times.is_none()).is_none() {
+    if get_symbols(c, syms, (n, flags), state, times.is_none()).is_none() {
         c.addrs.clear();
         return false;
     }

@@ -12,8 +12,10 @@
 //! `replay.rs`:
 //! - **Symbols**: if the frame head's flag [`FROM_STATE`] is set, first the predictor's
 //!   state that the frame starts from (`at`, `km1`, then the [`RING`] addresses as
-//!   zigzag deltas each from the one before, then the [`RING`] metas as bytes); else it
-//!   starts from the initial state (so a frame decodes alone). Then symbols: a varint
+//!   zigzag deltas each from the one before, then the [`RING`] metas as bytes); with the
+//!   flag [`CONTINUES`], the frame starts from the state its thread's previous accesses
+//!   frame (in file order) ended in; else from the initial state (so a frame decodes
+//!   alone, which is what this crate's own encoder writes). Then symbols: a varint
 //!   `n << 1` for a run of n ≥ 1 predicted accesses, or `meta << 1 | 1` for a literal,
 //!   followed by a size byte when the meta is an escape ([`ESCAPE`]) and by the zigzag
 //!   delta of its address from the frame's previous literal's (0 before the first).
@@ -33,6 +35,10 @@ use tdmap_wire::times::BlockTime;
 
 /// Frame flag (V6 accesses): the symbols start from a stored predictor state.
 pub const FROM_STATE: u8 = 1;
+/// Frame flag (V6 accesses): the symbols go on from the state the thread's previous
+/// accesses frame ended in (the initial state if it has none): symbols handed over by
+/// a predictor that runs on across frames, with no state to store.
+pub const CONTINUES: u8 = 2;
 /// Meta bit of a size that is not a power of two up to 128: the literal carries the
 /// size in a byte, and such an access is always a literal (never in a run), so that a
 /// run never stands for a size its meta cannot tell.
@@ -169,11 +175,18 @@ impl Symbols {
         self.timed += 1;
     }
 
-    /// Appends `syms` as they are, standing for `accesses` accesses; `start` is the
-    /// predictor's state before the first of them, stored when the frame is empty (a
-    /// frame then decodes alone). The caller's predictor must have made them from that
-    /// state; accesses may not be mixed with symbols in one frame.
-    pub fn symbols(&mut self, start: &Predictor, syms: &[Symbol], accesses: usize) -> Result<()> {
+    /// Appends `syms` as they are, standing for `accesses` accesses. When the frame is
+    /// empty, `start` says where its predictor starts: `Some(state)`, the state before
+    /// the first symbol, stored in the frame (which then decodes alone); `None`, where
+    /// the thread's previous accesses frame ended ([`CONTINUES`]). The caller's
+    /// predictor must have made the symbols from there; accesses may not be mixed with
+    /// symbols in one frame.
+    pub fn symbols(
+        &mut self,
+        start: Option<&Predictor>,
+        syms: &[Symbol],
+        accesses: usize,
+    ) -> Result<()> {
         if self.handed != self.n {
             return Err(TraceError::Invalid(
                 "symbols appended to a frame of accesses".into(),
@@ -195,9 +208,15 @@ impl Symbols {
                 "symbols stand for {count} accesses, not {accesses}"
             )));
         }
-        if self.n == 0 && *start != Predictor::new() {
-            self.flags |= FROM_STATE;
-            put_state(&mut self.syms, start);
+        if self.n == 0 && self.flags == 0 {
+            match start {
+                None => self.flags = CONTINUES,
+                Some(p) if *p != Predictor::new() => {
+                    self.flags = FROM_STATE;
+                    put_state(&mut self.syms, p);
+                }
+                Some(_) => {}
+            }
         }
         self.handed += accesses;
         for &s in syms {

@@ -184,16 +184,16 @@ fn symbols_from_a_running_predictor_round_trip() {
     let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
     let mut frames = OpenFrames::default();
     let mut f = frames.frame(&w, 0, tail.len()).unwrap();
-    f.symbols(&start, &syms, tail.len()).unwrap();
+    f.symbols(Some(&start), &syms, tail.len()).unwrap();
     f.times(tail.len(), BlockTime::every(tail[0].time, 3));
     assert!(
-        f.symbols(&start, &[Symbol::Run(2)], 3).is_err(),
+        f.symbols(None, &[Symbol::Run(2)], 3).is_err(),
         "2 is not 3"
     );
     frames.close_all(&w).unwrap();
     let mut f = frames.frame(&w, 0, 2).unwrap();
     f.access(64, 8, false);
-    assert!(f.symbols(&start, &[Symbol::Run(1)], 1).is_err(), "mixed");
+    assert!(f.symbols(None, &[Symbol::Run(1)], 1).is_err(), "mixed");
     drop(frames);
     w.finish(TraceStatus::Complete).unwrap();
     let got = read_back(&p, 1);
@@ -202,6 +202,57 @@ fn symbols_from_a_running_predictor_round_trip() {
         .map(|a| (a.addr, a.size, a.write, a.time, 0))
         .collect();
     assert_eq!(got, [want]);
+    assert!(check(&p).ok());
+    let _ = std::fs::remove_file(&p);
+}
+
+/// Symbols of predictors that run on across frames (the runtime's, which knows nothing
+/// of frames): each frame goes on from where its thread's previous one ended, with
+/// faults frames and another thread's frames between, and no state stored.
+#[test]
+fn symbols_that_continue_across_frames_round_trip() {
+    let p = path("continues");
+    let mut h = Header::new(vec![], "m");
+    h.threads = 2;
+    let w = Writer::create(&p, h).unwrap();
+    let mut frames = OpenFrames::default();
+    let mut want = vec![Vec::new(), Vec::new()];
+    let mut enc = [Encoder::default(), Encoder::default()];
+    let acc: Vec<Vec<Access>> = (0..2)
+        .map(|t| stream(t, (3 + t as u64, 300, &[(0x42 << 20, 2, false)]), (1, 0)))
+        .collect();
+    for (k, part) in (0..acc[0].len()).step_by(250).enumerate() {
+        for t in 0..2u32 {
+            let a = &acc[t as usize][part..(part + 250).min(acc[t as usize].len())];
+            if a.is_empty() {
+                continue;
+            }
+            let e = &mut enc[t as usize];
+            let mut syms = Vec::new();
+            for x in a {
+                e.push(x.addr, meta_of(x.size, x.write), false, |s| syms.push(s));
+            }
+            e.finish(|s| syms.push(s));
+            let mut f = frames.frame(&w, t, a.len()).unwrap();
+            f.symbols(None, &syms, a.len()).unwrap();
+            f.times(a.len(), BlockTime::every(a[0].time, 1));
+            want[t as usize].extend(a.iter().map(|x| (x.addr, x.size, x.write, x.time, 0)));
+            if k % 3 == 1 {
+                let f = Fault {
+                    thread: t,
+                    addr: 4096 * k as u64,
+                    cpu: 0,
+                    node: 0,
+                    time: a[a.len() - 1].time,
+                };
+                frames.faults(&w, t, &[f]).unwrap();
+                want[t as usize].push((f.addr, 0, false, f.time, 0));
+            }
+        }
+    }
+    frames.close_all(&w).unwrap();
+    w.finish(TraceStatus::Complete).unwrap();
+    assert_eq!(read_back(&p, 2), want);
     assert!(check(&p).ok());
     let _ = std::fs::remove_file(&p);
 }
