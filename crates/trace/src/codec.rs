@@ -75,7 +75,7 @@ impl Kind {
 
     /// Raw bytes of the first of a frame's two compressed streams: the address column of
     /// event frames (which a reader that wants addresses only decompresses alone), else
-    /// all. Not for V5 accesses, whose varint columns vary in length.
+    /// all. Not for V5 and V6 accesses, whose streams vary in length.
     pub fn first_stream(self, count: u32) -> usize {
         match self {
             Kind::Accesses | Kind::Faults => 8 * count as usize,

@@ -14,11 +14,13 @@ use crate::writer::Writer;
 use tdmap_wire::predict::{Predictor, Symbol};
 use tdmap_wire::times::BlockTime;
 
-/// Most accesses in one frame built here: 8 runtime chunks. Larger frames compress no
-/// better (zstd's tables are already paid for) and hold more memory per thread.
+/// Most accesses in one frame built here: 8 runtime chunks. Larger frames would save the
+/// few literals a frame's predictor pays to restart, but a reader holds a frame's
+/// accesses whole (18 bytes each in an `AccessChunk`): this bounds its memory.
 pub const FRAME_ACCESSES: usize = 1 << 16;
 /// Most frames open at once: opening one more sends the oldest, so that a program of
-/// many threads holds at most this many frames (about half a MiB each) in memory.
+/// many threads holds at most this many frames (a few bytes per predicted access, 2 to 13
+/// per literal) in memory.
 const MAX_OPEN: usize = 32;
 
 /// A thread's open frame: its columns and collapsed reads so far.

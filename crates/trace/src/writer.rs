@@ -1,5 +1,6 @@
 //! The trace writer: any number of threads append batches through `&self`, each encoding
-//! its accesses into compact columns while they are still in its cache; a few background
+//! its accesses into the stride predictor's symbols and time blocks (V6) while they are
+//! still in its cache; a few background
 //! workers compress them in parallel and one thread writes the frames in the order they
 //! were appended, so zstd stays off the appenders' path and the file is byte for byte
 //! what a single worker would write.

@@ -186,10 +186,7 @@ fn symbols_from_a_running_predictor_round_trip() {
     let mut f = frames.frame(&w, 0, tail.len()).unwrap();
     f.symbols(Some(&start), &syms, tail.len()).unwrap();
     f.times(tail.len(), BlockTime::every(tail[0].time, 3));
-    assert!(
-        f.symbols(None, &[Symbol::Run(2)], 3).is_err(),
-        "2 is not 3"
-    );
+    assert!(f.symbols(None, &[Symbol::Run(2)], 3).is_err(), "2 is not 3");
     frames.close_all(&w).unwrap();
     let mut f = frames.frame(&w, 0, 2).unwrap();
     f.access(64, 8, false);
