@@ -6,6 +6,7 @@
 
 use crate::columns;
 use crate::error::{Result, TraceError};
+use crate::symbols;
 use crate::types::{Header, ProcessInfo, ThreadInfo, TraceStatus};
 
 /// The first 8 bytes of every trace.
@@ -74,7 +75,7 @@ impl Kind {
 
     /// Raw bytes of the first of a frame's two compressed streams: the address column of
     /// event frames (which a reader that wants addresses only decompresses alone), else
-    /// all. Not for V5 accesses, whose varint columns vary in length.
+    /// all. Not for V5 and V6 accesses, whose streams vary in length.
     pub fn first_stream(self, count: u32) -> usize {
         match self {
             Kind::Accesses | Kind::Faults => 8 * count as usize,
@@ -224,16 +225,26 @@ pub fn encode_frame_head(
     out
 }
 
-/// True when accesses frames of a version-`version` file hold V5's varint columns.
+/// True when accesses frames of a version-`version` file have streams of varying
+/// length: V5's varint columns or V6's symbols.
 pub fn varint_accesses(version: u32) -> bool {
     version >= crate::TraceVersion::V5 as u32
+}
+
+/// True when accesses frames of a version-`version` file hold V6's predictor symbols.
+pub fn symbol_accesses(version: u32) -> bool {
+    version >= crate::TraceVersion::V6 as u32
 }
 
 /// Whether `raw` bytes are a possible raw length for `count` records of `kind` in a
 /// version-`version` file: fixed per record, except V5's varint access columns.
 fn raw_len_ok(kind: Kind, version: u32, count: u32, raw: u32) -> bool {
     let (n, raw) = (count as usize, raw as usize);
-    if kind == Kind::Accesses && varint_accesses(version) {
+    if kind == Kind::Accesses && symbol_accesses(version) {
+        // A symbol and a block at least; at most a literal and a block per access.
+        let most = n * symbols::MAX_ACCESS_BYTES + symbols::MAX_STATE_BYTES;
+        (n == 0 || raw >= 2) && raw <= most
+    } else if kind == Kind::Accesses && varint_accesses(version) {
         (n * columns::MIN_ACCESS_BYTES..=n * columns::MAX_ACCESS_BYTES).contains(&raw)
     } else {
         raw == n * kind.record_bytes()
@@ -257,11 +268,20 @@ pub fn decode_frame_head(b: &[u8; FRAME_HEADER], offset: u64, version: u32) -> R
             format!("frame lengths do not match ({count} records, {raw} bytes)"),
         ));
     }
-    // V5 access columns are never shuffled: no flag is defined for them.
-    let known = if kind == Kind::Accesses && varint_accesses(version) {
-        0
-    } else {
-        3
+    // V5 access columns are never shuffled: no flag is defined for them; V6 accesses
+    // say where their predictor starts (one of the two).
+    let known = match kind {
+        Kind::Accesses if symbol_accesses(version) => {
+            if b[1] == symbols::FROM_STATE | symbols::CONTINUES {
+                return Err(corrupt(
+                    offset,
+                    "frame flags name two predictor starts".into(),
+                ));
+            }
+            symbols::FROM_STATE | symbols::CONTINUES
+        }
+        Kind::Accesses if varint_accesses(version) => 0,
+        _ => 3,
     };
     if b[1] & !known != 0 {
         return Err(corrupt(offset, format!("unknown frame flags {:#x}", b[1])));

@@ -1,4 +1,5 @@
-//! The access columns of format version 5: varint-coded zigzag deltas, built in one
+//! The access columns of format version 5 (read only since V6; the encoder stays for
+//! the tests): varint-coded zigzag deltas, built in one
 //! tight loop over the accesses as they come (all four columns at once, a batch perhaps
 //! over several calls) into buffers the writer's workers reuse, then compressed by zstd.
 //!
@@ -9,6 +10,7 @@
 //! and to compress, and one far jump (heap to stack) no longer widens a whole frame.
 
 use crate::chunk::AccessChunk;
+#[cfg(test)]
 use crate::types::Access;
 
 /// Most bytes of one access: base tag (1), address and time varints (10 each), size and
@@ -26,26 +28,29 @@ pub const MAX_ADDRESS_BYTES: usize = 1 + MAX_VARINT;
 pub const BASES: usize = 8; // At most 8: three bits of index in `pick_base`; a power of two.
 /// An address farther than this from every base starts a new stream in the least
 /// recently started base (the encoder's choice; the decoder just follows the tags).
+#[cfg(test)]
 const NEAR: u64 = 1 << 12;
 /// How near the guessed base must be to skip the search: a few lines, or a stencil's
 /// neighbouring rows (farther apart, but near one another) would take turns on one
 /// base and their deltas would stop repeating.
+#[cfg(test)]
 const GUESS_NEAR: u64 = 256;
 /// Most bytes of one varint-coded u64.
 pub const MAX_VARINT: usize = 10;
 
 /// Zigzag: small negative and positive deltas both become small unsigned numbers.
 #[inline(always)]
-fn zigzag(d: u64) -> u64 {
+pub(crate) fn zigzag(d: u64) -> u64 {
     let d = d as i64;
     ((d << 1) ^ (d >> 63)) as u64
 }
 
 #[inline(always)]
-fn unzigzag(z: u64) -> u64 {
+pub(crate) fn unzigzag(z: u64) -> u64 {
     (z >> 1) ^ (z & 1).wrapping_neg()
 }
 
+#[cfg(test)]
 /// LEB128 at `buf[at..]` (7 bits per byte, low bits first, the top bit set on all bytes
 /// but the last); returns the position after it. Into a slice, not a `Vec`: no capacity
 /// check or length update per byte.
@@ -63,7 +68,7 @@ fn put_varint(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
 /// The varint at `raw[*at..]`, moving `at` past it; None if it overruns `raw` or is
 /// longer than a u64 needs.
 #[inline(always)]
-fn get_varint(raw: &[u8], at: &mut usize) -> Option<u64> {
+pub(crate) fn get_varint(raw: &[u8], at: &mut usize) -> Option<u64> {
     let b = *raw.get(*at)?;
     *at += 1;
     if b < 0x80 {
@@ -105,6 +110,7 @@ fn get_addresses(dst: &mut Vec<u64>, raw: &[u8], n: usize) -> Option<()> {
     (at == raw.len()).then_some(())
 }
 
+#[cfg(test)]
 /// The base to code `addr` against: the nearest one, or the next in turn to restart
 /// when none is [`NEAR`]; `next` is that turn.
 #[inline(always)]
@@ -137,6 +143,7 @@ fn get_deltas(dst: &mut Vec<u64>, raw: &[u8], at: &mut usize, n: usize) -> Optio
     Some(())
 }
 
+#[cfg(test)]
 /// The encoder's state between two accesses of one batch.
 #[derive(Debug, Default, Clone, Copy)]
 struct Enc {
@@ -150,6 +157,7 @@ struct Enc {
     time: u64,
 }
 
+#[cfg(test)]
 /// One batch of accesses being encoded as V5 columns as they come, so that a caller can
 /// encode accesses as it decodes them (no array of [`Access`] in between) and a batch can
 /// span several of its calls. The four columns grow apart and are joined into the
@@ -170,16 +178,12 @@ pub struct Columns {
     enc: Enc,
 }
 
+#[cfg(test)]
 impl Columns {
     /// Accesses in the batch.
     #[inline]
     pub fn len(&self) -> usize {
         self.n
-    }
-
-    /// True when the batch holds no access.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
     }
 
     /// Empties the batch (keeping the buffers) for a new one.
@@ -199,11 +203,6 @@ impl Columns {
         fit(&mut self.addrs, a + k * MAX_VARINT);
         fit(&mut self.times, t + k * MAX_VARINT);
         fit(&mut self.sizes, s + k * 2);
-    }
-
-    /// Appends one access (in time order within the batch).
-    pub fn push(&mut self, addr: u64, size: u8, write: bool, time: u64) {
-        self.extend_from(1, std::iter::once((addr, size, write, time)));
     }
 
     /// Appends the first `k` accesses of `it`, `(addr, size, write, time)` in time order:

@@ -6,23 +6,27 @@
 //! 8,192-access frames both were a sixth of the tracer's time. What a trace says does not
 //! change: each thread's events, in its order, are the same whatever the frame sizes.
 
-use crate::columns::Columns;
 use crate::error::Result;
+use crate::symbols::Symbols;
 use crate::types::Fault;
 use crate::workers::Batch;
 use crate::writer::Writer;
+use tdmap_wire::predict::{Predictor, Symbol};
+use tdmap_wire::times::BlockTime;
 
-/// Most accesses in one frame built here: 8 runtime chunks. Larger frames compress no
-/// better (zstd's tables are already paid for) and hold more memory per thread.
+/// Most accesses in one frame built here: 8 runtime chunks. Larger frames would save the
+/// few literals a frame's predictor pays to restart, but a reader holds a frame's
+/// accesses whole (18 bytes each in an `AccessChunk`): this bounds its memory.
 pub const FRAME_ACCESSES: usize = 1 << 16;
 /// Most frames open at once: opening one more sends the oldest, so that a program of
-/// many threads holds at most this many frames (about half a MiB each) in memory.
+/// many threads holds at most this many frames (a few bytes per predicted access, 2 to 13
+/// per literal) in memory.
 const MAX_OPEN: usize = 32;
 
 /// A thread's open frame: its columns and collapsed reads so far.
 struct Open {
     thread: u32,
-    cols: Box<Columns>,
+    cols: Box<Symbols>,
     repeats: Vec<(u32, u32)>,
 }
 
@@ -34,7 +38,7 @@ pub struct OpenFrames {
 
 /// One thread's open frame, to push accesses into.
 pub struct Frame<'a> {
-    cols: &'a mut Columns,
+    cols: &'a mut Symbols,
     repeats: &'a mut Vec<(u32, u32)>,
 }
 
@@ -106,16 +110,40 @@ impl Frame<'_> {
         self.cols.is_empty()
     }
 
-    /// Appends one access of the frame's thread, in time order.
+    /// Appends one access of the frame's thread at `time`, in time order (accesses
+    /// whose times step by one amount share a time block).
     pub fn push(&mut self, addr: u64, size: u8, write: bool, time: u64) {
         self.cols.push(addr, size, write, time);
     }
 
-    /// Appends the first `k` accesses of `it`, `(addr, size, write, time)` in time order
-    /// (the fast way: one loop, built into the caller's).
-    #[inline]
-    pub fn extend_from(&mut self, k: usize, it: impl Iterator<Item = (u64, u8, bool, u64)>) {
-        self.cols.extend_from(k, it);
+    /// Appends one access of the frame's thread, its time given by [`Frame::times`]:
+    /// the conversion's hot path, one predictor step per access.
+    #[inline(always)]
+    pub fn access(&mut self, addr: u64, size: u8, write: bool) {
+        self.cols.access(addr, size, write);
+    }
+
+    /// Gives the frame's next `n` accesses (appended by [`Frame::access`] before or
+    /// after) the times stepping from `start`, as the runtime's clock ticks spread them
+    /// (`tdmap_wire::times`). Every access must get a time before the frame is sent.
+    pub fn times(&mut self, n: usize, start: BlockTime) {
+        self.cols.times(n, start);
+    }
+
+    /// Appends symbols a predictor already made from the thread's accesses, standing for
+    /// `accesses` of them, with no per-access work: the runtime's own symbols (issue 17
+    /// item 2, stage 2). For a new frame, `start` is where the predictor starts:
+    /// `Some(state)` before the first symbol (stored unless initial: the frame decodes
+    /// alone), or `None` to go on from where the thread's previous accesses frame ended
+    /// (a predictor that runs on across frames and the faults frames between them).
+    /// Their times come from [`Frame::times`]. A frame takes either symbols or accesses.
+    pub fn symbols(
+        &mut self,
+        start: Option<&Predictor>,
+        syms: &[Symbol],
+        accesses: usize,
+    ) -> Result<()> {
+        self.cols.symbols(start, syms, accesses)
     }
 
     /// Marks access `i` of the frame, a read, as a run of reads of its line with `extra`

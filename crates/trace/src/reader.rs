@@ -7,10 +7,13 @@ use crate::chunk::{
 use crate::codec::{self, corrupt, FrameHead, Kind, FRAME_HEADER, HEADER_FIXED};
 use crate::columns;
 use crate::error::{Result, TraceError};
+use crate::replay;
 use crate::types::{Event, Header, ProcessInfo, ThreadInfo, TraceStatus};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use tdmap_wire::predict::Predictor;
 
 /// Totals recorded in a finished trace's end frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -88,6 +91,9 @@ pub struct Reader<R = BufReader<File>> {
     repeats: Vec<(u32, u32)>,
     /// The thread of a repeats frame whose accesses frame is still to come.
     repeats_for: Option<u32>,
+    /// Each thread's stride predictor as its last V6 accesses frame left it, for a frame
+    /// that continues it.
+    predictors: HashMap<u32, Predictor>,
 }
 
 impl Reader<BufReader<File>> {
@@ -144,6 +150,7 @@ impl<R: Read + Seek> Reader<R> {
             cut_frame: false,
             repeats: Vec::new(),
             repeats_for: None,
+            predictors: HashMap::new(),
         };
         r.load_trailer(start, len)?;
         Ok(r)
@@ -343,8 +350,10 @@ impl<R: Read + Seek> Reader<R> {
         let want = head.raw_len as usize;
         let varint = head.kind == Kind::Accesses && codec::varint_accesses(self.header.version);
         // V5 accesses: the address column's length is known once decompressed, and the
-        // second stream holds the rest of the frame's raw length.
-        let max1 = if varint {
+        // second stream holds the rest of the frame's raw length; so V6's symbols.
+        let max1 = if codec::symbol_accesses(self.header.version) && varint {
+            want
+        } else if varint {
             want.min(head.count as usize * columns::MAX_ADDRESS_BYTES)
         } else {
             head.kind.first_stream(head.count)
@@ -399,7 +408,16 @@ impl<R: Read + Seek> Reader<R> {
             self.seen.accesses += n as u64;
             if let Chunk::Accesses(c) = &mut self.slots[0] {
                 let rest = (!self.addrs_only).then_some(&self.rest[..]);
-                if codec::varint_accesses(v) {
+                if codec::symbol_accesses(v) {
+                    let state = self.predictors.entry(head.thread).or_default();
+                    let h = (head.thread, n, head.flags);
+                    if !replay::decode(c, h, state, &self.raw, rest) {
+                        return Err(corrupt(
+                            at,
+                            "malformed access symbols or time blocks".into(),
+                        ));
+                    }
+                } else if codec::varint_accesses(v) {
                     if !columns::decode(c, head.thread, n, &self.raw, rest) {
                         return Err(corrupt(at, "malformed access columns".into()));
                     }

@@ -1,13 +1,13 @@
 //! The trace writer's background workers: each takes a batch of events (accesses already
-//! encoded as V5 columns by the appending thread), compresses it with zstd and hands the
-//! frame's bytes to the writing thread. The batches' column buffers come back to a pool,
-//! so the appenders encode into memory that is already mapped instead of a fresh
-//! allocation per frame (the kernel's page faults and zeroing were a tenth of the
-//! tracer's time), and the accesses cross to another core at 3-4 bytes each, not 24.
+//! encoded as V6 symbols and time blocks by the appending thread), compresses it with
+//! zstd and hands the frame's bytes to the writing thread. The batches' buffers come back
+//! to a pool, so the appenders encode into memory that is already mapped instead of a
+//! fresh allocation per frame, and the accesses cross to another core as a few symbols,
+//! not 24 bytes each.
 
 use crate::chunk::{encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
-use crate::columns::Columns;
+use crate::symbols::Symbols;
 use crate::types::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus};
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -34,10 +34,10 @@ const PROBE_EVERY: u32 = 8;
 
 /// Events of one frame, still to be compressed by a worker.
 pub(crate) enum Batch {
-    /// Accesses, already encoded by the appending thread (whose cache still holds them),
-    /// with the collapsed reads of a repeats frame to write just before, if any: both
-    /// one job, so that no other thread's frame comes between them.
-    Accesses(Box<Columns>, Vec<(u32, u32)>),
+    /// Accesses, already encoded (and finished) by the appending thread, with the
+    /// collapsed reads of a repeats frame to write just before, if any: both one job, so
+    /// that no other thread's frame comes between them.
+    Accesses(Box<Symbols>, Vec<(u32, u32)>),
     Faults(Vec<Fault>),
 }
 
@@ -64,9 +64,9 @@ pub(crate) enum Done {
 /// What the appenders and the workers share besides the queue.
 #[derive(Default)]
 pub(crate) struct Pool {
-    /// Spare column buffers, returned by the workers once compressed and taken by the
+    /// Spare frame buffers, returned by the workers once compressed and taken by the
     /// appenders, so that encoding writes into memory already mapped.
-    spare: Mutex<Vec<Columns>>,
+    spare: Mutex<Vec<Symbols>>,
     /// The threads whose addresses compress poorly, with how many more of their address
     /// streams go at [`FAST_LEVEL`] before the next at [`LEVEL`].
     poor: Mutex<HashMap<u32, u32>>,
@@ -77,17 +77,19 @@ const POOL_MAX: usize = 64 + 8;
 
 impl Pool {
     /// An empty batch, in buffers of the pool (or new ones).
-    pub(crate) fn take(&self) -> Box<Columns> {
+    pub(crate) fn take(&self) -> Box<Symbols> {
         let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut c = Box::new(spare.unwrap_or_default());
         c.clear();
         c
     }
 
-    /// `part` encoded as columns, in buffers of the pool (or new ones).
-    pub(crate) fn encode(&self, part: &[Access]) -> Box<Columns> {
+    /// `part` encoded as a V6 frame, in buffers of the pool (or new ones).
+    pub(crate) fn encode(&self, part: &[Access]) -> Box<Symbols> {
         let mut c = self.take();
-        c.extend(part);
+        for a in part {
+            c.push(a.addr, a.size, a.write, a.time);
+        }
         c
     }
 
@@ -113,7 +115,7 @@ impl Pool {
         }
     }
 
-    fn give(&self, c: Box<Columns>) {
+    fn give(&self, c: Box<Symbols>) {
         let mut pool = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL_MAX {
             pool.push(*c);
@@ -121,12 +123,9 @@ impl Pool {
     }
 }
 
-/// A worker's reusable buffers: an access batch's two streams, joined from its columns,
-/// and the compressed streams on their way into a frame.
+/// A worker's reusable buffer: the compressed streams on their way into a frame.
 #[derive(Default)]
 struct Scratch {
-    first: Vec<u8>,
-    second: Vec<u8>,
     comp: Vec<u8>,
 }
 
@@ -184,11 +183,10 @@ fn encode_frame(
                 frame_bytes((comp, None), &mut buf.comp, &mut bytes, f, first, second)?;
             }
             let count = c.len() as u32;
-            let f = (Kind::Accesses, thread, count, 0);
-            c.streams(&mut buf.first, &mut buf.second);
+            let f = (Kind::Accesses, thread, count, c.flags());
             let fast = fast.filter(|_| pool.fast(thread));
             let probed = fast.is_none();
-            let (first, second) = (&buf.first, &buf.second);
+            let (first, second) = c.streams();
             let n = frame_bytes((comp, fast), &mut buf.comp, &mut bytes, f, first, second)?;
             if probed {
                 pool.compressed(thread, first.len(), n);

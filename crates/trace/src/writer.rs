@@ -1,5 +1,6 @@
 //! The trace writer: any number of threads append batches through `&self`, each encoding
-//! its accesses into compact columns while they are still in its cache; a few background
+//! its accesses into the stride predictor's symbols and time blocks (V6) while they are
+//! still in its cache; a few background
 //! workers compress them in parallel and one thread writes the frames in the order they
 //! were appended, so zstd stays off the appenders' path and the file is byte for byte
 //! what a single worker would write.
@@ -173,7 +174,8 @@ impl Writer {
     }
 
     /// Appends accesses made by `thread` (their own `thread` fields are ignored), in time
-    /// order. They are encoded on the calling thread (a few ns each); compression is not.
+    /// order. They are encoded on the calling thread (a predictor step each, their times
+    /// into blocks); compression is not.
     pub fn append_accesses(&self, thread: u32, accesses: &[Access]) -> Result<()> {
         for part in accesses.chunks(codec::MAX_FRAME_EVENTS as usize) {
             self.send_frame(thread, Batch::Accesses(self.pool.encode(part), Vec::new()))?;
@@ -243,9 +245,12 @@ impl Writer {
             .unwrap_or_else(|_| Err(TraceError::Invalid("trace writer thread panicked".into())))
     }
 
-    pub(crate) fn send_frame(&self, thread: u32, batch: Batch) -> Result<()> {
-        let n = match &batch {
-            Batch::Accesses(c, _) => c.len(),
+    pub(crate) fn send_frame(&self, thread: u32, mut batch: Batch) -> Result<()> {
+        let n = match &mut batch {
+            Batch::Accesses(c, _) => {
+                c.finish()?;
+                c.len()
+            }
             Batch::Faults(f) => f.len(),
         };
         if n == 0 {

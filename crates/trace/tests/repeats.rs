@@ -36,7 +36,7 @@ fn collapsed_reads_round_trip_and_are_counted_apart_from_accesses() {
     let p = path("round.trace");
     write_sample(&p);
     let mut r = Reader::open(&p).unwrap();
-    assert_eq!(r.header().version, 5);
+    assert_eq!(r.header().version, VERSION);
     let mut seen = Vec::new();
     while let Some(c) = r.next_chunk().unwrap() {
         if let Chunk::Accesses(a) = c {

@@ -385,7 +385,7 @@ fn version_1_fixture_still_reads() {
 }
 
 #[test]
-fn new_traces_are_version_5_and_keep_descending_addresses() {
+fn new_traces_are_the_current_version_and_keep_descending_addresses() {
     let dir = tempdir();
     let p = dir.join("t");
     let w = Writer::create(&p, Header::new(vec![], "m")).unwrap();
@@ -403,7 +403,7 @@ fn new_traces_are_version_5_and_keep_descending_addresses() {
     w.append_accesses(0, &a).unwrap();
     w.finish(TraceStatus::Complete).unwrap();
     let r = Reader::open(&p).unwrap();
-    assert_eq!(r.header().version, 5);
+    assert_eq!(r.header().version, VERSION);
     let got: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
     let want: Vec<Event> = a.into_iter().map(Event::Access).collect();
     assert_eq!(got, want);
@@ -559,7 +559,7 @@ fn the_process_table_round_trips_and_the_checker_validates_it() {
 
 /// A V2 file is a V3 file without a processes frame: the same bytes with version 2 read
 /// as before, and a processes frame in one is damage. (Only frames other than accesses
-/// are laid out alike in V2 and V5, so the sample holds faults.)
+/// are laid out alike in V2 and V6, so the sample holds faults.)
 #[test]
 fn version_2_traces_still_read_and_cannot_hold_a_process_table() {
     let p = tempdir().join("v2");

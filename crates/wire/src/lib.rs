@@ -11,6 +11,7 @@
 //! - [`pagekey`]: the key of a page across processes (by backing object when shared).
 //! - [`pin`]: `tdmap exec`'s CPU list for the runtime, and the runtime's pin records.
 //! - [`predict`]: the stride predictor that splits a thread's accesses into runs and literals.
+//! - [`times`]: the even spread of access times between clock reads, as blocks.
 //! - [`window`]: `tdmap trace --window N:M`, the share of the run that is recorded.
 //!
 //! No dependencies and no `unsafe`: the runtime links this into every traced program.
@@ -27,6 +28,7 @@ pub mod pagekey;
 pub mod pin;
 pub mod predict;
 pub mod raw;
+pub mod times;
 pub mod window;
 
 pub use announce::{Announcement, AnnouncementReader};

@@ -20,7 +20,7 @@
 /// The longest distance, in accesses, that the predictor looks back over.
 pub const K_MAX: usize = 32;
 /// Accesses remembered: two bodies of the longest distance.
-const RING: usize = 2 * K_MAX;
+pub const RING: usize = 2 * K_MAX;
 
 /// One thread's predictor state. All zeros is the state before the first access, so a
 /// runtime may keep it in zeroed memory.
@@ -52,6 +52,29 @@ impl Predictor {
             at: 0,
             km1: 0,
         }
+    }
+
+    /// The whole state, for a trace frame that starts from it (trace format 6): the
+    /// last [`RING`] addresses and metas, accesses seen modulo [`RING`], distance - 1.
+    pub fn state(&self) -> (&[u64; RING], &[u8; RING], u32, u32) {
+        (&self.addrs, &self.metas, self.at, self.km1)
+    }
+
+    /// The predictor in the state [`Predictor::state`] gave; None when `at` or `km1` is
+    /// out of range (a damaged file).
+    pub fn from_state(
+        addrs: [u64; RING],
+        metas: [u8; RING],
+        at: u32,
+        km1: u32,
+    ) -> Option<Predictor> {
+        let ok = (at as usize) < RING && (km1 as usize) < K_MAX;
+        ok.then_some(Predictor {
+            addrs,
+            metas,
+            at,
+            km1,
+        })
     }
 
     /// The current distance k.
@@ -145,6 +168,11 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    /// The predictor's state: what a frame of symbols that starts here starts from.
+    pub fn predictor(&self) -> &Predictor {
+        &self.predictor
+    }
+
     /// Takes the next access; `literal` sends it whole even when predicted. Gives `out`
     /// the symbols it completes: the run it ends, then the literal.
     #[inline]

@@ -61,8 +61,9 @@ impl Decoder {
 
     /// Pushes the accesses among words `words` of a chunk into `f`, in order, each
     /// address through `key`: every record but the CPU and repeat words, each at its
-    /// word's time (the clock ticks spread over the words, `raw::blocks`). One loop per
-    /// clock tick, encoding as it decodes.
+    /// word's time (the clock ticks spread over the words, `raw::blocks`). The frame
+    /// predicts each access (one step, no encoding: trace V6) and takes the times as
+    /// the blocks themselves, a block cut where a side word takes a time of its own.
     pub(super) fn push(
         c: &RawChunk,
         words: Range<usize>,
@@ -78,15 +79,23 @@ impl Decoder {
             (b.first..lo).for_each(|_| {
                 time.step();
             });
-            let acc = c.records[lo..hi]
-                .iter()
-                .map(|&w| (w, time.step()))
-                .filter(|&(w, _)| !wire::is_side_word(w))
-                .map(|(w, t)| {
-                    let r = wire::unpack(w);
-                    (key(r.addr), r.size, r.write, t)
-                });
-            f.extend_from(hi - lo, acc);
+            // The accesses since the last side word, and the time of the first of them.
+            let (mut start, mut run) = (time, 0);
+            for &w in &c.records[lo..hi] {
+                if wire::is_side_word(w) {
+                    f.times(run, start);
+                    time = start;
+                    (0..=run).for_each(|_| {
+                        time.step();
+                    });
+                    (start, run) = (time, 0);
+                    continue;
+                }
+                let r = wire::unpack(w);
+                f.access(key(r.addr), r.size, r.write);
+                run += 1;
+            }
+            f.times(run, start);
         }
     }
 

@@ -228,115 +228,9 @@ fn read_full(src: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// The time of record `i` of `n` in a chunk: spread evenly between the clock ticks
-/// around it (the runtime reads the clock once per `TICK_EVERY` records). The reference
-/// that [`times`] is checked against.
 #[cfg(test)]
-pub fn time_of(ticks: &[u64], t1: u64, i: usize, n: usize) -> u64 {
-    let k = i / wire::TICK_EVERY;
-    let first = k * wire::TICK_EVERY;
-    let next = first + wire::TICK_EVERY;
-    let end = if next < n { ticks[k + 1] } else { t1 };
-    interpolate(ticks[k], end.max(ticks[k]), i - first, next.min(n) - first)
-}
-
-/// The times of all `n` records of a chunk, as [`time_of`] gives them one by one, without
-/// a division per record (the conversion's hot loop).
-pub fn times(ticks: &[u64], t1: u64, n: usize) -> impl Iterator<Item = u64> + '_ {
-    blocks(ticks, t1, n).flat_map(Block::times)
-}
-
-/// The records of a chunk between two clock ticks, and how their times step.
-#[derive(Debug, Clone, Copy)]
-pub struct Block {
-    /// Position of its first record in the chunk.
-    pub first: usize,
-    /// Records in it.
-    pub len: usize,
-    t0: u64,
-    /// Each record's time is the one before's plus `q`, plus 1 when `r` carries over.
-    q: u64,
-    r: u64,
-}
-
-impl Block {
-    /// Its records' times, in order.
-    pub fn times(self) -> impl Iterator<Item = u64> {
-        let mut at = self.start();
-        (0..self.len).map(move |_| at.step())
-    }
-
-    /// The time of its first record, to step through the others.
-    #[inline]
-    pub fn start(&self) -> BlockTime {
-        BlockTime {
-            at: self.t0,
-            rem: 0,
-            q: self.q,
-            r: self.r,
-            len: self.len as u64,
-        }
-    }
-}
-
-/// The next time of a [`Block`]'s records.
-pub struct BlockTime {
-    at: u64,
-    rem: u64,
-    q: u64,
-    r: u64,
-    len: u64,
-}
-
-impl BlockTime {
-    /// This record's time; moves to the next record's.
-    #[inline(always)]
-    pub fn step(&mut self) -> u64 {
-        let t = self.at;
-        self.at += self.q;
-        self.rem += self.r;
-        if self.rem >= self.len {
-            self.rem -= self.len;
-            self.at += 1;
-        }
-        t
-    }
-}
-
-/// The blocks of a chunk of `n` records, one per clock tick: their times spread evenly
-/// between the tick and the next one (the flush time `t1` for the last).
-pub fn blocks(ticks: &[u64], t1: u64, n: usize) -> impl Iterator<Item = Block> + '_ {
-    (0..n.div_ceil(wire::TICK_EVERY)).map(move |k| {
-        let first = k * wire::TICK_EVERY;
-        let next = first + wire::TICK_EVERY;
-        let end = if next < n { ticks[k + 1] } else { t1 };
-        let t0 = ticks[k];
-        let len = next.min(n) - first;
-        let span = end
-            .max(t0)
-            .saturating_sub(t0)
-            .min(u64::MAX / wire::TICK_EVERY as u64);
-        // floor(span·i/len) = i·(span/len) + floor(i·(span%len)/len), the last carried.
-        let l = len as u64;
-        Block {
-            first,
-            len,
-            t0,
-            q: span / l,
-            r: span % l,
-        }
-    })
-}
-
-/// Spreads `n` records evenly over `t0..t1`.
-#[cfg(test)]
-fn interpolate(t0: u64, t1: u64, i: usize, n: usize) -> u64 {
-    // Spans are nanoseconds within one tick and i < TICK_EVERY, so u64 cannot overflow.
-    let span = t1
-        .saturating_sub(t0)
-        .min(u64::MAX / wire::TICK_EVERY as u64);
-    t0 + span * i as u64 / n.max(1) as u64
-}
+pub use tdmap_wire::times::time_of;
+pub use tdmap_wire::times::{blocks, times};
 
 #[cfg(test)]
 mod tests {
@@ -442,38 +336,5 @@ mod tests {
             assert_eq!(r.next_event().unwrap(), None);
             assert!(r.torn);
         }
-    }
-
-    #[test]
-    fn interpolation_stays_within_the_chunk() {
-        assert_eq!(interpolate(100, 200, 0, 4), 100);
-        assert_eq!(interpolate(100, 200, 2, 4), 150);
-        assert!(interpolate(100, 200, 3, 4) < 200);
-        assert_eq!(interpolate(5, 5, 3, 4), 5);
-    }
-
-    #[test]
-    fn times_in_one_pass_equal_time_of_each_record() {
-        let e = wire::TICK_EVERY;
-        for (ticks, t1, n) in [
-            (vec![1000u64, 2000, 2999, 0], 5000u64, 2 * e + 7),
-            (vec![7, 7, 9, 1 << 40], 1 << 41, 4 * e),
-            (vec![500, 400, 0, 0], 450, e + 1),
-            (vec![3, 0, 0, 0], 1_000_003, 5),
-        ] {
-            let fast: Vec<u64> = times(&ticks, t1, n).collect();
-            let slow: Vec<u64> = (0..n).map(|i| time_of(&ticks, t1, i, n)).collect();
-            assert_eq!(fast, slow, "ticks {ticks:?} t1 {t1} n {n}");
-        }
-    }
-
-    #[test]
-    fn record_times_follow_the_ticks() {
-        let e = wire::TICK_EVERY;
-        let ticks = [1000, 2000, 0, 0];
-        assert_eq!(time_of(&ticks, 5000, 0, e + 10), 1000);
-        assert_eq!(time_of(&ticks, 5000, e / 2, e + 10), 1500);
-        assert_eq!(time_of(&ticks, 5000, e, e + 10), 2000);
-        assert!(time_of(&ticks, 5000, e + 9, e + 10) < 5000);
     }
 }
