@@ -47,7 +47,8 @@ pub struct Runs {
     tags: [u64; WAYS],
     /// Watch generation each way collapses against, 0 when not watching.
     gens: [u64; WAYS],
-    /// Position of each way's record in the thread's current chunk.
+    /// Access index of each way's record in the thread's current chunk (what its repeat
+    /// word names: `tdmap_wire::raw::pack_repeat`).
     at: [u32; WAYS],
     /// Reads collapsed into each way's record so far.
     extra: [u32; WAYS],
@@ -90,7 +91,7 @@ impl Runs {
     }
 
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,
-    /// whose record sits at position `at` of the chunk.
+    /// whose record is access `at` of the chunk.
     #[inline(always)]
     pub fn start(&mut self, way: usize, line: u64, at: u32, watch: bool) {
         self.begin(way, line, at);
