@@ -410,7 +410,7 @@ fn flush(s: &mut ThreadState) {
     s.sides = 0;
     // Every chunk expands alone (`tdmap_wire::raw::expand`): a reader may start at any
     // chunk (after a spill, or once `tdmap trace` stops converting while the program runs).
-    s.pred = Predictor::new();
+    s.pred.reset();
 }
 
 fn write_marker(kind: u32, thread: u32, extra: u64) {
@@ -537,7 +537,7 @@ pub fn restart_in_child(mode: u8) {
     s.words = 0;
     s.sides = 0;
     s.run = 0;
-    s.pred = Predictor::new();
+    s.pred.reset();
     s.seen = 0;
     s.filtered = 0;
     s.runs = Runs::default();

@@ -54,6 +54,21 @@ impl Predictor {
         }
     }
 
+    /// Puts the predictor back in its state before the first access. With stores that a
+    /// compiler keeps as stores: a `memset` call (what clearing a whole struct becomes)
+    /// would reach the interceptor of a runtime linked into a traced program, which
+    /// records it as the program's accesses.
+    pub fn reset(&mut self) {
+        for a in &mut self.addrs {
+            *a = std::hint::black_box(0);
+        }
+        for m in &mut self.metas {
+            *m = std::hint::black_box(0);
+        }
+        self.at = 0;
+        self.km1 = 0;
+    }
+
     /// The current distance k.
     #[inline(always)]
     pub fn distance(&self) -> usize {
@@ -274,6 +289,17 @@ mod tests {
     fn zeroed_memory_is_the_initial_state() {
         assert_eq!(Predictor::default().distance(), 1);
         assert_eq!(Predictor::default().guess(), (0, 0));
+    }
+
+    #[test]
+    fn reset_gives_the_initial_state() {
+        let mut p = Predictor::new();
+        for (a, m, _) in stencil(5, 100) {
+            p.observe(a, m);
+        }
+        assert_ne!(p, Predictor::new());
+        p.reset();
+        assert_eq!(p, Predictor::new());
     }
 
     proptest! {
