@@ -33,7 +33,7 @@ const LINE_SHIFT: u32 = 6;
 mod lines;
 mod record;
 
-use record::{fast_path, push_run, record_body};
+use record::{fast_path, push_run, record_body, record_fast};
 
 /// One thread's buffer: the chunk header and clock ticks sit right before the records so
 /// that a chunk leaves in a single `write`.
@@ -107,10 +107,12 @@ pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
 /// Records one access by the calling thread: the whole hot path.
 ///
 /// An aggregating thread (`--model-only`) takes its own path, [`lines::access`]. Most
-/// other accesses take [`record_body`] without its rare steps: the thread records, filters
-/// nothing and has room before the next clock tick or flush. Those conditions are
-/// checked before anything changes; every other access takes [`record_slow`], which runs
-/// the same body with every step.
+/// other accesses take [`record_fast`], [`record_body`] without its rare steps: the
+/// thread records, filters nothing and has room before the next clock tick or flush.
+/// Those conditions are checked before anything changes; every other access takes
+/// [`record_slow`], which runs the same body with every step. Both are out of line,
+/// reached by tail calls, so that this function, inlined into every callback, keeps no
+/// registers on its counting and aggregating paths.
 #[inline(always)]
 pub fn record(addr: u64, size_log2: u32, write: bool) {
     let st = CURRENT.with(Cell::get);
@@ -120,7 +122,7 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
     if let Some(s) = unsafe { st.as_mut() } {
         match s.mode.load(Ordering::Relaxed) {
             MODE_RECORD if s.aggregate => return lines::access(s, addr, size_log2, write),
-            MODE_RECORD if fast_path(s) => return record_body::<false>(s, addr, size_log2, write),
+            MODE_RECORD if fast_path(s) => return record_fast(s, addr, size_log2, write),
             MODE_COUNT => {
                 s.seen += 1;
                 return;

@@ -78,6 +78,13 @@ impl Predictor {
     /// The access that distance `k` (1 to [`K_MAX`]) predicts next: (address, meta).
     #[inline(always)]
     fn guess_at(&self, k: usize) -> (u64, u8) {
+        let (a, m, _) = self.guess_step_at(k);
+        (a, m)
+    }
+
+    /// [`Predictor::guess_at`] and the address it steps from, access i-k.
+    #[inline(always)]
+    fn guess_step_at(&self, k: usize) -> (u64, u8, u64) {
         let at = self.at as usize;
         let i1 = at.wrapping_sub(k) % RING;
         let i2 = at.wrapping_sub(2 * k) % RING;
@@ -85,7 +92,15 @@ impl Predictor {
         (
             a1.wrapping_add(a1.wrapping_sub(self.addrs[i2])),
             self.metas[i1],
+            a1,
         )
+    }
+
+    /// [`Predictor::guess`] and [`Predictor::previous`] in one look: (address, meta,
+    /// the address it steps from).
+    #[inline(always)]
+    pub fn guess_step(&self) -> (u64, u8, u64) {
+        self.guess_step_at(self.distance())
     }
 
     /// The access predicted next: (address, meta).
@@ -119,6 +134,15 @@ impl Predictor {
         }
         self.remember(addr, meta);
         hit
+    }
+
+    /// Takes an access that [`Predictor::guess`] gave, as the caller checked: what
+    /// [`Predictor::observe`] does on a hit, without the miss path, for a runtime whose
+    /// fast path must make no call.
+    #[inline(always)]
+    pub fn foreseen(&mut self, addr: u64, meta: u8) {
+        debug_assert_eq!(self.guess(), (addr, meta));
+        self.remember(addr, meta);
     }
 
     /// After a miss: the smallest distance that would have predicted the access, if any.

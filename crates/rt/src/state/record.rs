@@ -23,6 +23,13 @@ pub(super) fn fast_path(s: &ThreadState) -> bool {
     !s.filter && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
 }
 
+/// [`record_body`] on the fast path, out of line: the predictor's path needs registers
+/// that the counting and aggregating paths of `record` must not pay for.
+#[inline(never)]
+pub(super) fn record_fast(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    record_body::<false>(s, addr, size_log2, write)
+}
+
 /// Records one access of a recording thread that does not aggregate. With `ALL` false,
 /// the steps that [`fast_path`] ruled out (filter, flush, clock) are left out. The spin
 /// collapse decides first: a collapsed read never reaches the predictor ([`pack`]).
@@ -49,16 +56,64 @@ pub(super) fn record_body<const ALL: bool>(
     if ALL && full(s) {
         flush(s);
     }
-    let mut start = None;
-    if let Some((way, watch)) = run {
+    // A read that starts a collapse run: the run begins here, at the access's index;
+    // its watch (a call, once per run of WATCH_AFTER records) is left to `take_rest`.
+    let mut watch = NO_WATCH;
+    if let Some((way, w)) = run {
         let repeat = s.runs.end(way);
-        start = Some((way, end_run::<ALL>(s, repeat), watch));
+        let at = end_run::<ALL>(s, repeat);
+        s.runs.begin(way, line, at);
+        if w {
+            watch = way as u32;
+        }
     }
+    take::<ALL>(s, addr, size_log2, write, watch)
+}
+
+/// A `watch` for [`take`]: no collapse run to watch.
+pub(super) const NO_WATCH: u32 = u32::MAX;
+
+/// Takes one access that the collapse kept, then watches the collapse run that it began
+/// in way `watch`, if not [`NO_WATCH`] (`collapse::Runs::watch`). Every such access goes
+/// through the predictor, in order ([`pack`]). The fast path's common case, an access
+/// the predictor foresaw on the page of the access it steps from and no watch to start,
+/// is decided here with no call, so that the fast path keeps few registers; every other
+/// access continues in [`take_rest`], by a tail call.
+#[inline(always)]
+pub(super) fn take<const ALL: bool>(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+    watch: u32,
+) {
+    let a = addr & wire::ADDR_MASK;
+    let meta = wire::meta(size_log2, write);
+    let (guess, guess_meta, prev) = s.pred.guess_step();
+    if !ALL
+        && watch == NO_WATCH
+        && (guess, guess_meta) == (a, meta)
+        && (a ^ prev) >> s.page_shift == 0
+    {
+        // What `pack` does with this access.
+        s.pred.foreseen(a, meta);
+        return predicted::<ALL>(s);
+    }
+    take_rest::<ALL>(s, addr, size_log2, write, watch)
+}
+
+/// The rest of [`take`], out of line: misses, first touches, page checks and watches.
+#[inline(never)]
+fn take_rest<const ALL: bool>(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+    watch: u32,
+) {
     pack::<ALL>(s, addr, size_log2, write);
-    // The new run starts at the access's index; last, so that its rare call (the watch)
-    // is a tail call.
-    if let Some((way, at, watch)) = start {
-        s.runs.start(way, line, at, watch);
+    if watch != NO_WATCH {
+        s.runs.watch(watch as usize, addr >> LINE_SHIFT);
     }
 }
 
@@ -90,7 +145,7 @@ pub(super) fn end_run<const TICK: bool>(s: &mut ThreadState, repeat: Option<u64>
 #[inline(always)]
 pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     let a = addr & wire::ADDR_MASK;
-    let prev = s.pred.previous();
+    let (.., prev) = s.pred.guess_step();
     let hit = s.pred.observe(a, wire::meta(size_log2, write));
     // The slow path checks every page: at a chunk's first access `prev` is no access.
     if !ALL && hit && (a ^ prev) >> s.page_shift == 0 {
@@ -329,7 +384,8 @@ mod tests {
 
         /// Random accesses with random first touches (random pages touched before) and
         /// random collapsed runs (repeat words naming earlier reads), written through the
-        /// runtime's packing as `record_body` does and expanded by the reader, give the
+        /// runtime's packing (`end_run`, `take`) as `record_body` does after the collapse,
+        /// and expanded by the reader, give the
         /// words a version-6 chunk held: a record per access, a CPU word after each first
         /// touch, each repeat word naming its read's word position.
         #[test]
@@ -370,7 +426,7 @@ mod tests {
                             prop_assert_eq!(next, index);
                             cur.push(wire::pack_repeat(word, extra));
                         }
-                        if fast { pack::<false>(&mut s, addr, g.log2, write) } else { pack::<true>(&mut s, addr, g.log2, write) }
+                        if fast { take::<false>(&mut s, addr, g.log2, write, NO_WATCH) } else { take::<true>(&mut s, addr, g.log2, write, NO_WATCH) }
                         let first = touched.insert(addr >> 12);
                         if !write {
                             reads.push((index, cur.len() as u32));
