@@ -58,6 +58,8 @@ pub struct ThreadState {
     collapse: bool,
     /// Counts accesses per line instead of recording each (`aggregate.rs`).
     aggregate: bool,
+    /// Writes every access as a record, no runs (`wire::ENV_PREDICT`; false when zeroed).
+    no_runs: bool,
     runs: Runs,
     /// The recording thread's predictor, afresh in every chunk ([`flush`]).
     pred: Predictor,
@@ -97,6 +99,8 @@ pub static FILTER: AtomicBool = AtomicBool::new(false);
 pub static COLLAPSE: AtomicBool = AtomicBool::new(true);
 /// Whether new threads count their accesses per line (`--model-only`, `aggregate.rs`).
 pub static AGGREGATE: AtomicBool = AtomicBool::new(false);
+/// Whether new recording threads write runs of foreseen accesses (`wire::ENV_PREDICT`).
+pub static PREDICT: AtomicBool = AtomicBool::new(true);
 /// log2 of the page size, for first-touch records.
 pub static PAGE_SHIFT: AtomicU32 = AtomicU32::new(12);
 /// One bit per page of the address space: set once some thread touched the page.
@@ -461,6 +465,7 @@ pub fn register_current() -> *mut ThreadState {
     s.collapse = COLLAPSE.load(Ordering::Relaxed);
     // Filtering decides which accesses are records: it keeps the record-per-access path.
     s.aggregate = AGGREGATE.load(Ordering::Relaxed) && !s.filter;
+    s.no_runs = !PREDICT.load(Ordering::Relaxed);
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);

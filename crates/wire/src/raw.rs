@@ -70,6 +70,10 @@ pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
 /// instead of one record per access: for `tdmap trace --model-only`, whose model needs no
 /// order within a thread's chunk. Never for a trace.
 pub const ENV_AGGREGATE: &str = "TDMAP_RT_AGGREGATE";
+/// Environment variable: "0" makes a recording thread write a record for every access
+/// (its predicted chunks then hold no run words, a word per access as version 6 wrote):
+/// for comparisons, and for tests of the raw stream's bounds that need a large stream.
+pub const ENV_PREDICT: &str = "TDMAP_RT_PREDICT";
 /// Environment variable: "1" makes the callbacks only count (for the overhead benchmark).
 pub const ENV_COUNT_ONLY: &str = "TDMAP_RT_COUNT_ONLY";
 

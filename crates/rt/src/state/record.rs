@@ -20,7 +20,7 @@ const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1)
 /// [`record`]).
 #[inline(always)]
 pub(super) fn fast_path(s: &ThreadState) -> bool {
-    !s.filter && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
+    !(s.filter | s.no_runs) && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
 }
 
 /// [`record_body`] on the fast path, out of line: the predictor's path needs registers
@@ -146,7 +146,7 @@ pub(super) fn end_run<const TICK: bool>(s: &mut ThreadState, repeat: Option<u64>
 pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     let a = addr & wire::ADDR_MASK;
     let (.., prev) = s.pred.guess_step();
-    let hit = s.pred.observe(a, wire::meta(size_log2, write));
+    let hit = s.pred.observe(a, wire::meta(size_log2, write)) && !s.no_runs;
     // The slow path checks every page: at a chunk's first access `prev` is no access.
     if !ALL && hit && (a ^ prev) >> s.page_shift == 0 {
         predicted::<ALL>(s);
@@ -278,6 +278,24 @@ mod tests {
         let got: Vec<u64> = chunks.iter().flat_map(|c| c.words.clone()).collect();
         assert_eq!(got, want);
         assert_eq!(s.seen, 9000);
+    }
+
+    /// `TDMAP_RT_PREDICT=0`: the same chunk, a record per access, no run word.
+    #[test]
+    fn without_runs_every_access_is_a_record() {
+        let mut s = fresh_state(false, true);
+        s.no_runs = true;
+        let mut want = Vec::new();
+        for i in 0..1000 {
+            for (a, w) in three_arrays(i) {
+                access(&mut s, a + (1 << 38), 3, w);
+                want.push(wire::pack(a + (1 << 38), 3, w, false));
+            }
+        }
+        flush(&mut s);
+        let c = &flushed()[0];
+        assert_eq!(c.body, want);
+        assert_eq!(c.words, want);
     }
 
     #[test]
