@@ -15,6 +15,9 @@
 #           only the counts, matrices and event counts are compared);
 #           so too for SAME_LIVE (`name:arg:arg...`), run live only: forkshare's processes
 #           (page keys shared between processes, a trace of several processes).
+#   SAME_RECORD=base records the replayed streams with $BASE's programs instead of this
+#           build's: for a runtime whose wire version $BASE cannot read (both builds
+#           then read the older stream; the live check compares the runtimes).
 # Prints one line per check and exits 1 if any differs.
 source "$(dirname "$0")/common.sh"
 : "${BASE:?set BASE to the tdmap binary of the other build}"
@@ -47,8 +50,10 @@ model_counts_of() { grep -o '"matrix_[a-z]*":[][0-9.,eE+-]*\|"events":[0-9]*' "$
 for spec in $SAME_SIZES; do
   IFS=: read -r w n rep <<<"$spec"
   prog="$OUT/build/tdmap/$w"
+  rec=$prog
+  [ "${SAME_RECORD:-new}" = base ] && rec="$BASE_PROGS/$w"
   rm -f "$S/raw" "$S/ctl"
-  TDMAP_RT_DATA="$S/raw" TDMAP_RT_CTL="$S/ctl" "$prog" "$THREADS" "$n" "${rep:-1}" >/dev/null
+  TDMAP_RT_DATA="$S/raw" TDMAP_RT_CTL="$S/ctl" "$rec" "$THREADS" "$n" "${rep:-1}" >/dev/null
   for b in base new; do
     # Both builds run from one path: the program's environment (which names tdmap) must
     # not differ, or its string functions make different accesses.

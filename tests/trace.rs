@@ -484,14 +484,17 @@ fn a_crash_flushes_the_trace_and_marks_it_crashed() {
 #[test]
 fn a_failed_write_marks_the_trace_incomplete() {
     // The program caps its own file size once the runtime is up: the next chunk fails
-    // with EFBIG, as it would with a full disk.
+    // with EFBIG, as it would with a full disk. Its indexes are random, so that the
+    // runtime's predictor cannot shrink the stream below the cap.
     for driver in ["cc", "gcc"] {
         let exe = compile_by(
             driver,
             "fsize.c",
             "#include <sys/resource.h>\nvolatile long a[1 << 16];\nint main(void){\n\
              struct rlimit r = {200000, 200000}; setrlimit(RLIMIT_FSIZE, &r);\n\
-             for (int k = 0; k < 8; k++) for (int i = 0; i < (1 << 16); i++) a[i] += i;\nreturn 0; }\n",
+             unsigned x = 1;\n\
+             for (int k = 0; k < 8; k++) for (int i = 0; i < (1 << 16); i++) {\n\
+             x ^= x << 13; x ^= x >> 17; x ^= x << 5; a[x & 0xffff] += i; }\nreturn 0; }\n",
         );
         let (trace, out) = trace_to(&format!("fsize-{driver}.trace"), &[], &exe, &[]);
         let err = String::from_utf8_lossy(&out.stderr);

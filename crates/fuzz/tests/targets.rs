@@ -207,6 +207,23 @@ fn chunk_stream() -> Vec<u8> {
     for r in records {
         b.extend(r.to_ne_bytes());
     }
+    // A predicted chunk (wire version 7): two records, a run of 6, a first touch with its
+    // CPU word, a repeat word naming access 1.
+    let words: Vec<u64> = vec![
+        raw::pack(0x1000, 3, false, false),
+        raw::pack(0x1008, 3, false, false),
+        raw::pack_run(6),
+        raw::pack(0x2000, 3, true, true),
+        raw::pack_cpu(1),
+        raw::pack_repeat(1, 5),
+    ];
+    b.extend(head(raw::KIND_PREDICTED, 0, words.len() as u32, 11).encode());
+    for t in 0..raw::TICKS as u64 {
+        b.extend((1000 + t).to_ne_bytes());
+    }
+    for w in words {
+        b.extend(w.to_ne_bytes());
+    }
     b.extend(head(raw::KIND_END, 0, 0, 7).encode());
     b
 }
@@ -240,11 +257,21 @@ fn wire_chunks() {
                 let Some(body) = b.get(at..at + h.1) else {
                     return false;
                 };
-                for w in body.chunks_exact(8).skip(raw::TICKS) {
-                    let w = u64::from_ne_bytes(w.try_into().unwrap());
+                let words: Vec<u64> = (body.chunks_exact(8).skip(raw::TICKS))
+                    .map(|w| u64::from_ne_bytes(w.try_into().unwrap()))
+                    .collect();
+                for &w in &words {
                     let r = raw::unpack(w);
                     assert!(r.size.is_power_of_two() && r.size <= 128);
                     let _ = raw::unpack_cpu(w);
+                }
+                // A predicted chunk expands to its header's word count, or is refused.
+                if h.0.kind == raw::KIND_PREDICTED {
+                    let mut out = Vec::new();
+                    match raw::expand(&words, h.0.extra, &mut out) {
+                        Ok(()) => assert_eq!(out.len() as u64, h.0.extra),
+                        Err(e) => one_line(&e),
+                    }
                 }
                 at += h.1;
             }

@@ -47,7 +47,8 @@ pub struct Runs {
     tags: [u64; WAYS],
     /// Watch generation each way collapses against, 0 when not watching.
     gens: [u64; WAYS],
-    /// Position of each way's record in the thread's current chunk.
+    /// Access index of each way's record in the thread's current chunk (what its repeat
+    /// word names: `tdmap_wire::raw::pack_repeat`).
     at: [u32; WAYS],
     /// Reads collapsed into each way's record so far.
     extra: [u32; WAYS],
@@ -90,19 +91,8 @@ impl Runs {
     }
 
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,
-    /// whose record sits at position `at` of the chunk.
-    #[inline(always)]
-    pub fn start(&mut self, way: usize, line: u64, at: u32, watch: bool) {
-        self.begin(way, line, at);
-        if watch {
-            // Last, with nothing left to do after it: the runtime's hot path then keeps
-            // no registers across the call.
-            self.watch(way, line);
-        }
-    }
-
-    /// [`Runs::start`] without its watch: a caller with more to do after it (the
-    /// aggregating path's table) calls [`Runs::watch`] itself when `read` said so, last.
+    /// whose record is access `at` of the chunk; the caller then calls [`Runs::watch`]
+    /// when `read` said so, last (a call, kept off its hot path).
     #[inline(always)]
     pub fn begin(&mut self, way: usize, line: u64, at: u32) {
         self.tags[way] = line + 1;
@@ -181,7 +171,10 @@ mod tests {
                     words.push(w);
                     *len += 1;
                 }
-                r.start(way, line, *len, watch);
+                r.begin(way, line, *len);
+                if watch {
+                    r.watch(way, line);
+                }
                 *len += 1;
                 false
             }

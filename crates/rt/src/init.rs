@@ -9,8 +9,8 @@
 
 use crate::io::{self, CTL_FD, DATA_FD, MAPS_FD};
 use crate::state::{
-    self, AGGREGATE, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, TOUCHED,
-    TOUCHED_WORDS,
+    self, AGGREGATE, COLLAPSE, DEFAULT_MODE, FILTER, MODE_COUNT, MODE_RECORD, PAGE_SHIFT, PREDICT,
+    TOUCHED, TOUCHED_WORDS,
 };
 use crate::window::{self, MODE_PAUSE};
 use std::ffi::{CStr, CString};
@@ -136,6 +136,8 @@ fn setup() -> bool {
     let collapse = tdmap_sys::secure_var(wire::ENV_COLLAPSE).is_none_or(|v| v != "0");
     COLLAPSE.store(collapse, Ordering::Relaxed);
     AGGREGATE.store(env_flag(wire::ENV_AGGREGATE), Ordering::Relaxed);
+    let predict = tdmap_sys::secure_var(wire::ENV_PREDICT).is_none_or(|v| v != "0");
+    PREDICT.store(predict, Ordering::Relaxed);
     if env_flag(wire::ENV_COUNT_ONLY) {
         MODE.store(MODE_COUNT, Ordering::Relaxed);
     } else if window::configure(

@@ -3,14 +3,22 @@
 //! Each thread owns one [`ThreadState`], reached through a thread-local pointer, so the
 //! hot path takes no lock. States are never freed: they stay on a lock-free list so the
 //! exit and crash handlers can flush every thread's last partial chunk.
+//!
+//! A recording thread runs the stride predictor (`tdmap_wire::predict`) on its accesses
+//! and writes predicted chunks (wire version 7, `KIND_PREDICTED`): a run word for each
+//! stretch of accesses the predictor foresaw and a record for each other one. Its ticks,
+//! yields and flushes still fall where a version-6 chunk of one word per access (and per
+//! CPU and repeat word) would put them, counted in [`ThreadState`]'s `len`, so that
+//! `tdmap_wire::raw::expand` gives back exactly that chunk.
 
 use crate::aggregate::Lines;
-use crate::collapse::{self, Read, Runs, WAYS};
+use crate::collapse::{self, Read, Runs};
 use crate::io;
 use crate::window::MODE_PAUSE;
 use std::cell::Cell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use tdmap_wire::predict::Predictor;
 use tdmap_wire::raw::{self as wire, ChunkHeader, CHUNK_RECORDS, HEADER_BYTES, TICKS, TICK_EVERY};
 
 /// Recording mode of a thread: record every access.
@@ -23,6 +31,9 @@ pub const MODE_OFF: u8 = 2;
 const LINE_SHIFT: u32 = 6;
 
 mod lines;
+mod record;
+
+use record::{fast_path, push_run, record_body, record_fast};
 
 /// One thread's buffer: the chunk header and clock ticks sit right before the records so
 /// that a chunk leaves in a single `write`.
@@ -30,14 +41,28 @@ mod lines;
 pub struct ThreadState {
     hdr: ChunkHeader,
     ticks: [u64; TICKS],
+    /// The chunk's words: a recording thread's runs and records, an aggregating one's
+    /// records and counts.
     recs: [u64; CHUNK_RECORDS],
+    /// Words of the version-6 chunk this one stands for: the position of the next
+    /// access, CPU or repeat word, which places the ticks, yields and flush.
     len: usize,
+    /// Words written in `recs` (at most `len`: a run word stands for 1 or more accesses).
+    words: usize,
+    /// CPU and repeat words among `len`: an access's index is `len - sides`.
+    sides: usize,
+    /// Predicted accesses since the last word, written as one run word before the next.
+    run: u32,
     mode: AtomicU8,
     filter: bool,
     collapse: bool,
     /// Counts accesses per line instead of recording each (`aggregate.rs`).
     aggregate: bool,
+    /// Writes every access as a record, no runs (`wire::ENV_PREDICT`; false when zeroed).
+    no_runs: bool,
     runs: Runs,
+    /// The recording thread's predictor, afresh in every chunk ([`flush`]).
+    pred: Predictor,
     lines: Lines,
     dead: AtomicBool,
     id: u32,
@@ -74,6 +99,8 @@ pub static FILTER: AtomicBool = AtomicBool::new(false);
 pub static COLLAPSE: AtomicBool = AtomicBool::new(true);
 /// Whether new threads count their accesses per line (`--model-only`, `aggregate.rs`).
 pub static AGGREGATE: AtomicBool = AtomicBool::new(false);
+/// Whether new recording threads write runs of foreseen accesses (`wire::ENV_PREDICT`).
+pub static PREDICT: AtomicBool = AtomicBool::new(true);
 /// log2 of the page size, for first-touch records.
 pub static PAGE_SHIFT: AtomicU32 = AtomicU32::new(12);
 /// One bit per page of the address space: set once some thread touched the page.
@@ -84,11 +111,12 @@ pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
 /// Records one access by the calling thread: the whole hot path.
 ///
 /// An aggregating thread (`--model-only`) takes its own path, [`lines::access`]. Most
-/// other accesses take [`record_body`] without its rare steps: the thread records, filters
-/// nothing, stays on its last page and has room before the next clock tick or flush.
-/// Those conditions are checked before anything changes, so the fast path keeps no
-/// callee-saved registers and makes no call; every other access takes [`record_slow`],
-/// which runs the same body with every step.
+/// other accesses take [`record_fast`], [`record_body`] without its rare steps: the
+/// thread records, filters nothing and has room before the next clock tick or flush.
+/// Those conditions are checked before anything changes; every other access takes
+/// [`record_slow`], which runs the same body with every step. Both are out of line,
+/// reached by tail calls, so that this function, inlined into every callback, keeps no
+/// registers on its counting and aggregating paths.
 #[inline(always)]
 pub fn record(addr: u64, size_log2: u32, write: bool) {
     let st = CURRENT.with(Cell::get);
@@ -98,9 +126,7 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
     if let Some(s) = unsafe { st.as_mut() } {
         match s.mode.load(Ordering::Relaxed) {
             MODE_RECORD if s.aggregate => return lines::access(s, addr, size_log2, write),
-            MODE_RECORD if fast_path(s, addr) => {
-                return record_body::<false>(s, addr, size_log2, write)
-            }
+            MODE_RECORD if fast_path(s) => return record_fast(s, addr, size_log2, write),
             MODE_COUNT => {
                 s.seen += 1;
                 return;
@@ -109,25 +135,6 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
         }
     }
     record_slow(st, addr, size_log2, write);
-}
-
-/// Positions in each tick block at which the fast path may write: it writes one or two
-/// words, none at a tick position (a multiple of TICK_EVERY), and leaves the room that
-/// `record_body` keeps before a flush (CHUNK_RECORDS is a whole number of blocks).
-const FAST_LAST: usize = TICK_EVERY - 3 - WAYS;
-const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1);
-
-/// Whether a recording thread's access can skip [`record_body`]'s rare steps (see
-/// [`record`]): its page is the thread's last one or was touched before, so it is no
-/// first touch.
-#[inline(always)]
-fn fast_path(s: &ThreadState, addr: u64) -> bool {
-    let at = s.len % TICK_EVERY;
-    let page = addr >> s.page_shift;
-    !s.filter
-        && at.wrapping_sub(1) < FAST_LAST
-        && (page == s.last_page
-            || touched_word(page).is_none_or(|(w, bit)| w.load(Ordering::Relaxed) & bit != 0))
 }
 
 /// Everything but the fast path: a thread's first access, counting, pausing or stopped
@@ -168,51 +175,15 @@ fn collapsed(s: &ThreadState) {
     }
 }
 
-/// Records one access of a recording thread that does not aggregate. With `ALL` false,
-/// the steps that [`fast_path`] ruled out (filter, first touch, flush, clock) are left
-/// out.
-#[inline(always)]
-fn record_body<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
-    s.seen += 1;
-    let key = ((addr >> LINE_SHIFT) << 1) | write as u64;
-    if ALL && s.filter && key == s.last_key {
-        s.filtered += 1;
-        return;
-    }
-    s.last_key = key;
-    let line = addr >> LINE_SHIFT;
-    let Some(run) = collapse_step(s, line, write) else {
-        return;
-    };
-    let first = page_first::<ALL>(s, addr);
-    // Room for the repeat word of a run this record ends, the record, the CPU word after
-    // a first touch, and the repeat words of every run at the flush.
-    if ALL && s.len + 3 + WAYS > CHUNK_RECORDS {
-        flush(s);
-    }
-    let mut start = None;
-    if let Some((way, watch)) = run {
-        if let Some(w) = s.runs.end(way) {
-            push::<ALL>(s, w);
-        }
-        start = Some((way, s.len as u32, watch));
-    }
-    push::<ALL>(s, wire::pack(addr, size_log2, write, first));
-    if first {
-        push_cpu(s);
-    }
-    // The new run starts at the record's position; last, so that its rare call (the
-    // watch) is a tail call.
-    if let Some((way, at, watch)) = start {
-        s.runs.start(way, line, at, watch);
-    }
-}
-
 /// The spin collapse's step for one access (the rule is in collapse.rs): a write ends
 /// the runs on its line; a read already counted by a run is counted here and gives None;
 /// otherwise Some, with the way and watch flag of a read that starts a record.
 #[inline(always)]
-fn collapse_step(s: &mut ThreadState, line: u64, write: bool) -> Option<Option<(usize, bool)>> {
+pub(super) fn collapse_step(
+    s: &mut ThreadState,
+    line: u64,
+    write: bool,
+) -> Option<Option<(usize, bool)>> {
     if s.collapse {
         if write {
             collapse::wrote(line);
@@ -320,19 +291,33 @@ fn yield_cpu() {
     unsafe { libc::sched_yield() };
 }
 
-/// Appends one word, reading the clock at every TICK_EVERY-th position (after yielding
-/// the CPU at every YIELD_EVERY-th); with `TICK` false the caller knows this is not one
-/// ([`fast_path`]).
+/// Reads the clock at every TICK_EVERY-th position (after yielding the CPU at every
+/// YIELD_EVERY-th); with `TICK` false the caller knows this is not one ([`fast_path`]).
 #[inline(always)]
-fn push<const TICK: bool>(s: &mut ThreadState, word: u64) {
+pub(super) fn tick<const TICK: bool>(s: &mut ThreadState) {
     if TICK && s.len.is_multiple_of(TICK_EVERY) {
         if s.len.is_multiple_of(YIELD_EVERY) {
             yield_cpu();
         }
         s.ticks[s.len / TICK_EVERY] = now_ns();
     }
-    s.recs[s.len] = word;
+}
+
+/// Appends one word that takes a position: a record, a CPU or repeat word.
+#[inline(always)]
+fn push<const TICK: bool>(s: &mut ThreadState, word: u64) {
+    tick::<TICK>(s);
+    s.recs[s.words] = word;
+    s.words += 1;
     s.len += 1;
+}
+
+/// Appends a CPU or repeat word, after the run before it.
+#[inline(always)]
+pub(super) fn push_side<const TICK: bool>(s: &mut ThreadState, word: u64) {
+    push_run(s);
+    s.sides += 1;
+    push::<TICK>(s, word);
 }
 
 /// Writes the CPU word that follows each first-touch record: where the thread ran, which
@@ -341,17 +326,18 @@ fn push<const TICK: bool>(s: &mut ThreadState, word: u64) {
 fn push_cpu(s: &mut ThreadState) {
     // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
     let cpu = unsafe { libc::sched_getcpu() };
-    push::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
+    push_side::<true>(s, wire::pack_cpu(cpu.max(0) as u32));
 }
 
-/// Whether the access at `addr` is the first touch of its page, which becomes the thread's
-/// last page. Without `ALL`, [`fast_path`] found the page touched before.
+/// Whether the access at `addr` is the first touch of its page, which becomes the
+/// thread's last page (a page this thread touched, so its next access there needs no
+/// look at the bitmap).
 #[inline(always)]
-fn page_first<const ALL: bool>(s: &mut ThreadState, addr: u64) -> bool {
+fn page_first(s: &mut ThreadState, addr: u64) -> bool {
     let page = addr >> s.page_shift;
     page != s.last_page && {
         s.last_page = page;
-        ALL && first_touch(page)
+        first_touch(page)
     }
 }
 
@@ -398,27 +384,39 @@ fn flush(s: &mut ThreadState) {
     if s.len == 0 {
         return;
     }
-    if !s.aggregate {
-        // Repeat words name records of this chunk (`record` keeps room for them): the
+    let (kind, extra) = if s.aggregate {
+        (wire::KIND_ACCESS, 0)
+    } else {
+        // Repeat words name accesses of this chunk (`record` keeps room for them): the
         // next chunk starts new runs. An aggregating thread writes none, and its runs
         // go on.
         let mut runs = std::mem::take(&mut s.runs);
-        runs.end_all(|w| push::<true>(s, w));
-    }
+        runs.end_all(|w| push_side::<true>(s, w));
+        push_run(s);
+        (wire::KIND_PREDICTED, s.len as u64)
+    };
     s.hdr = ChunkHeader {
         magic: wire::MAGIC,
-        kind: wire::KIND_ACCESS,
+        kind,
         thread: s.id,
-        count: s.len as u32,
+        count: s.words as u32,
         t0: s.ticks[0],
         t1: now_ns(),
-        extra: 0,
+        extra,
     };
-    let bytes = HEADER_BYTES + TICKS * 8 + s.len * 8;
-    // SAFETY: `hdr`, `ticks` and `recs` are contiguous (checked above), `len` <= CHUNK_RECORDS.
+    let bytes = HEADER_BYTES + TICKS * 8 + s.words * 8;
+    // SAFETY: `hdr`, `ticks` and `recs` are contiguous (checked above), `words` <= `len`
+    // <= CHUNK_RECORDS.
     let raw = unsafe { std::slice::from_raw_parts((&s.hdr as *const ChunkHeader).cast(), bytes) };
+    #[cfg(test)]
+    tests::FLUSHED.with(|f| f.borrow_mut().push(raw.to_vec()));
     io::write_data(raw);
     s.len = 0;
+    s.words = 0;
+    s.sides = 0;
+    // Every chunk expands alone (`tdmap_wire::raw::expand`): a reader may start at any
+    // chunk (after a spill, or once `tdmap trace` stops converting while the program runs).
+    s.pred.reset();
 }
 
 fn write_marker(kind: u32, thread: u32, extra: u64) {
@@ -467,6 +465,7 @@ pub fn register_current() -> *mut ThreadState {
     s.collapse = COLLAPSE.load(Ordering::Relaxed);
     // Filtering decides which accesses are records: it keeps the record-per-access path.
     s.aggregate = AGGREGATE.load(Ordering::Relaxed) && !s.filter;
+    s.no_runs = !PREDICT.load(Ordering::Relaxed);
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);
@@ -542,6 +541,10 @@ pub fn restart_in_child(mode: u8) {
     s.next = null_mut();
     s.id = 0;
     s.len = 0;
+    s.words = 0;
+    s.sides = 0;
+    s.run = 0;
+    s.pred.reset();
     s.seen = 0;
     s.filtered = 0;
     s.runs = Runs::default();
@@ -563,8 +566,40 @@ pub fn stop_all() {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The chunks this test thread's states flushed, as written.
+        pub(crate) static FLUSHED: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Words of the first-touch bitmap the tests share: pages below 65,536 (256 MiB of
+    /// addresses); each test keeps to pages of its own.
+    pub(crate) const TEST_BITMAP_WORDS: usize = 1024;
+
+    /// Installs the first-touch bitmap the tests share (the same one every time).
+    pub(crate) fn test_bitmap() -> &'static [AtomicU64] {
+        static BITMAP: [AtomicU64; TEST_BITMAP_WORDS] =
+            [const { AtomicU64::new(0) }; TEST_BITMAP_WORDS];
+        TOUCHED_WORDS.store(TEST_BITMAP_WORDS as u64, Ordering::Relaxed);
+        TOUCHED.store(BITMAP.as_ptr().cast_mut(), Ordering::Relaxed);
+        &BITMAP
+    }
+
+    /// A fresh state of a thread that records (or aggregates), with pages of 4 KiB.
+    pub(crate) fn fresh_state(aggregate: bool, collapse: bool) -> Box<ThreadState> {
+        // SAFETY: all zeros is a valid ThreadState (integers, atomics, a null pointer),
+        // as `register_current` relies on for its mmap'd one.
+        let mut s = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
+        s.aggregate = aggregate;
+        s.collapse = collapse;
+        s.last_key = u64::MAX;
+        s.last_page = u64::MAX;
+        s.page_shift = 12;
+        s
+    }
 
     /// `flush` writes the header's memory as it is; readers decode it as `encode` lays
     /// it out.

@@ -77,6 +77,21 @@ impl Predictor {
         })
     }
 
+    /// Puts the predictor back in its state before the first access. With stores that a
+    /// compiler keeps as stores: a `memset` call (what clearing a whole struct becomes)
+    /// would reach the interceptor of a runtime linked into a traced program, which
+    /// records it as the program's accesses.
+    pub fn reset(&mut self) {
+        for a in &mut self.addrs {
+            *a = std::hint::black_box(0);
+        }
+        for m in &mut self.metas {
+            *m = std::hint::black_box(0);
+        }
+        self.at = 0;
+        self.km1 = 0;
+    }
+
     /// The current distance k.
     #[inline(always)]
     pub fn distance(&self) -> usize {
@@ -86,6 +101,13 @@ impl Predictor {
     /// The access that distance `k` (1 to [`K_MAX`]) predicts next: (address, meta).
     #[inline(always)]
     fn guess_at(&self, k: usize) -> (u64, u8) {
+        let (a, m, _) = self.guess_step_at(k);
+        (a, m)
+    }
+
+    /// [`Predictor::guess_at`] and the address it steps from, access i-k.
+    #[inline(always)]
+    fn guess_step_at(&self, k: usize) -> (u64, u8, u64) {
         let at = self.at as usize;
         let i1 = at.wrapping_sub(k) % RING;
         let i2 = at.wrapping_sub(2 * k) % RING;
@@ -93,7 +115,15 @@ impl Predictor {
         (
             a1.wrapping_add(a1.wrapping_sub(self.addrs[i2])),
             self.metas[i1],
+            a1,
         )
+    }
+
+    /// [`Predictor::guess`] and [`Predictor::previous`] in one look: (address, meta,
+    /// the address it steps from).
+    #[inline(always)]
+    pub fn guess_step(&self) -> (u64, u8, u64) {
+        self.guess_step_at(self.distance())
     }
 
     /// The access predicted next: (address, meta).
@@ -127,6 +157,15 @@ impl Predictor {
         }
         self.remember(addr, meta);
         hit
+    }
+
+    /// Takes an access that [`Predictor::guess`] gave, as the caller checked: what
+    /// [`Predictor::observe`] does on a hit, without the miss path, for a runtime whose
+    /// fast path must make no call.
+    #[inline(always)]
+    pub fn foreseen(&mut self, addr: u64, meta: u8) {
+        debug_assert_eq!(self.guess(), (addr, meta));
+        self.remember(addr, meta);
     }
 
     /// After a miss: the smallest distance that would have predicted the access, if any.
@@ -302,6 +341,17 @@ mod tests {
     fn zeroed_memory_is_the_initial_state() {
         assert_eq!(Predictor::default().distance(), 1);
         assert_eq!(Predictor::default().guess(), (0, 0));
+    }
+
+    #[test]
+    fn reset_gives_the_initial_state() {
+        let mut p = Predictor::new();
+        for (a, m, _) in stencil(5, 100) {
+            p.observe(a, m);
+        }
+        assert_ne!(p, Predictor::new());
+        p.reset();
+        assert_eq!(p, Predictor::new());
     }
 
     proptest! {

@@ -3,7 +3,11 @@
 //!
 //! The data file is a sequence of chunks, each a [`ChunkHeader`] (40 bytes, native
 //! endianness); an access chunk then holds [`TICKS`] clock readings, one per
-//! [`TICK_EVERY`] records, and `count` packed `u64` records. Chunks from different threads
+//! [`TICK_EVERY`] records, and `count` packed `u64` records. A predicted chunk
+//! ([`KIND_PREDICTED`], a recording thread's) holds the same ticks, then only the words
+//! that the stride predictor (`crate::predict`) could not spare: run words
+//! ([`pack_run`]) and the records it missed; [`expand`] turns it back into the records of
+//! an access chunk. Chunks from different threads
 //! interleave: each is appended with one `write` on an `O_APPEND` file, so none is split.
 //! The control file is a sequence of 16-byte [`Msg`] records.
 //!
@@ -16,6 +20,9 @@
 
 use crate::WireError;
 
+mod predicted;
+pub use predicted::expand;
+
 /// Marks a chunk header ("TDRT").
 pub const MAGIC: u32 = 0x5444_5254;
 /// Version of this wire format. 1: first version. 2: clock ticks in access chunks.
@@ -24,8 +31,10 @@ pub const MAGIC: u32 = 0x5444_5254;
 /// maps snapshots beside them. 5: repeat words ([`pack_repeat`]): reads of a line
 /// collapsed into an earlier read record of the same chunk. 6: count words
 /// ([`pack_count`]): under [`ENV_AGGREGATE`] a record stands for a thread's accesses to its
-/// line since the record before it.
-pub const VERSION: u32 = 6;
+/// line since the record before it. 7: a recording thread writes predicted chunks
+/// ([`KIND_PREDICTED`]: run words for the accesses the predictor foresaw, repeat words
+/// naming access indexes); aggregating threads still write access chunks.
+pub const VERSION: u32 = 7;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -61,6 +70,10 @@ pub const ENV_CHILDREN: &str = "TDMAP_RT_CHILDREN";
 /// instead of one record per access: for `tdmap trace --model-only`, whose model needs no
 /// order within a thread's chunk. Never for a trace.
 pub const ENV_AGGREGATE: &str = "TDMAP_RT_AGGREGATE";
+/// Environment variable: "0" makes a recording thread write a record for every access
+/// (its predicted chunks then hold no run words, a word per access as version 6 wrote):
+/// for comparisons, and for tests of the raw stream's bounds that need a large stream.
+pub const ENV_PREDICT: &str = "TDMAP_RT_PREDICT";
 /// Environment variable: "1" makes the callbacks only count (for the overhead benchmark).
 pub const ENV_COUNT_ONLY: &str = "TDMAP_RT_COUNT_ONLY";
 
@@ -73,6 +86,10 @@ pub const KIND_ACCESS: u32 = 1;
 pub const KIND_THREAD: u32 = 2;
 /// Chunk kind: a thread finished; `extra` is how many accesses the filter dropped.
 pub const KIND_END: u32 = 3;
+/// Chunk kind (version 7): `count` words of one thread, runs of predicted accesses and the
+/// records the predictor missed, standing for `extra` words of an access chunk (the
+/// records, CPU and repeat words that [`expand`] gives back).
+pub const KIND_PREDICTED: u32 = 4;
 
 /// Control message: the runtime is up (`a` = process id, `b` = wire version).
 pub const MSG_HELLO: u32 = 1;
@@ -149,13 +166,35 @@ pub fn parse_child_suffix(s: &str) -> Option<(u32, u32)> {
         .map(|p| (p, n))
 }
 
-const ADDR_MASK: u64 = (1 << 56) - 1;
+/// The address bits a record keeps: what the predictor sees on both sides.
+pub const ADDR_MASK: u64 = (1 << 56) - 1;
 const SIZE_SHIFT: u32 = 56;
 const WRITE_BIT: u64 = 1 << 59;
 const FIRST_TOUCH_BIT: u64 = 1 << 60;
 const CPU_BIT: u64 = 1 << 61;
 const REPEAT_BIT: u64 = 1 << 62;
 const COUNT_BIT: u64 = 1 << 63;
+/// A run word sets all three side bits, a combination no other word uses.
+const RUN_TAG: u64 = CPU_BIT | REPEAT_BIT | COUNT_BIT;
+
+/// Packs a run of `n` (1 or more) accesses that the predictor foresaw, in a predicted
+/// chunk ([`KIND_PREDICTED`]): they stand where the word stands, before the words after it.
+#[inline(always)]
+pub const fn pack_run(n: u32) -> u64 {
+    RUN_TAG | n as u64
+}
+
+/// The accesses in a word written by [`pack_run`], None for any other word.
+#[inline]
+pub fn unpack_run(word: u64) -> Option<u32> {
+    (word & RUN_TAG == RUN_TAG).then_some(word as u32)
+}
+
+/// The predictor's meta of an access (`crate::predict`): its size and write flag.
+#[inline(always)]
+pub const fn meta(size_log2: u32, write: bool) -> u8 {
+    (size_log2 << 1) as u8 | write as u8
+}
 /// Packs the number of accesses `n` (2 or more) that the record right before this word
 /// stands for ([`ENV_AGGREGATE`]); a record with no count word stands for one.
 #[inline(always)]
@@ -171,7 +210,8 @@ pub fn unpack_count(word: u64) -> Option<u32> {
 
 /// Packs `extra` reads collapsed into the read record at word position `at` of the same
 /// chunk (the runtime's spin collapse, `tdmap-rt`'s `collapse.rs`); it comes after that
-/// record, at most one per record.
+/// record, at most one per record. In a predicted chunk `at` is the read's access index
+/// (predicted accesses have no word); [`expand`] makes it a word position again.
 #[inline(always)]
 pub const fn pack_repeat(at: u32, extra: u32) -> u64 {
     REPEAT_BIT | ((at as u64) << 32) | extra as u64
@@ -307,15 +347,15 @@ impl ChunkHeader {
     }
 
     /// How many bytes follow the header: none for thread and end markers, the clock
-    /// ticks and `count` records for an access chunk. An unknown kind or a count above
-    /// [`CHUNK_RECORDS`] is an error (a damaged file).
+    /// ticks and `count` words for an access or predicted chunk. An unknown kind or a
+    /// count above [`CHUNK_RECORDS`] is an error (a damaged file).
     pub fn body_bytes(&self) -> Result<usize, WireError> {
         match self.kind {
             KIND_THREAD | KIND_END => Ok(0),
-            KIND_ACCESS if self.count as usize <= CHUNK_RECORDS => {
+            KIND_ACCESS | KIND_PREDICTED if self.count as usize <= CHUNK_RECORDS => {
                 Ok((TICKS + self.count as usize) * 8)
             }
-            KIND_ACCESS => Err(WireError::OutOfRange {
+            KIND_ACCESS | KIND_PREDICTED => Err(WireError::OutOfRange {
                 field: "chunk record count",
                 value: self.count.to_string(),
             }),
@@ -412,6 +452,17 @@ mod tests {
         assert_eq!(unpack_count(pack_repeat(3, 9)), None);
         assert_eq!(unpack_repeat(pack_count(9)), None);
         assert_eq!(unpack_cpu(pack_count(9)), None);
+        // A run word is a side word that no other unpacker takes for its own.
+        assert_eq!(unpack_run(pack_run(u32::MAX)), Some(u32::MAX));
+        assert!(!is_plain(pack_run(1)) && is_side_word(pack_run(1)));
+        for w in [
+            pack_count(7),
+            pack_repeat(0xffff, u32::MAX),
+            pack_cpu(u32::MAX),
+        ] {
+            assert_eq!(unpack_run(w), None);
+        }
+        assert_eq!(unpack_run(pack(ADDR_MASK, 7, true, true)), None);
         let words = [
             pack(top, 4, true, false),
             pack(8, 0, false, false),
@@ -488,15 +539,21 @@ mod tests {
         assert_eq!(h(KIND_THREAD, 0).body_bytes(), Ok(0));
         assert_eq!(h(KIND_END, 0).body_bytes(), Ok(0));
         assert_eq!(h(KIND_ACCESS, 2).body_bytes(), Ok((TICKS + 2) * 8));
-        assert!(h(KIND_ACCESS, CHUNK_RECORDS as u32 + 1)
-            .body_bytes()
-            .is_err());
+        assert_eq!(h(KIND_PREDICTED, 3).body_bytes(), Ok((TICKS + 3) * 8));
+        for kind in [KIND_ACCESS, KIND_PREDICTED] {
+            assert!(h(kind, CHUNK_RECORDS as u32 + 1).body_bytes().is_err());
+        }
         assert!(h(9, 0).body_bytes().is_err());
     }
 
     fn header() -> impl Strategy<Value = ChunkHeader> {
         (
-            prop_oneof![Just(KIND_ACCESS), Just(KIND_THREAD), Just(KIND_END)],
+            prop_oneof![
+                Just(KIND_ACCESS),
+                Just(KIND_THREAD),
+                Just(KIND_END),
+                Just(KIND_PREDICTED)
+            ],
             any::<u32>(),
             0..=CHUNK_RECORDS as u32,
             any::<(u64, u64, u64)>(),

@@ -1,4 +1,8 @@
 //! Reading the runtime's raw chunk file (format: `tdmap_wire::raw`) and the control file.
+//!
+//! A predicted chunk (wire version 7, a recording thread's) is expanded here, with
+//! `tdmap_wire::raw::expand`, into the words of an access chunk of version 6, so that
+//! everything after the reader sees one kind of chunk from runtimes of both versions.
 
 pub use tdmap_wire::raw as wire;
 
@@ -40,7 +44,8 @@ pub struct RawChunk {
     pub ticks: Vec<u64>,
     /// The flush time.
     pub t1: u64,
-    /// Packed access records, each first-touch one followed by a CPU word.
+    /// Packed access records, each first-touch one followed by a CPU word (a predicted
+    /// chunk's, expanded).
     pub records: Vec<u64>,
 }
 
@@ -61,6 +66,8 @@ pub struct RawReader<R> {
     pub torn: bool,
     /// A chunk's body as read, kept from chunk to chunk (not zeroed and freed each time).
     body: Vec<u8>,
+    /// A predicted chunk's words, before they are expanded.
+    predicted: Vec<u64>,
 }
 
 impl<R: Read> RawReader<R> {
@@ -70,6 +77,7 @@ impl<R: Read> RawReader<R> {
             src,
             torn: false,
             body: Vec::new(),
+            predicted: Vec::new(),
         }
     }
 
@@ -116,11 +124,24 @@ impl<R: Read> RawReader<R> {
                     .chunks_exact(8)
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
                 let ticks = words.by_ref().take(wire::TICKS).collect();
+                let records = if h.kind == wire::KIND_PREDICTED {
+                    self.predicted.clear();
+                    self.predicted.extend(words);
+                    let mut records =
+                        Vec::with_capacity(h.extra.min(wire::CHUNK_RECORDS as u64) as usize);
+                    // Damaged words: as a torn chunk, nothing after it is read.
+                    if wire::expand(&self.predicted, h.extra, &mut records).is_err() {
+                        return self.tear();
+                    }
+                    records
+                } else {
+                    words.collect()
+                };
                 RawEvent::Accesses(RawChunk {
                     thread: h.thread,
                     ticks,
                     t1: h.t1,
-                    records: words.collect(),
+                    records,
                 })
             }
         };
@@ -278,6 +299,46 @@ mod tests {
         );
         assert_eq!(r.next_event().unwrap(), None);
         assert!(!r.torn);
+    }
+
+    /// A predicted chunk (version 7) reads as the access chunk (version 6) of the same
+    /// accesses: a strided write loop with a first touch and its CPU word, and a repeat
+    /// word naming access 5 (word 6, after the CPU word). Damaged words tear it.
+    #[test]
+    fn a_predicted_chunk_reads_as_the_access_chunk_it_stands_for() {
+        let rec = |i: u64, first| wire::pack(0x7000 + 8 * i, 3, i != 5, first);
+        let mut v6: Vec<u64> = (0..10).map(|i| rec(i, i == 3)).collect();
+        v6.insert(4, wire::pack_cpu(1));
+        v6.insert(11, wire::pack_repeat(6, 9));
+        let v7 = [
+            rec(0, false),
+            rec(1, false),
+            wire::pack_run(1),
+            rec(3, true),
+            wire::pack_cpu(1),
+            wire::pack_run(1),
+            rec(5, false),
+            rec(6, false),
+            rec(7, false),
+            wire::pack_run(2),
+            wire::pack_repeat(5, 9),
+        ];
+        let chunk = |kind, words: &[u64], extra| {
+            let mut f = header(kind, 2, words.len() as u32, extra);
+            f.extend((0..wire::TICKS as u64).flat_map(|t| (100 + t).to_ne_bytes()));
+            f.extend(words.iter().flat_map(|w| w.to_ne_bytes()));
+            f
+        };
+        let read = |f: Vec<u8>| {
+            let mut r = RawReader::new(&f[..]);
+            (r.next_event().unwrap(), r.torn)
+        };
+        let (old, _) = read(chunk(wire::KIND_ACCESS, &v6, 0));
+        let (new, torn) = read(chunk(wire::KIND_PREDICTED, &v7, v6.len() as u64));
+        assert!(!torn && old.is_some());
+        assert_eq!(new, old);
+        let (none, torn) = read(chunk(wire::KIND_PREDICTED, &v7, v6.len() as u64 + 1));
+        assert!(torn && none.is_none());
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool
 #[cold]
 #[inline(never)]
 fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool, watch: Option<usize>) {
-    let first = page_first::<true>(s, addr);
+    let first = page_first(s, addr);
     aggregate_miss(s, wire::pack(addr, size_log2, write, first), first);
     if let Some(way) = watch {
         s.runs.watch(way, addr >> LINE_SHIFT);
@@ -80,20 +80,13 @@ pub(super) fn drain_lines(s: &mut ThreadState) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{TOUCHED, TOUCHED_WORDS};
+    use super::super::tests::{fresh_state, test_bitmap};
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::Ordering;
 
     /// A fresh aggregating thread state with no collapse (no shared watch words).
     fn state() -> Box<ThreadState> {
-        // SAFETY: all zeros is a valid ThreadState (integers, atomics, a null pointer),
-        // as `register_current` relies on for its mmap'd one.
-        let mut s = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
-        s.aggregate = true;
-        s.last_key = u64::MAX;
-        s.last_page = u64::MAX;
-        s.page_shift = 12;
-        s
+        fresh_state(true, false)
     }
 
     /// The (line, accesses) pairs of a chunk's words, in order; first touches marked.
@@ -135,12 +128,10 @@ mod tests {
 
     #[test]
     fn the_table_is_written_before_a_first_touch() {
-        static BITMAP: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
-        TOUCHED_WORDS.store(4, Ordering::Relaxed);
-        TOUCHED.store(BITMAP.as_ptr().cast_mut(), Ordering::Relaxed);
+        let bitmap = test_bitmap();
         let mut s = state();
         let (old, new) = (0x5000u64, 0x9040u64);
-        BITMAP[0].fetch_or(1 << (old >> 12), Ordering::Relaxed);
+        bitmap[0].fetch_or(1 << (old >> 12), Ordering::Relaxed);
         for a in [old, old + 8, old + 16, new, new + 8, new + 16] {
             access(&mut s, a, 3, false);
         }

@@ -1,0 +1,466 @@
+//! A recording thread's side of the hot path (wire version 7): the spin collapse, then
+//! the stride predictor, then a run or a record. A child of `state`, whose thread state
+//! it fills; `tdmap_wire::raw::expand` is the reader's side.
+
+use super::{
+    collapse_step, flush, page_first, push, push_cpu, push_side, tick, ThreadState, LINE_SHIFT,
+};
+use crate::collapse::WAYS;
+use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, TICK_EVERY};
+
+/// Positions in each tick block at which the fast path may take an access: it takes up
+/// to three positions (a repeat word, the access, a CPU word), none at a tick position
+/// (a multiple of TICK_EVERY), and leaves the room that `record_body` keeps before a
+/// flush (CHUNK_RECORDS is a whole number of blocks). Position 0, a chunk's first
+/// access, is never on it: its predictor has nothing recorded yet to step from.
+const FAST_LAST: usize = TICK_EVERY - 3 - WAYS;
+const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1);
+
+/// Whether a recording thread's access can skip [`record_body`]'s rare steps (see
+/// [`record`]).
+#[inline(always)]
+pub(super) fn fast_path(s: &ThreadState) -> bool {
+    !(s.filter | s.no_runs) && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
+}
+
+/// [`record_body`] on the fast path, out of line: the predictor's path needs registers
+/// that the counting and aggregating paths of `record` must not pay for.
+#[inline(never)]
+pub(super) fn record_fast(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    record_body::<false>(s, addr, size_log2, write)
+}
+
+/// Records one access of a recording thread that does not aggregate. With `ALL` false,
+/// the steps that [`fast_path`] ruled out (filter, flush, clock) are left out. The spin
+/// collapse decides first: a collapsed read never reaches the predictor ([`pack`]).
+#[inline(always)]
+pub(super) fn record_body<const ALL: bool>(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+) {
+    s.seen += 1;
+    if ALL && s.filter {
+        let key = ((addr >> LINE_SHIFT) << 1) | write as u64;
+        if key == s.last_key {
+            s.filtered += 1;
+            return;
+        }
+        s.last_key = key;
+    }
+    let line = addr >> LINE_SHIFT;
+    let Some(run) = collapse_step(s, line, write) else {
+        return;
+    };
+    if ALL && full(s) {
+        flush(s);
+    }
+    // A read that starts a collapse run: the run begins here, at the access's index;
+    // its watch (a call, once per run of WATCH_AFTER records) is left to `take_rest`.
+    let mut watch = NO_WATCH;
+    if let Some((way, w)) = run {
+        let repeat = s.runs.end(way);
+        let at = end_run::<ALL>(s, repeat);
+        s.runs.begin(way, line, at);
+        if w {
+            watch = way as u32;
+        }
+    }
+    take::<ALL>(s, addr, size_log2, write, watch)
+}
+
+/// A `watch` for [`take`]: no collapse run to watch.
+pub(super) const NO_WATCH: u32 = u32::MAX;
+
+/// Takes one access that the collapse kept, then watches the collapse run that it began
+/// in way `watch`, if not [`NO_WATCH`] (`collapse::Runs::watch`). Every such access goes
+/// through the predictor, in order ([`pack`]). The fast path's common case, an access
+/// the predictor foresaw on the page of the access it steps from and no watch to start,
+/// is decided here with no call, so that the fast path keeps few registers; every other
+/// access continues in [`take_rest`], by a tail call.
+#[inline(always)]
+pub(super) fn take<const ALL: bool>(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+    watch: u32,
+) {
+    let a = addr & wire::ADDR_MASK;
+    let meta = wire::meta(size_log2, write);
+    let (guess, guess_meta, prev) = s.pred.guess_step();
+    if !ALL
+        && watch == NO_WATCH
+        && (guess, guess_meta) == (a, meta)
+        && (a ^ prev) >> s.page_shift == 0
+    {
+        // What `pack` does with this access.
+        s.pred.foreseen(a, meta);
+        return predicted::<ALL>(s);
+    }
+    take_rest::<ALL>(s, addr, size_log2, write, watch)
+}
+
+/// The rest of [`take`], out of line: misses, first touches, page checks and watches.
+#[inline(never)]
+fn take_rest<const ALL: bool>(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+    watch: u32,
+) {
+    pack::<ALL>(s, addr, size_log2, write);
+    if watch != NO_WATCH {
+        s.runs.watch(watch as usize, addr >> LINE_SHIFT);
+    }
+}
+
+/// Whether the chunk must leave before the next access: it keeps room for the repeat
+/// word of a run that access ends, the access, the CPU word after a first touch, and
+/// the repeat words of every run at the flush.
+#[inline(always)]
+pub(super) fn full(s: &ThreadState) -> bool {
+    s.len + 3 + WAYS > CHUNK_RECORDS
+}
+
+/// Writes the repeat word of the collapse run that the next access (a read starting a
+/// run in the same way) ends, if it collapsed any read; returns the next access's index
+/// in the chunk, where its own run starts.
+#[inline(always)]
+pub(super) fn end_run<const TICK: bool>(s: &mut ThreadState, repeat: Option<u64>) -> u32 {
+    if let Some(w) = repeat {
+        push_side::<TICK>(s, w);
+    }
+    (s.len - s.sides) as u32
+}
+
+/// Packs one access that the collapse kept: every such access goes through
+/// [`Predictor::observe`](tdmap_wire::predict::Predictor::observe), in order. One that it foresaw and that stays on the page of
+/// the access it steps from
+/// ([`Predictor::previous`](tdmap_wire::predict::Predictor::previous), recorded by this thread in this
+/// chunk, so its page is touched) is no first touch: it only lengthens the run, with no
+/// page check (the fast path's saving). The rest take [`checked`].
+#[inline(always)]
+pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    let a = addr & wire::ADDR_MASK;
+    let (.., prev) = s.pred.guess_step();
+    let hit = s.pred.observe(a, wire::meta(size_log2, write)) && !s.no_runs;
+    // The slow path checks every page: at a chunk's first access `prev` is no access.
+    if !ALL && hit && (a ^ prev) >> s.page_shift == 0 {
+        predicted::<ALL>(s);
+    } else {
+        checked::<ALL>(s, addr, size_log2, write, hit);
+    }
+}
+
+/// An access that needs its page checked (`page_first`): a first touch is written as a
+/// record with its CPU word after it even when predicted (the fault rides on it); any
+/// other access the predictor foresaw lengthens the run, the rest are records.
+#[inline(always)]
+fn checked<const ALL: bool>(
+    s: &mut ThreadState,
+    addr: u64,
+    size_log2: u32,
+    write: bool,
+    hit: bool,
+) {
+    let first = page_first(s, addr);
+    if hit && !first {
+        return predicted::<ALL>(s);
+    }
+    push_run(s);
+    push::<ALL>(s, wire::pack(addr, size_log2, write, first));
+    if first {
+        push_cpu(s);
+    }
+}
+
+/// An access the predictor foresaw: it takes its version-6 position (and the clock
+/// tick there) but no word, only a place in the run.
+#[inline(always)]
+fn predicted<const TICK: bool>(s: &mut ThreadState) {
+    tick::<TICK>(s);
+    s.len += 1;
+    s.run += 1;
+}
+
+/// Writes the run of predicted accesses held, if any: before any word that follows
+/// them.
+#[inline(always)]
+pub(super) fn push_run(s: &mut ThreadState) {
+    if s.run != 0 {
+        s.recs[s.words] = wire::pack_run(std::mem::take(&mut s.run));
+        s.words += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{fresh_state, test_bitmap, FLUSHED};
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+    use std::sync::atomic::Ordering;
+    use tdmap_wire::raw::{ChunkHeader, HEADER_BYTES, KIND_PREDICTED, TICKS};
+
+    /// A chunk as this thread flushed it: header, body words, and its words expanded by
+    /// the reader's `tdmap_wire::raw::expand`.
+    struct Flushed {
+        hdr: ChunkHeader,
+        body: Vec<u64>,
+        words: Vec<u64>,
+    }
+
+    /// The chunks flushed on this thread since the last call.
+    fn flushed() -> Vec<Flushed> {
+        let raws = FLUSHED.with(|f| f.take());
+        raws.into_iter()
+            .map(|raw| {
+                let hdr = ChunkHeader::decode(&raw).unwrap();
+                assert_eq!(raw.len(), HEADER_BYTES + hdr.body_bytes().unwrap());
+                let body: Vec<u64> = raw[HEADER_BYTES + TICKS * 8..]
+                    .chunks_exact(8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+                    .collect();
+                let mut words = Vec::new();
+                wire::expand(&body, hdr.extra, &mut words).unwrap();
+                Flushed { hdr, body, words }
+            })
+            .collect()
+    }
+
+    /// Records an access as `record` does in a recording thread.
+    fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+        if fast_path(s) {
+            record_body::<false>(s, addr, size_log2, write)
+        } else {
+            record_body::<true>(s, addr, size_log2, write)
+        }
+    }
+
+    /// CPU words with the CPU left out (the thread may move between two readings).
+    fn no_cpu(words: &[u64]) -> Vec<u64> {
+        let is_cpu = |w: u64| w >> 61 == 1;
+        words
+            .iter()
+            .map(|&w| if is_cpu(w) { wire::pack_cpu(0) } else { w })
+            .collect()
+    }
+
+    /// Far above the tests' first-touch bitmap: no first touches there.
+    const HIGH: u64 = 1 << 40;
+
+    /// A loop body over three arrays (two read, one written) at irregular distances.
+    fn three_arrays(i: u64) -> [(u64, bool); 3] {
+        [0u64, 1, 2].map(|j| (HIGH + (j + 1) * (j + 3) * (1 << 24) + 8 * i, j == 2))
+    }
+
+    #[test]
+    fn a_chunk_of_strided_accesses_is_a_handful_of_words_and_expands_to_them() {
+        let mut s = fresh_state(false, true);
+        let mut want = Vec::new();
+        for i in 0..3000 {
+            for (a, w) in three_arrays(i) {
+                access(&mut s, a, 3, w);
+                want.push(wire::pack(a, 3, w, false));
+            }
+        }
+        flush(&mut s);
+        let chunks = flushed();
+        assert_eq!(chunks.len(), 2, "9,000 accesses take two chunks");
+        for c in &chunks {
+            assert_eq!(c.hdr.kind, KIND_PREDICTED);
+            assert!(c.hdr.extra as usize <= CHUNK_RECORDS);
+            assert!(c.body.len() <= 12, "{} words: {:x?}", c.body.len(), c.body);
+        }
+        let got: Vec<u64> = chunks.iter().flat_map(|c| c.words.clone()).collect();
+        assert_eq!(got, want);
+        assert_eq!(s.seen, 9000);
+    }
+
+    /// `TDMAP_RT_PREDICT=0`: the same chunk, a record per access, no run word.
+    #[test]
+    fn without_runs_every_access_is_a_record() {
+        let mut s = fresh_state(false, true);
+        s.no_runs = true;
+        let mut want = Vec::new();
+        for i in 0..1000 {
+            for (a, w) in three_arrays(i) {
+                access(&mut s, a + (1 << 38), 3, w);
+                want.push(wire::pack(a + (1 << 38), 3, w, false));
+            }
+        }
+        flush(&mut s);
+        let c = &flushed()[0];
+        assert_eq!(c.body, want);
+        assert_eq!(c.words, want);
+    }
+
+    #[test]
+    fn first_touches_are_records_with_their_cpu_word_even_when_predicted() {
+        let bitmap = test_bitmap();
+        // Pages 8192-8195, this test's own.
+        bitmap[128].fetch_and(!0xf, Ordering::Relaxed);
+        let base = 8192u64 << 12;
+        let mut s = fresh_state(false, false);
+        let mut want = Vec::new();
+        for pass in 0..2 {
+            for i in 0..2048 {
+                let a = base + 8 * i;
+                access(&mut s, a, 3, true);
+                let first = pass == 0 && i % 512 == 0;
+                want.push(wire::pack(a, 3, true, first));
+                if first {
+                    want.push(wire::pack_cpu(0));
+                }
+            }
+        }
+        flush(&mut s);
+        let chunks = flushed();
+        assert_eq!(chunks.len(), 1);
+        let c = &chunks[0];
+        assert_eq!(no_cpu(&c.words), want);
+        // Per pass two records to learn the stride; then each first touch, its CPU word
+        // and the run after it.
+        assert!(c.body.len() <= 2 * 2 + 4 * 3, "{:x?}", c.body);
+        assert_eq!(bitmap[128].load(Ordering::Relaxed) & 0xf, 0xf);
+    }
+
+    #[test]
+    fn a_collapsed_run_names_its_read_by_access_index_and_expands_to_its_word() {
+        // A line whose watch word no other test writes.
+        let flag = 0x108_0004_0000u64;
+        let mut s = fresh_state(false, true);
+        for _ in 0..crate::collapse::WATCH_AFTER + 10 {
+            access(&mut s, flag, 2, false);
+        }
+        access(&mut s, flag, 2, true);
+        access(&mut s, flag, 2, false);
+        flush(&mut s);
+        let c = &flushed()[0];
+        let r = wire::pack(flag, 2, false, false);
+        let mut want = vec![r; crate::collapse::WATCH_AFTER as usize];
+        let last = want.len() as u32 - 1;
+        want.push(wire::pack(flag, 2, true, false));
+        // The 32nd read (access and word 31) stands for 10 more.
+        want.push(wire::pack_repeat(last, 10));
+        want.push(r);
+        assert_eq!(c.words, want);
+        // In the chunk itself the repeat word names access 31 too, between two runs.
+        let repeats: Vec<_> = (c.body.iter())
+            .filter(|&&w| wire::unpack_run(w).is_none())
+            .filter_map(|&w| wire::unpack_repeat(w))
+            .collect();
+        assert!(repeats.contains(&(last, 10)), "{:x?}", c.body);
+        assert!(c.body.len() < want.len());
+    }
+
+    /// The first page of the proptest's 64 pages: word 64 of the tests' bitmap.
+    const REGION_PAGE: u64 = 4096;
+
+    /// A stretch of a loop: `arrays` interleaved arrays stepped by `stride` from page
+    /// `page` of the region, `len` times; `repeat` names an earlier read before its first
+    /// access.
+    #[derive(Debug, Clone)]
+    struct Seg {
+        page: u64,
+        stride: i64,
+        len: u64,
+        arrays: u64,
+        log2: u32,
+        write_last: bool,
+        repeat: Option<(usize, u32)>,
+    }
+
+    fn seg() -> impl Strategy<Value = Seg> {
+        (
+            0u64..64,
+            prop::sample::select(vec![0i64, 8, 16, -8, 4096, 24, 4104]),
+            1u64..400,
+            1u64..4,
+            0u32..5,
+            any::<bool>(),
+            prop::option::weighted(0.2, (any::<usize>(), 1u32..1000)),
+        )
+            .prop_map(
+                |(page, stride, len, arrays, log2, write_last, repeat)| Seg {
+                    page,
+                    stride,
+                    len,
+                    arrays,
+                    log2,
+                    write_last,
+                    repeat,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Random accesses with random first touches (random pages touched before) and
+        /// random collapsed runs (repeat words naming earlier reads), written through the
+        /// runtime's packing (`end_run`, `take`) as `record_body` does after the collapse,
+        /// and expanded by the reader, give the
+        /// words a version-6 chunk held: a record per access, a CPU word after each first
+        /// touch, each repeat word naming its read's word position.
+        #[test]
+        fn packed_then_expanded_gives_the_version_6_words(
+            segs in prop::collection::vec(seg(), 1..40),
+            touched_before in any::<u64>(),
+        ) {
+            let bitmap = test_bitmap();
+            bitmap[(REGION_PAGE / 64) as usize].store(touched_before, Ordering::Relaxed);
+            let mut touched: HashSet<u64> = (0..64)
+                .filter(|p| touched_before >> p & 1 == 1)
+                .map(|p| REGION_PAGE + p)
+                .collect();
+            let span = 64 * 4096i64;
+            let mut s = fresh_state(false, false);
+            let mut want: Vec<Vec<u64>> = vec![Vec::new()];
+            // This chunk's reads that no repeat word names yet: (access index, word).
+            let mut reads: Vec<(u32, u32)> = Vec::new();
+            let mut index = 0u32;
+            for g in &segs {
+                for i in 0..g.len {
+                    for j in 0..g.arrays {
+                        let off = (g.page * 4096 + j * (3 * 4096 + 40)) as i64;
+                        let addr = (REGION_PAGE << 12) + (off + i as i64 * g.stride).rem_euclid(span) as u64;
+                        let write = g.write_last && j + 1 == g.arrays;
+                        if full(&s) {
+                            flush(&mut s);
+                            want.push(Vec::new());
+                            reads.clear();
+                            index = 0;
+                        }
+                        let fast = fast_path(&s);
+                        let cur = want.last_mut().unwrap();
+                        if let (Some((pick, extra)), 0, 0, false) = (g.repeat, i, j, reads.is_empty()) {
+                            let (at, word) = reads.remove(pick % reads.len());
+                            let w = wire::pack_repeat(at, extra);
+                            let next = if fast { end_run::<false>(&mut s, Some(w)) } else { end_run::<true>(&mut s, Some(w)) };
+                            prop_assert_eq!(next, index);
+                            cur.push(wire::pack_repeat(word, extra));
+                        }
+                        if fast { take::<false>(&mut s, addr, g.log2, write, NO_WATCH) } else { take::<true>(&mut s, addr, g.log2, write, NO_WATCH) }
+                        let first = touched.insert(addr >> 12);
+                        if !write {
+                            reads.push((index, cur.len() as u32));
+                        }
+                        cur.push(wire::pack(addr, g.log2, write, first));
+                        if first {
+                            cur.push(wire::pack_cpu(0));
+                        }
+                        index += 1;
+                    }
+                }
+            }
+            flush(&mut s);
+            want.retain(|c| !c.is_empty());
+            let got: Vec<Vec<u64>> = flushed().iter().map(|c| no_cpu(&c.words)).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+}
