@@ -93,7 +93,10 @@ impl BlockTime {
     /// leave): where a block cut at a side word goes on, found in O(1), so that a run
     /// of foreseen accesses (wire version 7) costs no step per access.
     pub fn skip(&self, n: u64) -> BlockTime {
-        let (den, total) = (self.den as u128, self.rem as u128 + n as u128 * self.r as u128);
+        let (den, total) = (
+            self.den as u128,
+            self.rem as u128 + n as u128 * self.r as u128,
+        );
         BlockTime {
             at: self
                 .at
