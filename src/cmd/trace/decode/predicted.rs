@@ -248,7 +248,11 @@ mod tests {
                         let (addr, size, write) = if r % 11 == 0 {
                             (0x7000_0000 + r as u64 * 24, size, w)
                         } else {
-                            (((i % body) + 1) << 32 | (i / body) * 8, 3, i % body == 0)
+                            (
+                                (((i % body) + 1) << 32) | ((i / body) * 8),
+                                3,
+                                i.is_multiple_of(body),
+                            )
                         };
                         let extra = if !write && rep == 0 {
                             i as u32 % 9 + 1
