@@ -146,6 +146,13 @@ impl Frame<'_> {
         self.cols.symbols(start, syms, accesses)
     }
 
+    /// Puts the reader's predictor back to its initial state before what comes next
+    /// (a reset symbol, V6): for symbols of a predictor that restarted (the runtime's,
+    /// at every chunk). Nothing on a frame still empty, which starts there.
+    pub fn reset(&mut self) {
+        self.cols.reset();
+    }
+
     /// Marks access `i` of the frame, a read, as a run of reads of its line with `extra`
     /// more reads collapsed into it (V4 repeats frames). False, and nothing marked, when
     /// `i` does not follow the last marked access or `extra` is 0; whether access `i` is

@@ -1,6 +1,7 @@
 //! Reading the accesses frames of format version 6 (layout: `symbols.rs`): the frame's
 //! runs replayed through the stride predictor (`tdmap_wire::predict`, one per frame,
-//! from the initial state or the one the frame stores), its literals taken whole, its
+//! from the initial state or the one the frame stores, back to the initial state at
+//! each reset), its literals taken whole, its
 //! time blocks stepped with the conversion's own arithmetic (`tdmap_wire::times`).
 //! Every count is checked against the frame head, so a damaged frame is refused, never
 //! misread and never a panic.
@@ -62,9 +63,14 @@ fn get_symbols(
     let mut escaped: Vec<(usize, u8)> = Vec::new();
     while at < raw.len() {
         let tag = get_varint(raw, &mut at)?;
+        if tag == 0 {
+            // A reset (`symbols.rs`): the sender's predictor restarted here.
+            p.reset();
+            continue;
+        }
         if tag & 1 == 0 {
             let k = tag >> 1;
-            if k == 0 || k > (n - addrs.len()) as u64 {
+            if k > (n - addrs.len()) as u64 {
                 return None;
             }
             if addrs_only {

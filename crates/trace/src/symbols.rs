@@ -19,6 +19,10 @@
 //!   `n << 1` for a run of n ≥ 1 predicted accesses, or `meta << 1 | 1` for a literal,
 //!   followed by a size byte when the meta is an escape ([`ESCAPE`]) and by the zigzag
 //!   delta of its address from the frame's previous literal's (0 before the first).
+//!   The varint 0 (a run of 0 accesses, which no writer makes) is a **reset**: the
+//!   predictor goes back to its initial state ([`Symbols::reset`]), as the runtime's
+//!   does at every chunk, so that a frame spanning several chunks can carry each
+//!   chunk's own symbols. Added to V6 before V6 was released: no version of its own.
 //! - **Times**: blocks, each the varints `n` (≥ 1 accesses), the zigzag delta of its
 //!   first time from the previous block's last (0 before the first), `span`, `den` and
 //!   the phase `rem` (`tdmap_wire::times::BlockTime::new`). The blocks' n add up to the
@@ -44,8 +48,9 @@ pub const CONTINUES: u8 = 2;
 /// run never stands for a size its meta cannot tell.
 pub const ESCAPE: u8 = 0x80;
 /// Most bytes one access can take in a frame's raw streams: a literal (tag 2, size 1,
-/// address 10) and a block of its own (5 varints).
-pub const MAX_ACCESS_BYTES: usize = 13 + 50;
+/// address 10), a block of its own (5 varints) and a reset (a writer puts at most one
+/// before each access: one per chunk handed over).
+pub const MAX_ACCESS_BYTES: usize = 13 + 50 + 1;
 /// Most bytes of a stored predictor state: two varints, the addresses, the metas.
 pub const MAX_STATE_BYTES: usize = 2 * 5 + RING * 10 + RING;
 
@@ -139,6 +144,20 @@ impl Symbols {
             put_symbol(syms, last, s, size)
         });
         self.n += 1;
+    }
+
+    /// Appends a reset: the reader's predictor goes back to its initial state here, as
+    /// a sender's that restarts (the runtime's, at every chunk) does, and so does this
+    /// frame's own encoder. On an empty frame that starts from the initial state it adds
+    /// nothing: the frame starts there anyway.
+    pub fn reset(&mut self) {
+        if self.n == 0 && self.flags == 0 {
+            return;
+        }
+        let (syms, last) = (&mut self.syms, &mut self.last_literal);
+        self.enc.finish(|s| put_symbol(syms, last, s, 0));
+        self.enc = Encoder::default();
+        push_varint(&mut self.syms, 0);
     }
 
     /// Gives the next `n` accesses (appended before or after) the times stepping from

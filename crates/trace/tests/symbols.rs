@@ -253,3 +253,84 @@ fn symbols_that_continue_across_frames_round_trip() {
     assert!(check(&p).ok());
     let _ = std::fs::remove_file(&p);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Symbols of a predictor that restarts at every chunk (the runtime's), several
+    /// chunks to a frame with a reset between them, some frames continuing their
+    /// thread's previous one after a fault, and a frame of accesses reset mid-way: the
+    /// reader gives back every access, and the checker passes the resets wherever they
+    /// are.
+    #[test]
+    fn symbols_of_a_predictor_that_restarts_round_trip(
+        body in 1u64..12,
+        iters in 1u64..200,
+        random in prop::collection::vec((any::<u64>(), 0u8..4, any::<bool>()), 0..4),
+        chunks in prop::collection::vec(1usize..700, 1..12),
+        fault_every in 1usize..5,
+        resets in prop::collection::vec(0usize..400, 0..4),
+    ) {
+        let random: Vec<_> = random.iter().map(|&(a, s, w)| (a, 1u8 << s, w)).collect();
+        let acc = stream(0, (body, iters, &random), (2, 0));
+        let p = path(&format!("restart-{}", std::process::id()));
+        let mut h = Header::new(vec![], "m");
+        h.threads = 2;
+        let w = Writer::create(&p, h).unwrap();
+        let mut frames = OpenFrames::default();
+        let mut want = vec![Vec::new(), Vec::new()];
+        let (mut at, mut k) = (0, 0);
+        while at < acc.len() {
+            let n = chunks[k % chunks.len()].min(acc.len() - at);
+            let a = &acc[at..at + n];
+            // A fresh encoder per chunk, and the chunk cut in two at its middle by a
+            // fault frame: the second half continues the first's predictor.
+            let mut enc = Encoder::default();
+            let half = if k % fault_every == 0 { n.div_ceil(2) } else { n };
+            for (lo, hi) in [(0, half), (half, n)] {
+                if lo == hi {
+                    continue;
+                }
+                let mut syms = Vec::new();
+                for x in &a[lo..hi] {
+                    enc.push(x.addr, meta_of(x.size, x.write), false, |s| syms.push(s));
+                }
+                enc.finish(|s| syms.push(s));
+                let mut f = frames.frame(&w, 0, hi - lo).unwrap();
+                if lo == 0 {
+                    f.reset();
+                    f.symbols(Some(&Default::default()), &syms, hi - lo).unwrap();
+                } else {
+                    prop_assert!(f.is_empty());
+                    f.symbols(None, &syms, hi - lo).unwrap();
+                }
+                f.times(hi - lo, BlockTime::every(a[lo].time, 2));
+                want[0].extend(a[lo..hi].iter().map(|x| (x.addr, x.size, x.write, x.time, 0)));
+                if lo == 0 && half < n {
+                    let time = a[hi - 1].time;
+                    let fault = Fault { thread: 0, addr: 4096, cpu: 0, node: 0, time };
+                    frames.faults(&w, 0, &[fault]).unwrap();
+                    want[0].push((fault.addr, 0, false, fault.time, 0));
+                }
+            }
+            at += n;
+            k += 1;
+        }
+        // Thread 1: accesses pushed one by one, the frame's own encoder reset anywhere.
+        let mut f = frames.frame(&w, 1, acc.len()).unwrap();
+        for (i, x) in acc.iter().enumerate() {
+            if resets.contains(&i) {
+                f.reset();
+            }
+            f.push(x.addr, x.size, x.write, x.time);
+            want[1].push((x.addr, x.size, x.write, x.time, 0));
+        }
+        frames.close_all(&w).unwrap();
+        w.finish(TraceStatus::Complete).unwrap();
+        let got = read_back(&p, 2);
+        let ok = check(&p);
+        let _ = std::fs::remove_file(&p);
+        prop_assert_eq!(got, want);
+        prop_assert!(ok.ok(), "{:?}", ok);
+    }
+}

@@ -219,7 +219,8 @@ fn trace_check_finds_malformed_v5_columns() {
 }
 
 /// The checker validates V6's symbols and time blocks: a run past the frame's accesses
-/// or of none, a meta no writer makes, an escaped size replayed by a run, blocks that do
+/// (a reset, fine anywhere, stands for none), a meta no writer makes, an escaped size
+/// replayed by a run, blocks that do
 /// not cover the accesses exactly or hold an impossible spread, and a raw length beyond
 /// what the accesses can take are reported, not misread.
 #[test]
@@ -248,12 +249,33 @@ fn trace_check_finds_malformed_v6_symbols() {
         })
         .collect();
     assert_eq!(got, want);
+    // Resets (varint 0) anywhere, twice in a row too: the run after the one between
+    // the literals and the run replays the initial state's guess (address 0, 1 byte).
+    let reset = with_streams(
+        &bytes,
+        at,
+        &[0, 13, 0x80, 0x40, 0, 0, 13, 16, 0, 2, 0],
+        &times,
+        16,
+    );
+    let rep = check_bytes(reset.clone());
+    assert!(rep.ok(), "{:?}", rep.problems);
+    let r = Reader::with_source(std::io::Cursor::new(reset), "reset".into()).unwrap();
+    let got: Vec<(u64, u8)> = r
+        .events()
+        .map(|e| match e.unwrap() {
+            Event::Access(a) => (a.addr, a.size),
+            e => panic!("{e:?}"),
+        })
+        .collect();
+    assert_eq!(got, [(0x1000, 8), (0x1008, 8), (0, 1)]);
     let bad = "malformed access symbols or time blocks";
     // An escaped literal (meta 0x80: tag 257, size 3) whose meta a run then replays.
     let escaped_run: &[u8] = &[0x81, 0x02, 3, 0x80, 0x40, 2, 2];
     let cases: [(&[u8], &[u8], u32, &str); 9] = [
         (&[13, 0x80, 0x40, 13, 16, 4], &times, 11, bad),
-        (&[13, 0x80, 0x40, 13, 16, 0, 2], &times, 12, bad),
+        // A reset stands for no access: two accesses, not three.
+        (&[0, 13, 0x80, 0x40, 0, 13, 16, 0], &times, 13, bad),
         (&[13, 0x80, 0x40, 33, 16, 2], &times, 11, bad),
         (&[13, 0x80, 0x40, 13, 16], &times, 10, bad),
         (escaped_run, &times, 12, bad),

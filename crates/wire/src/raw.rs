@@ -21,7 +21,7 @@
 use crate::WireError;
 
 mod predicted;
-pub use predicted::expand;
+pub use predicted::{expand, literal, walk, At, Word};
 
 /// Marks a chunk header ("TDRT").
 pub const MAGIC: u32 = 0x5444_5254;

@@ -89,6 +89,24 @@ impl BlockTime {
         u64::try_from(t).ok()
     }
 
+    /// The state `n` steps on, without stepping (what `n` calls of [`BlockTime::step`]
+    /// leave): where a block cut at a side word goes on, found in O(1), so that a run
+    /// of foreseen accesses (wire version 7) costs no step per access.
+    pub fn skip(&self, n: u64) -> BlockTime {
+        let (den, total) = (
+            self.den as u128,
+            self.rem as u128 + n as u128 * self.r as u128,
+        );
+        BlockTime {
+            at: self
+                .at
+                .wrapping_add(n.wrapping_mul(self.q))
+                .wrapping_add((total / den) as u64),
+            rem: (total % den) as u64,
+            ..*self
+        }
+    }
+
     /// This record's time; moves to the next record's.
     #[inline(always)]
     pub fn step(&mut self) -> u64 {
@@ -184,6 +202,18 @@ mod tests {
     }
 
     proptest! {
+        /// Skipping n steps leaves the state that stepping n times leaves.
+        #[test]
+        fn skip_is_n_steps(
+            t0 in any::<u64>(), span in any::<u64>(), den in 1u64..600, rem in 0u64..600,
+            n in 0u64..1300,
+        ) {
+            let mut a = BlockTime::new(t0, span, den, rem % den).unwrap();
+            let b = a.skip(n);
+            (0..n).for_each(|_| { a.step(); });
+            prop_assert_eq!(a, b);
+        }
+
         /// A block cut anywhere goes on from its state as stored (`parts`), and `after`
         /// tells the time `n` steps on without stepping.
         #[test]

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::io::BufReader;
 use std::ops::Range;
 use std::process::ExitStatus;
-use tdmap_trace::{Fault, OpenFrames, ProcessInfo, ThreadInfo, TraceStatus, Writer};
+use tdmap_trace::{Fault, OpenFrames, ProcessInfo, ThreadInfo, TraceError, TraceStatus, Writer};
 use tdmap_wire::pagekey::is_shared;
 
 /// Counts gathered while converting.
@@ -160,6 +160,10 @@ impl Conv {
                 let Some(t) = task(c.thread) else {
                     return Ok(());
                 };
+                // Page keys are per address: a predicted chunk's runs are expanded.
+                if keys.is_some() {
+                    c.expand().map_err(|e| TraceError::Invalid(e.to_string()))?;
+                }
                 stats.threads = stats.threads.max(t + 1);
                 let (faults, repeats) = (&mut self.faults, &mut self.repeats);
                 let split = self.dec.side(&c, faults, repeats);
@@ -178,15 +182,16 @@ impl Conv {
                 let key = |a| keys.map_or(a, |k| k.key(p.index, a));
                 let cut = repeats.partition_point(|r| (r.0 as usize) < split.accesses);
                 let (before, after) = repeats.split_at(cut);
-                let frames = &mut self.frames;
+                let (frames, dec) = (&mut self.frames, &self.dec);
                 let words = (0..split.words, split.accesses, 0);
-                push(frames, writer, (t, &c), words, before, key)?;
+                push(frames, writer, (t, &c, dec), words, before, key)?;
                 if !faults.is_empty() {
                     frames.faults(writer, t, faults)?;
                 }
                 let rest = split.total - split.accesses;
-                let words = (split.words..c.records.len(), rest, split.accesses);
-                push(frames, writer, (t, &c), words, after, key)?;
+                let end = c.predicted.map_or(c.records.len(), |n| n as usize);
+                let words = (split.words..end, rest, split.accesses);
+                push(frames, writer, (t, &c, dec), words, after, key)?;
             }
         }
         Ok(())
@@ -277,11 +282,12 @@ pub(super) fn convert(
 
 /// Pushes the accesses of chunk `c` among words `words.0` (`words.1` of them, the first
 /// access `words.2` of the chunk) into thread `t`'s open frame, each address through
-/// `key`, with the collapsed reads `repeats` naming them by index in the chunk.
+/// `key` (a predicted chunk's symbols as they are: it has no key, `event` expanded it
+/// otherwise), with the collapsed reads `repeats` naming them by index in the chunk.
 fn push(
     frames: &mut OpenFrames,
     writer: &Writer,
-    (t, c): (u32, &RawChunk),
+    (t, c, dec): (u32, &RawChunk, &Decoder),
     (words, k, from): (Range<usize>, usize, usize),
     repeats: &[(u32, u32)],
     key: impl Fn(u64) -> u64 + Copy,
@@ -291,7 +297,11 @@ fn push(
     }
     let mut f = frames.frame(writer, t, k)?;
     let at = f.len() as u32;
-    Decoder::push(c, words, &mut f, key);
+    if c.predicted.is_some() {
+        dec.push_predicted(words, &mut f, from > 0)?;
+    } else {
+        Decoder::push(c, words, &mut f, key);
+    }
     for &(i, extra) in repeats {
         if !f.repeat(at + i - from as u32, extra) {
             return Err(tdmap_trace::TraceError::bad_repeats());

@@ -5,11 +5,16 @@
 //! chunk's faults and collapsed reads (the rare words; a chunk of plain records only is
 //! told by one OR over its words), then [`Decoder::push`] encodes its accesses into the
 //! trace's frame as it decodes them ([`Decoder::counted`] hands them to the model, with the
-//! count words of a chunk the runtime aggregated).
+//! count words of a chunk the runtime aggregated). A predicted chunk (wire version 7)
+//! takes its own path (`decode/predicted.rs`), its runs handed to the trace as they are.
+
+mod predicted;
 
 use super::raw::{self, wire, RawChunk};
 use std::ops::Range;
 use tdmap_trace::{Fault, Frame};
+use tdmap_wire::times::Block;
+use wire::{At, Word};
 
 /// Turns raw chunks into trace events.
 pub(super) struct Decoder {
@@ -18,6 +23,10 @@ pub(super) struct Decoder {
     cpu_node: Vec<u32>,
     /// Word positions of the chunk's CPU and repeat words (scratch of `side`).
     sides: Vec<u32>,
+    /// The words of the predicted chunk `side` last read, with where each falls.
+    items: Vec<(At, Word)>,
+    /// That chunk's clock blocks.
+    blocks: Vec<Block>,
 }
 
 /// Where a chunk's faults go: after its first first-touch access.
@@ -49,6 +58,8 @@ impl Decoder {
             page_mask: !(page_size.max(1) - 1),
             cpu_node,
             sides: Vec::new(),
+            items: Vec::new(),
+            blocks: Vec::new(),
         }
     }
 
@@ -133,13 +144,16 @@ impl Decoder {
     /// have made that thread the first. A fault's CPU is where the thread ran at the
     /// first touch, its node that CPU's: where first-touch placement puts the page.
     /// `repeats` gets, for each record that collapsed repeated reads, its access index
-    /// and the extra reads.
+    /// and the extra reads. Words are positions (version-6 words) in a predicted chunk.
     pub(super) fn side(
         &mut self,
         c: &RawChunk,
         faults: &mut Vec<Fault>,
         repeats: &mut Vec<(u32, u32)>,
     ) -> Split {
+        if let Some(positions) = c.predicted {
+            return self.side_predicted(c, positions, faults, repeats);
+        }
         faults.clear();
         repeats.clear();
         let words = &c.records;
@@ -232,6 +246,7 @@ mod tests {
             ticks,
             t1: 9_000,
             records,
+            predicted: None,
         }
     }
 
@@ -320,6 +335,7 @@ mod tests {
             ticks: vec![0; wire::TICKS],
             t1: 0,
             records,
+            predicted: None,
         };
         let (mut addrs, mut counts) = (Vec::new(), Vec::new());
         Decoder::counted(&c, &mut addrs, &mut counts);

@@ -80,7 +80,12 @@ pub(super) fn convert_while_alone(
     let quiet = Quiet::default();
     // Waiting for process 0's next chunk must not hold up the others (a parent waiting
     // for its children): once it is not alone, the reading stops and spilling starts.
-    let follow = Follow::new(&scratch.data, child).stop_if(|| not_alone(scratch, &quiet));
+    let mut follow = Follow::new(&scratch.data, child).stop_if(|| not_alone(scratch, &quiet));
+    // Nothing is freed before the first event is converted: the follower would free all
+    // it read ahead into the read buffer, which the conversion after the exit reads
+    // again from `from` once the early one stops (the replays of bench/trace_same.sh,
+    // whose stream is written at once, read holes there: a torn, Incomplete trace).
+    follow.consumed(0);
     let mut rd = RawReader::new(BufReader::with_capacity(1 << 20, follow));
     let alone = ProcessInfo {
         index: 0,

@@ -171,9 +171,11 @@ impl Feed {
                     self.grow(id)?;
                 }
                 RawEvent::End { filtered, .. } => self.filtered += filtered,
-                RawEvent::Accesses(c) => {
+                RawEvent::Accesses(mut c) => {
                     let t = c.thread;
                     self.grow(t)?;
+                    // The model takes a word per access (the reader checked the words).
+                    c.expand()?;
                     // A collapsed run of reads feeds the model once, as `tdmap analyze`
                     // reads it from a trace (docs/formats.md "Collapsed reads"); a record
                     // the runtime aggregated, as many times as its count.

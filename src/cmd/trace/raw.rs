@@ -1,8 +1,11 @@
 //! Reading the runtime's raw chunk file (format: `tdmap_wire::raw`) and the control file.
 //!
-//! A predicted chunk (wire version 7, a recording thread's) is expanded here, with
-//! `tdmap_wire::raw::expand`, into the words of an access chunk of version 6, so that
-//! everything after the reader sees one kind of chunk from runtimes of both versions.
+//! A predicted chunk (wire version 7, a recording thread's) is checked here
+//! (`tdmap_wire::raw::walk`: damage reads as a torn chunk) and kept as it came, runs and
+//! misses: the conversion takes its runs straight into the trace's symbols
+//! (`decode/predicted.rs`), with no work per access. A reader that needs a word per
+//! access ([`RawChunk::expand`]) expands it into the words of an access chunk of
+//! version 6.
 
 pub use tdmap_wire::raw as wire;
 
@@ -44,9 +47,12 @@ pub struct RawChunk {
     pub ticks: Vec<u64>,
     /// The flush time.
     pub t1: u64,
-    /// Packed access records, each first-touch one followed by a CPU word (a predicted
-    /// chunk's, expanded).
+    /// Packed access records, each first-touch one followed by a CPU word; a predicted
+    /// chunk's words as it came (run words, missed records, side words).
     pub records: Vec<u64>,
+    /// For a predicted chunk, the positions (version-6 words) it stands for; None for
+    /// an access chunk.
+    pub predicted: Option<u64>,
 }
 
 impl RawChunk {
@@ -57,6 +63,20 @@ impl RawChunk {
             .for_each(|t| *t = t.saturating_sub(base));
         self.t1 = self.t1.saturating_sub(base);
     }
+
+    /// Makes a predicted chunk an access chunk of version 6 (a word per access), for a
+    /// consumer that needs each access's address: the model, page keys. Does nothing to
+    /// an access chunk.
+    pub fn expand(&mut self) -> Result<(), tdmap_wire::WireError> {
+        let Some(words) = self.predicted else {
+            return Ok(());
+        };
+        let mut out = Vec::with_capacity(words.min(wire::CHUNK_RECORDS as u64) as usize);
+        wire::expand(&self.records, words, &mut out)?;
+        self.records = out;
+        self.predicted = None;
+        Ok(())
+    }
 }
 
 /// Streams [`RawEvent`]s; stops at the first torn or foreign chunk and remembers it.
@@ -66,8 +86,6 @@ pub struct RawReader<R> {
     pub torn: bool,
     /// A chunk's body as read, kept from chunk to chunk (not zeroed and freed each time).
     body: Vec<u8>,
-    /// A predicted chunk's words, before they are expanded.
-    predicted: Vec<u64>,
 }
 
 impl<R: Read> RawReader<R> {
@@ -77,7 +95,6 @@ impl<R: Read> RawReader<R> {
             src,
             torn: false,
             body: Vec::new(),
-            predicted: Vec::new(),
         }
     }
 
@@ -124,24 +141,20 @@ impl<R: Read> RawReader<R> {
                     .chunks_exact(8)
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
                 let ticks = words.by_ref().take(wire::TICKS).collect();
-                let records = if h.kind == wire::KIND_PREDICTED {
-                    self.predicted.clear();
-                    self.predicted.extend(words);
-                    let mut records =
-                        Vec::with_capacity(h.extra.min(wire::CHUNK_RECORDS as u64) as usize);
-                    // Damaged words: as a torn chunk, nothing after it is read.
-                    if wire::expand(&self.predicted, h.extra, &mut records).is_err() {
+                let records: Vec<u64> = words.collect();
+                let predicted = (h.kind == wire::KIND_PREDICTED).then_some(h.extra);
+                // Damaged words: as a torn chunk, nothing after it is read.
+                if let Some(n) = predicted {
+                    if wire::walk(&records, n, |_, _| {}).is_err() {
                         return self.tear();
                     }
-                    records
-                } else {
-                    words.collect()
-                };
+                }
                 RawEvent::Accesses(RawChunk {
                     thread: h.thread,
                     ticks,
                     t1: h.t1,
                     records,
+                    predicted,
                 })
             }
         };
@@ -301,8 +314,8 @@ mod tests {
         assert!(!r.torn);
     }
 
-    /// A predicted chunk (version 7) reads as the access chunk (version 6) of the same
-    /// accesses: a strided write loop with a first touch and its CPU word, and a repeat
+    /// A predicted chunk (version 7) is kept as it came, and expands to the access chunk
+    /// (version 6) of the same accesses: a strided write loop with a first touch and its CPU word, and a repeat
     /// word naming access 5 (word 6, after the CPU word). Damaged words tear it.
     #[test]
     fn a_predicted_chunk_reads_as_the_access_chunk_it_stands_for() {
@@ -336,7 +349,12 @@ mod tests {
         let (old, _) = read(chunk(wire::KIND_ACCESS, &v6, 0));
         let (new, torn) = read(chunk(wire::KIND_PREDICTED, &v7, v6.len() as u64));
         assert!(!torn && old.is_some());
-        assert_eq!(new, old);
+        let Some(RawEvent::Accesses(mut new)) = new else {
+            panic!("no accesses")
+        };
+        assert_eq!(new.records, v7, "kept as it came");
+        new.expand().unwrap();
+        assert_eq!(Some(RawEvent::Accesses(new)), old);
         let (none, torn) = read(chunk(wire::KIND_PREDICTED, &v7, v6.len() as u64 + 1));
         assert!(torn && none.is_none());
     }

@@ -10,57 +10,111 @@ use super::{
 use crate::predict::{Expander, Symbol};
 use crate::WireError;
 
+/// One word of a predicted chunk, as [`walk`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Word {
+    /// A run word: this many foreseen accesses (at least 1).
+    Run(u32),
+    /// A record: an access the predictor missed, or a first touch, as packed.
+    Record(u64),
+    /// A CPU word, as packed.
+    Cpu(u64),
+    /// A repeat word: the access index of the read it names, and its extra reads.
+    Repeat(u32, u32),
+}
+
+/// Where a word of a predicted chunk falls in the version-6 chunk it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    /// Its first position (version-6 word): accesses and side words before it.
+    pub pos: usize,
+    /// Its first access's index: accesses before it.
+    pub access: usize,
+}
+
+/// The symbol a record stands for: its address and the predictor's meta.
+#[inline]
+pub fn literal(record: u64) -> Symbol {
+    let m = meta(((record >> SIZE_SHIFT) & 7) as u32, record & WRITE_BIT != 0);
+    Symbol::Literal(record & ADDR_MASK, m)
+}
+
+/// Gives `f` each word of a predicted chunk (`body`, its clock ticks left out) with
+/// where it falls among the `words` positions of the version-6 chunk it stands for:
+/// the one reading of version 7's words, which [`expand`] and `tdmap trace`'s
+/// conversion (which takes the runs as they are) both build on. Damaged words (more
+/// than `words` or [`CHUNK_RECORDS`] positions, an empty run, a count word, a repeat
+/// naming no earlier access, fewer than `words` positions) are an error, never a panic;
+/// `f` may have seen the words before the damage.
+pub fn walk(body: &[u64], words: u64, mut f: impl FnMut(At, Word)) -> Result<(), WireError> {
+    let limit = (words as usize).min(CHUNK_RECORDS);
+    let (mut pos, mut access) = (0usize, 0usize);
+    for &w in body {
+        let at = At { pos, access };
+        if let Some(n) = unpack_run(w) {
+            if n == 0 || n as usize > limit - pos {
+                return Err(bad("run word", n));
+            }
+            f(at, Word::Run(n));
+            pos += n as usize;
+            access += n as usize;
+            continue;
+        }
+        if pos == limit {
+            return Err(bad("predicted chunk's length", words));
+        }
+        if let Some((a, n)) = unpack_repeat(w) {
+            if a as usize >= access {
+                return Err(bad("repeat word's access index", a));
+            }
+            f(at, Word::Repeat(a, n));
+        } else if unpack_cpu(w).is_some() {
+            f(at, Word::Cpu(w));
+        } else if let Some(n) = unpack_count(w) {
+            return Err(bad("count word in a predicted chunk", n));
+        } else {
+            f(at, Word::Record(w));
+            access += 1;
+        }
+        pos += 1;
+    }
+    if pos as u64 != words {
+        return Err(bad("predicted chunk's length", words));
+    }
+    Ok(())
+}
+
 /// Expands the words of a predicted chunk (`body`, its clock ticks left out) into `out`:
 /// the `words` words that an access chunk of version 6 holds for the same accesses.
 /// Each run word becomes its accesses' records (none a first touch), a record the
 /// predictor missed and a CPU word stay as they are, and a repeat word, which names its
 /// read by access index, names it by word position again. The predictor starts afresh
-/// in every chunk, as the runtime's does, so a chunk expands alone. Damaged words (more
-/// than `words` or [`CHUNK_RECORDS`] words out, an empty run, a count word, a repeat
-/// naming no earlier access) are an error, never a panic.
+/// in every chunk, as the runtime's does, so a chunk expands alone. Damaged words are
+/// an error ([`walk`]), never a panic.
 pub fn expand(body: &[u64], words: u64, out: &mut Vec<u64>) -> Result<(), WireError> {
     out.clear();
-    let limit = (words as usize).min(CHUNK_RECORDS);
     let mut x = Expander::default();
     // Accesses before each side word (CPU or repeat), in order: a repeat's access index
     // plus the side words before that access is its word position.
     let mut before: Vec<u32> = Vec::new();
-    for &w in body {
-        let accesses = out.len() - before.len();
-        if let Some(n) = unpack_run(w) {
-            if n == 0 || n as usize > limit - out.len() {
-                return Err(bad("run word", n));
-            }
-            x.push(Symbol::Run(n as u64), |a, m| {
-                out.push(pack(a, (m >> 1) as u32, m & 1 != 0, false))
-            });
-            continue;
+    walk(body, words, |at, word| match word {
+        Word::Run(n) => x.push(Symbol::Run(n as u64), |a, m| {
+            out.push(pack(a, (m >> 1) as u32, m & 1 != 0, false))
+        }),
+        Word::Record(w) => {
+            x.push(literal(w), |_, _| {});
+            out.push(w);
         }
-        if out.len() == limit {
-            return Err(bad("predicted chunk's length", words));
+        Word::Cpu(w) => {
+            before.push(at.access as u32);
+            out.push(w);
         }
-        if let Some((at, n)) = unpack_repeat(w) {
-            if at as usize >= accesses {
-                return Err(bad("repeat word's access index", at));
-            }
-            let pos = at as usize + before.partition_point(|&b| b <= at);
-            before.push(accesses as u32);
+        Word::Repeat(a, n) => {
+            let pos = a as usize + before.partition_point(|&b| b <= a);
+            before.push(at.access as u32);
             out.push(pack_repeat(pos as u32, n));
-        } else if unpack_cpu(w).is_some() {
-            before.push(accesses as u32);
-            out.push(w);
-        } else if let Some(n) = unpack_count(w) {
-            return Err(bad("count word in a predicted chunk", n));
-        } else {
-            let m = meta(((w >> SIZE_SHIFT) & 7) as u32, w & WRITE_BIT != 0);
-            x.push(Symbol::Literal(w & ADDR_MASK, m), |_, _| {});
-            out.push(w);
         }
-    }
-    if out.len() as u64 != words {
-        return Err(bad("predicted chunk's length", words));
-    }
-    Ok(())
+    })
 }
 
 fn bad(field: &'static str, value: impl ToString) -> WireError {
