@@ -35,6 +35,7 @@ const SLOTS: usize = 1 << 14;
 
 static WATCH: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
+#[inline(always)]
 fn slot(line: u64) -> &'static AtomicU64 {
     &WATCH[((line ^ (line >> 14) ^ (line >> 28)) as usize) & (SLOTS - 1)]
 }
@@ -90,6 +91,42 @@ impl Runs {
         }
     }
 
+    /// [`Runs::read`], [`Runs::end`] and [`Runs::begin`] in one step for a read whose
+    /// record is access `at` of the chunk, when that read is a plain record: it collapses
+    /// nothing, ends no run that collapsed reads (so writes no repeat word) and starts no
+    /// watch. Then it leaves the runs as those three calls would and gives true; otherwise
+    /// it changes nothing and gives false (the caller takes the general path).
+    #[inline(always)]
+    pub fn record_plain(&mut self, line: u64, at: u32) -> bool {
+        let tag = line + 1;
+        match self.tags.iter().position(|&t| t == tag) {
+            // An unwatched way (gens 0) has collapsed nothing since `begin` or `end_all`
+            // took its count, and `read` would not collapse; below WATCH_AFTER - 1
+            // records, this one starts no watch.
+            Some(way) => {
+                if self.gens[way] != 0 || self.records[way] >= WATCH_AFTER - 1 {
+                    return false;
+                }
+                debug_assert_eq!(self.extra[way], 0);
+                self.records[way] += 1;
+                self.at[way] = at;
+            }
+            // A new line replaces way `next`, whose run must have collapsed nothing.
+            None => {
+                let way = self.next as usize % WAYS;
+                if self.extra[way] != 0 {
+                    return false;
+                }
+                self.next = ((way + 1) % WAYS) as u32;
+                self.records[way] = 1;
+                self.tags[way] = tag;
+                self.at[way] = at;
+                self.gens[way] = 0;
+            }
+        }
+        true
+    }
+
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,
     /// whose record is access `at` of the chunk; the caller then calls [`Runs::watch`]
     /// when `read` said so, last (a call, kept off its hot path).
@@ -124,6 +161,13 @@ impl Runs {
         let n = std::mem::take(&mut self.extra[way]);
         (n != 0).then(|| tdmap_wire::raw::pack_repeat(self.at[way], n))
     }
+}
+
+/// Whether some thread watches `line`'s watch word, so that [`wrote`] would end runs: a
+/// write to a line of an unwatched word changes nothing.
+#[inline(always)]
+pub fn watched(line: u64) -> bool {
+    slot(line).load(Relaxed) & 1 == 1
 }
 
 /// A write to `line` by any thread ends every run on its watch word.

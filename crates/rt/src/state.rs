@@ -33,7 +33,7 @@ const LINE_SHIFT: u32 = 6;
 mod lines;
 mod record;
 
-use record::{fast_path, push_run, record_body, record_fast};
+use record::{fast_path, push_run, record_body, record_fast, record_known};
 
 /// One thread's buffer: the chunk header and clock ticks sit right before the records so
 /// that a chunk leaves in a single `write`.
@@ -54,25 +54,39 @@ pub struct ThreadState {
     /// Predicted accesses since the last word, written as one run word before the next.
     run: u32,
     mode: AtomicU8,
-    filter: bool,
+    /// `filter`, `aggregate` or `no_runs`: the thread never takes [`fast_path`].
+    special: bool,
     collapse: bool,
+    filter: bool,
+    seen: u64,
+    /// The page size minus 1 (`page_shift`'s): two addresses whose xor is at most this
+    /// lie on one page.
+    page_low: u64,
+    /// The recording thread's predictor, afresh in every chunk ([`flush`]).
+    pred: Predictor,
+    runs: Runs,
     /// Counts accesses per line instead of recording each (`aggregate.rs`).
     aggregate: bool,
     /// Writes every access as a record, no runs (`wire::ENV_PREDICT`; false when zeroed).
     no_runs: bool,
-    runs: Runs,
-    /// The recording thread's predictor, afresh in every chunk ([`flush`]).
-    pred: Predictor,
+    /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
+    page_shift: u32,
     lines: Lines,
     dead: AtomicBool,
     id: u32,
     last_key: u64,
     last_page: u64,
     filtered: u64,
-    seen: u64,
-    /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
-    page_shift: u32,
     next: *mut ThreadState,
+}
+
+impl ThreadState {
+    /// Derives the fields the hot path reads in place of others (`special`,
+    /// `page_low`), after those are set.
+    fn settle(&mut self) {
+        self.special = self.filter | self.aggregate | self.no_runs;
+        self.page_low = (1u64 << self.page_shift) - 1;
+    }
 }
 
 // The records must follow the header without padding for the single-write flush.
@@ -125,16 +139,44 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
     // its mode word, which is atomic.
     if let Some(s) = unsafe { st.as_mut() } {
         match s.mode.load(Ordering::Relaxed) {
-            MODE_RECORD if s.aggregate => return lines::access(s, addr, size_log2, write),
             MODE_RECORD if fast_path(s) => return record_fast(s, addr, size_log2, write),
-            MODE_COUNT => {
-                s.seen += 1;
-                return;
-            }
-            _ => {}
+            mode => return record_other(s, mode, addr, size_log2, write),
         }
     }
     record_slow(st, addr, size_log2, write);
+}
+
+/// [`record`] for a callback that knows the access's size and kind: its common case,
+/// [`record_known`], runs inlined in the callback with no call.
+#[inline(always)]
+pub fn record_sized<const LOG2: u32, const WRITE: bool>(addr: u64) {
+    let st = CURRENT.with(Cell::get);
+    // SAFETY: as in `record`.
+    if let Some(s) = unsafe { st.as_mut() } {
+        match s.mode.load(Ordering::Relaxed) {
+            MODE_RECORD if fast_path(s) => return record_known::<LOG2, WRITE>(s, addr),
+            mode => return record_other(s, mode, addr, LOG2, WRITE),
+        }
+    }
+    record_slow(st, addr, LOG2, WRITE);
+}
+
+/// A registered thread's access off [`fast_path`] in [`record`], in `mode`: counting
+/// and aggregating threads' own paths, [`record_slow`] for the rest.
+#[inline(always)]
+fn record_other(s: &mut ThreadState, mode: u8, addr: u64, size_log2: u32, write: bool) {
+    match mode {
+        MODE_RECORD if s.aggregate => aggregate_access(s, addr, size_log2, write),
+        MODE_COUNT => s.seen += 1,
+        _ => record_slow(s, addr, size_log2, write),
+    }
+}
+
+/// [`lines::access`] out of line: inlined, its calls made every callback save a
+/// register, which the recording fast path ([`record_known`]) then paid too.
+#[inline(never)]
+fn aggregate_access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    lines::access(s, addr, size_log2, write)
 }
 
 /// Everything but the fast path: a thread's first access, counting, pausing or stopped
@@ -469,6 +511,7 @@ pub fn register_current() -> *mut ThreadState {
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);
+    s.settle();
     let mut head = ALL.load(Ordering::Acquire);
     loop {
         s.next = head;
@@ -598,6 +641,7 @@ pub(crate) mod tests {
         s.last_key = u64::MAX;
         s.last_page = u64::MAX;
         s.page_shift = 12;
+        s.settle();
         s
     }
 

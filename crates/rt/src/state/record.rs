@@ -5,7 +5,7 @@
 use super::{
     collapse_step, flush, page_first, push, push_cpu, push_side, tick, ThreadState, LINE_SHIFT,
 };
-use crate::collapse::WAYS;
+use crate::collapse::{self, WAYS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, TICK_EVERY};
 
 /// Positions in each tick block at which the fast path may take an access: it takes up
@@ -20,7 +20,41 @@ const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1)
 /// [`record`]).
 #[inline(always)]
 pub(super) fn fast_path(s: &ThreadState) -> bool {
-    !(s.filter | s.no_runs) && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
+    !s.special && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
+}
+
+/// A recording thread's access of a size and kind known at compile time (one callback),
+/// on [`fast_path`], in its common case: the predictor foresaw it on the page of the
+/// access it steps from, and the spin collapse keeps it as a plain record
+/// ([`Runs::record_plain`](crate::collapse::Runs::record_plain); a write to a line no
+/// thread watches). Then it changes the state exactly as [`record_body`] would, which
+/// leaves it no word to write: the access only lengthens the run. Everything is checked
+/// before anything changes, so any other access goes to [`record_fast`] untouched, by a
+/// tail call. Inlined into each callback, with the callback's constants, it needs no
+/// saved register.
+#[inline(always)]
+pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadState, addr: u64) {
+    let a = addr & wire::ADDR_MASK;
+    let meta = const { wire::meta(LOG2, WRITE) };
+    let (guess, guess_meta, prev) = s.pred.guess_step();
+    if (guess, guess_meta) != (a, meta) || (a ^ prev) > s.page_low {
+        return record_fast(s, addr, LOG2, WRITE);
+    }
+    if s.collapse {
+        let line = addr >> LINE_SHIFT;
+        let kept = if WRITE {
+            !collapse::watched(line)
+        } else {
+            s.runs.record_plain(line, (s.len - s.sides) as u32)
+        };
+        if !kept {
+            return record_fast(s, addr, LOG2, WRITE);
+        }
+    }
+    s.seen += 1;
+    // What `take` does with this access.
+    s.pred.foreseen(a, meta);
+    predicted::<false>(s);
 }
 
 /// [`record_body`] on the fast path, out of line: the predictor's path needs registers
@@ -90,11 +124,7 @@ pub(super) fn take<const ALL: bool>(
     let a = addr & wire::ADDR_MASK;
     let meta = wire::meta(size_log2, write);
     let (guess, guess_meta, prev) = s.pred.guess_step();
-    if !ALL
-        && watch == NO_WATCH
-        && (guess, guess_meta) == (a, meta)
-        && (a ^ prev) >> s.page_shift == 0
-    {
+    if !ALL && watch == NO_WATCH && (guess, guess_meta) == (a, meta) && (a ^ prev) <= s.page_low {
         // What `pack` does with this access.
         s.pred.foreseen(a, meta);
         return predicted::<ALL>(s);
@@ -148,7 +178,7 @@ pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u
     let (.., prev) = s.pred.guess_step();
     let hit = s.pred.observe(a, wire::meta(size_log2, write)) && !s.no_runs;
     // The slow path checks every page: at a chunk's first access `prev` is no access.
-    if !ALL && hit && (a ^ prev) >> s.page_shift == 0 {
+    if !ALL && hit && (a ^ prev) <= s.page_low {
         predicted::<ALL>(s);
     } else {
         checked::<ALL>(s, addr, size_log2, write, hit);
@@ -285,6 +315,7 @@ mod tests {
     fn without_runs_every_access_is_a_record() {
         let mut s = fresh_state(false, true);
         s.no_runs = true;
+        s.settle();
         let mut want = Vec::new();
         for i in 0..1000 {
             for (a, w) in three_arrays(i) {
