@@ -91,13 +91,16 @@ impl Runs {
         }
     }
 
-    /// [`Runs::read`], [`Runs::end`] and [`Runs::begin`] in one step for a read whose
-    /// record is access `at` of the chunk, when that read is a plain record: it collapses
-    /// nothing, ends no run that collapsed reads (so writes no repeat word) and starts no
-    /// watch. Then it leaves the runs as those three calls would and gives true; otherwise
-    /// it changes nothing and gives false (the caller takes the general path).
+    /// [`Runs::read`], [`Runs::end`] and [`Runs::begin`] in one step for a read that is
+    /// a plain record: it collapses nothing, ends no run that collapsed reads (so writes
+    /// no repeat word) and starts no watch. Then it leaves the runs as those three calls
+    /// would, but for `at`, and gives true; otherwise it changes nothing and gives false
+    /// (the caller takes the general path). `at` is read only by [`Runs::end`] of a run
+    /// that collapsed reads, which only a watch starts, and the record that starts a
+    /// watch (the line's [`WATCH_AFTER`]th) takes the general path, whose `begin` sets
+    /// it: so an unwatched way's `at` is left as it was.
     #[inline(always)]
-    pub fn record_plain(&mut self, line: u64, at: u32) -> bool {
+    pub fn record_plain(&mut self, line: u64) -> bool {
         let tag = line + 1;
         match self.tags.iter().position(|&t| t == tag) {
             // An unwatched way (gens 0) has collapsed nothing since `begin` or `end_all`
@@ -109,7 +112,6 @@ impl Runs {
                 }
                 debug_assert_eq!(self.extra[way], 0);
                 self.records[way] += 1;
-                self.at[way] = at;
             }
             // A new line replaces way `next`, whose run must have collapsed nothing.
             None => {
@@ -120,7 +122,6 @@ impl Runs {
                 self.next = ((way + 1) % WAYS) as u32;
                 self.records[way] = 1;
                 self.tags[way] = tag;
-                self.at[way] = at;
                 self.gens[way] = 0;
             }
         }

@@ -45,7 +45,7 @@ pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadSta
         let kept = if WRITE {
             !collapse::watched(line)
         } else {
-            s.runs.record_plain(line, (s.len - s.sides) as u32)
+            s.runs.record_plain(line)
         };
         if !kept {
             return record_fast(s, addr, LOG2, WRITE);
@@ -428,8 +428,83 @@ mod tests {
             )
     }
 
+    /// Records an access as a callback of this size and kind does (`record_sized`).
+    fn access_known(s: &mut ThreadState, addr: u64, log2: u32, write: bool) {
+        if !fast_path(s) {
+            return record_body::<true>(s, addr, log2, write);
+        }
+        match (log2, write) {
+            (0, false) => record_known::<0, false>(s, addr),
+            (1, false) => record_known::<1, false>(s, addr),
+            (2, false) => record_known::<2, false>(s, addr),
+            (3, false) => record_known::<3, false>(s, addr),
+            (0, true) => record_known::<0, true>(s, addr),
+            (1, true) => record_known::<1, true>(s, addr),
+            (2, true) => record_known::<2, true>(s, addr),
+            (3, true) => record_known::<3, true>(s, addr),
+            _ => unreachable!("the test's sizes"),
+        }
+    }
+
+    /// The first of the 64 pages of `the_inlined_common_case_records_what_the_general_path_does`:
+    /// word 200 of the tests' first-touch bitmap.
+    const KNOWN_PAGE: u64 = 200 * 64;
+
+    /// The flushed chunks of `accesses` recorded by `f` on a fresh state, CPU words and
+    /// times left out, with the state's access count; the pages from [`KNOWN_PAGE`] on
+    /// were touched as `touched_before` says (one bit per page).
+    fn recorded_by(
+        f: fn(&mut ThreadState, u64, u32, bool),
+        accesses: &[(u64, u32, bool)],
+        touched_before: u64,
+    ) -> (Vec<(u32, u64, Vec<u64>)>, u64) {
+        test_bitmap()[(KNOWN_PAGE / 64) as usize].store(touched_before, Ordering::Relaxed);
+        let mut s = fresh_state(false, true);
+        for &(a, log2, w) in accesses {
+            f(&mut s, a, log2, w);
+        }
+        flush(&mut s);
+        let chunks = flushed().into_iter();
+        let got = chunks
+            .map(|c| (c.hdr.count, c.hdr.extra, no_cpu(&c.body)))
+            .collect();
+        (got, s.seen)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The callbacks' inlined common case (`record_known`) writes the very words,
+        /// chunk lengths and positions that the general path (`record_body`) writes:
+        /// strided loops over a few arrays (first touches among them), with spin-waits on one line (collapsed runs,
+        /// ended by writes, some foreseen) and lines that fall out of the collapse's ways mixed in.
+        #[test]
+        fn the_inlined_common_case_records_what_the_general_path_does(
+            segs in prop::collection::vec(seg(), 1..30),
+            spins in prop::collection::vec((0usize..30, 1u64..120, 0u64..4, any::<bool>()), 0..8),
+            touched_before in any::<u64>(),
+        ) {
+            let mut accesses = Vec::new();
+            for (i, g) in segs.iter().enumerate() {
+                for (_, n, line, alternate) in spins.iter().filter(|sp| sp.0 == i) {
+                    let flag = HIGH + (1 << 30) + line * 64;
+                    accesses.extend((0..*n).map(|_| (flag, 2, false)));
+                    // A write ends the run; a thread that writes and rereads its flag
+                    // in turn watches it anew at each read and ends it at each write.
+                    let turns = if *alternate { *n } else { 1 };
+                    accesses.extend((0..turns).flat_map(|_| [(flag, 2, true), (flag, 2, false)]));
+                }
+                for i in 0..g.len {
+                    for j in 0..g.arrays {
+                        let off = (g.page * 4096 + j * (3 * 4096 + 40)) as i64;
+                        let addr = (KNOWN_PAGE << 12) + (off + i as i64 * g.stride).rem_euclid(64 * 4096) as u64;
+                        accesses.push((addr, g.log2 % 4, g.write_last && j + 1 == g.arrays));
+                    }
+                }
+            }
+            let want = recorded_by(access, &accesses, touched_before);
+            prop_assert_eq!(recorded_by(access_known, &accesses, touched_before), want);
+        }
 
         /// Random accesses with random first touches (random pages touched before) and
         /// random collapsed runs (repeat words naming earlier reads), written through the
