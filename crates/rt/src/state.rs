@@ -30,6 +30,7 @@ pub const MODE_OFF: u8 = 2;
 
 const LINE_SHIFT: u32 = 6;
 
+mod current;
 mod lines;
 mod record;
 
@@ -95,7 +96,6 @@ const _: () = assert!(std::mem::offset_of!(ThreadState, ticks) == HEADER_BYTES);
 const _: () = assert!(std::mem::offset_of!(ThreadState, recs) == HEADER_BYTES + TICKS * 8);
 
 thread_local! {
-    static CURRENT: Cell<*mut ThreadState> = const { Cell::new(null_mut()) };
     /// The id `pthread_create` reserved for this thread, u32::MAX if none.
     pub static PENDING_ID: Cell<u32> = const { Cell::new(u32::MAX) };
     /// Set while [`record_range`] runs on this thread.
@@ -133,7 +133,7 @@ pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
 /// registers on its counting and aggregating paths.
 #[inline(always)]
 pub fn record(addr: u64, size_log2: u32, write: bool) {
-    let st = CURRENT.with(Cell::get);
+    let st = current::get();
     // SAFETY: a non-null `st` is this thread's own live state; other threads only touch
     // it in the exit and crash handlers, when this one is finished or about to die, and
     // its mode word, which is atomic.
@@ -150,7 +150,7 @@ pub fn record(addr: u64, size_log2: u32, write: bool) {
 /// [`record_known`], runs inlined in the callback with no call.
 #[inline(always)]
 pub fn record_sized<const LOG2: u32, const WRITE: bool>(addr: u64) {
-    let st = CURRENT.with(Cell::get);
+    let st = current::get();
     // SAFETY: as in `record`.
     if let Some(s) = unsafe { st.as_mut() } {
         match s.mode.load(Ordering::Relaxed) {
@@ -173,17 +173,19 @@ fn record_other(s: &mut ThreadState, mode: u8, addr: u64, size_log2: u32, write:
 }
 
 /// [`lines::access`] out of line: inlined, its calls made every callback save a
-/// register, which the recording fast path ([`record_known`]) then paid too.
+/// register, which the recording fast path ([`record_known`]) then paid too. `extern
+/// "C"` so that callbacks reach it by a tail call ([`record_fast`]).
 #[inline(never)]
-fn aggregate_access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+extern "C" fn aggregate_access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     lines::access(s, addr, size_log2, write)
 }
 
 /// Everything but the fast path: a thread's first access, counting, pausing or stopped
 /// threads, and accesses that filter, touch a new page, read the clock or flush.
+/// `extern "C"` so that callbacks reach it by a tail call ([`record_fast`]).
 #[cold]
 #[inline(never)]
-fn record_slow(st: *mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+extern "C" fn record_slow(st: *mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     let st = if st.is_null() { register_current() } else { st };
     // SAFETY: as in `record`; register_current gives this thread's state or null.
     let Some(s) = (unsafe { st.as_mut() }) else {
@@ -479,7 +481,7 @@ pub fn register_current() -> *mut ThreadState {
     if !crate::init::ensure() {
         return null_mut();
     }
-    let existing = CURRENT.with(Cell::get);
+    let existing = current::get();
     if !existing.is_null() {
         return existing;
     }
@@ -520,7 +522,7 @@ pub fn register_current() -> *mut ThreadState {
             Err(h) => head = h,
         }
     }
-    CURRENT.with(|c| c.set(st));
+    current::set(st);
     crate::init::watch_thread_exit(st.cast());
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
@@ -572,7 +574,7 @@ pub fn finish_all() -> u64 {
 /// data file. The other threads' states are copies of threads the child does not have.
 pub fn restart_in_child(mode: u8) {
     DEFAULT_MODE.store(mode, Ordering::Relaxed);
-    let st = CURRENT.with(Cell::get);
+    let st = current::get();
     ALL.store(st, Ordering::Release);
     if st.is_null() {
         NEXT_ID.store(0, Ordering::Relaxed);

@@ -58,9 +58,11 @@ pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadSta
 }
 
 /// [`record_body`] on the fast path, out of line: the predictor's path needs registers
-/// that the counting and aggregating paths of `record` must not pay for.
+/// that the counting and aggregating paths of `record` must not pay for. `extern "C"`,
+/// which cannot unwind: a callback (itself `extern "C"`) may reach only such a function
+/// by a tail call, with no frame of its own (a call that may unwind needs one).
 #[inline(never)]
-pub(super) fn record_fast(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+pub(super) extern "C" fn record_fast(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     record_body::<false>(s, addr, size_log2, write)
 }
 
@@ -133,8 +135,10 @@ pub(super) fn take<const ALL: bool>(
 }
 
 /// The rest of [`take`], out of line: misses, first touches, page checks and watches.
+/// `extern "C"` (which cannot unwind), so that [`record_fast`] reaches it by a tail call,
+/// as the callbacks reach [`record_fast`].
 #[inline(never)]
-fn take_rest<const ALL: bool>(
+extern "C" fn take_rest<const ALL: bool>(
     s: &mut ThreadState,
     addr: u64,
     size_log2: u32,
