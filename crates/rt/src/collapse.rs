@@ -73,7 +73,9 @@ impl Runs {
     pub fn read(&mut self, line: u64) -> Read {
         let tag = line + 1;
         let Some(way) = self.tags.iter().position(|&t| t == tag) else {
-            let way = self.next as usize;
+            // `next` is below WAYS: the modulo only spares a bounds check (a panic call,
+            // for which every callback would keep a frame).
+            let way = self.next as usize % WAYS;
             self.next = (self.next + 1) % WAYS as u32;
             self.records[way] = 1;
             return Read::Record { way, watch: false };
@@ -183,9 +185,10 @@ pub fn wrote(line: u64) {
 
 /// Starts watching `line`: sets `gen` to the generation that a later read must still
 /// see. Once per run of [`WATCH_AFTER`] records, so kept off the hot path.
+/// `extern "C"` (which cannot unwind): the callbacks reach it by a tail call.
 #[cold]
 #[inline(never)]
-fn start_watch(line: u64, gen: &mut u64) {
+extern "C" fn start_watch(line: u64, gen: &mut u64) {
     let w = slot(line);
     let mut v = w.load(Relaxed);
     *gen = loop {

@@ -166,18 +166,10 @@ pub fn record_sized<const LOG2: u32, const WRITE: bool>(addr: u64) {
 #[inline(always)]
 fn record_other(s: &mut ThreadState, mode: u8, addr: u64, size_log2: u32, write: bool) {
     match mode {
-        MODE_RECORD if s.aggregate => aggregate_access(s, addr, size_log2, write),
+        MODE_RECORD if s.aggregate => lines::access(s, addr, size_log2, write),
         MODE_COUNT => s.seen += 1,
         _ => record_slow(s, addr, size_log2, write),
     }
-}
-
-/// [`lines::access`] out of line: inlined, its calls made every callback save a
-/// register, which the recording fast path ([`record_known`]) then paid too. `extern
-/// "C"` so that callbacks reach it by a tail call ([`record_fast`]).
-#[inline(never)]
-extern "C" fn aggregate_access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
-    lines::access(s, addr, size_log2, write)
 }
 
 /// Everything but the fast path: a thread's first access, counting, pausing or stopped
