@@ -1,6 +1,10 @@
 //! A recording thread's side of the hot path (wire version 7): the spin collapse, then
 //! the stride predictor, then a run or a record. A child of `state`, whose thread state
-//! it fills; `tdmap_wire::raw::expand` is the reader's side.
+//! it fills; `tdmap_wire::raw::expand` is the reader's side. Most accesses end in
+//! [`record_known`], inlined into each callback with its size and kind: it checks that
+//! the general path ([`record_body`]) would only lengthen the run, and then does just
+//! that (stencil3d: 73 instructions per access over counting on average, against 110;
+//! docs/bench-trace.md).
 
 use super::{
     collapse_step, flush, page_first, push, push_cpu, push_side, tick, ThreadState, LINE_SHIFT,
