@@ -1,14 +1,14 @@
 //! The SanitizerCoverage entry points: clang-16 with
 //! `-fsanitize-coverage=edge,trace-loads,trace-stores` calls these before each access.
 
-use crate::state::record;
+use crate::state::record_sized;
 
 macro_rules! callbacks {
     ($($name:ident => $log2:expr, $write:expr;)*) => {$(
         /// SanitizerCoverage callback: records one access of this size and kind.
         #[no_mangle]
         pub extern "C" fn $name(addr: *const u8) {
-            record(addr as u64, $log2, $write);
+            record_sized::<$log2, $write>(addr as u64);
         }
     )*};
 }

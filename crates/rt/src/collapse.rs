@@ -35,6 +35,7 @@ const SLOTS: usize = 1 << 14;
 
 static WATCH: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
+#[inline(always)]
 fn slot(line: u64) -> &'static AtomicU64 {
     &WATCH[((line ^ (line >> 14) ^ (line >> 28)) as usize) & (SLOTS - 1)]
 }
@@ -72,7 +73,9 @@ impl Runs {
     pub fn read(&mut self, line: u64) -> Read {
         let tag = line + 1;
         let Some(way) = self.tags.iter().position(|&t| t == tag) else {
-            let way = self.next as usize;
+            // `next` is below WAYS: the modulo only spares a bounds check (a panic call,
+            // for which every callback would keep a frame).
+            let way = self.next as usize % WAYS;
             self.next = (self.next + 1) % WAYS as u32;
             self.records[way] = 1;
             return Read::Record { way, watch: false };
@@ -88,6 +91,43 @@ impl Runs {
             way,
             watch: *n == WATCH_AFTER,
         }
+    }
+
+    /// [`Runs::read`], [`Runs::end`] and [`Runs::begin`] in one step for a read that is
+    /// a plain record: it collapses nothing, ends no run that collapsed reads (so writes
+    /// no repeat word) and starts no watch. Then it leaves the runs as those three calls
+    /// would, but for `at`, and gives true; otherwise it changes nothing and gives false
+    /// (the caller takes the general path). `at` is read only by [`Runs::end`] of a run
+    /// that collapsed reads, which only a watch starts, and the record that starts a
+    /// watch (the line's [`WATCH_AFTER`]th) takes the general path, whose `begin` sets
+    /// it: so an unwatched way's `at` is left as it was.
+    #[inline(always)]
+    pub fn record_plain(&mut self, line: u64) -> bool {
+        let tag = line + 1;
+        match self.tags.iter().position(|&t| t == tag) {
+            // An unwatched way (gens 0) has collapsed nothing since `begin` or `end_all`
+            // took its count, and `read` would not collapse; below WATCH_AFTER - 1
+            // records, this one starts no watch.
+            Some(way) => {
+                if self.gens[way] != 0 || self.records[way] >= WATCH_AFTER - 1 {
+                    return false;
+                }
+                debug_assert_eq!(self.extra[way], 0);
+                self.records[way] += 1;
+            }
+            // A new line replaces way `next`, whose run must have collapsed nothing.
+            None => {
+                let way = self.next as usize % WAYS;
+                if self.extra[way] != 0 {
+                    return false;
+                }
+                self.next = ((way + 1) % WAYS) as u32;
+                self.records[way] = 1;
+                self.tags[way] = tag;
+                self.gens[way] = 0;
+            }
+        }
+        true
     }
 
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,
@@ -126,6 +166,13 @@ impl Runs {
     }
 }
 
+/// Whether some thread watches `line`'s watch word, so that [`wrote`] would end runs: a
+/// write to a line of an unwatched word changes nothing.
+#[inline(always)]
+pub fn watched(line: u64) -> bool {
+    slot(line).load(Relaxed) & 1 == 1
+}
+
 /// A write to `line` by any thread ends every run on its watch word.
 #[inline(always)]
 pub fn wrote(line: u64) {
@@ -138,9 +185,10 @@ pub fn wrote(line: u64) {
 
 /// Starts watching `line`: sets `gen` to the generation that a later read must still
 /// see. Once per run of [`WATCH_AFTER`] records, so kept off the hot path.
+/// `extern "C"` (which cannot unwind): the callbacks reach it by a tail call.
 #[cold]
 #[inline(never)]
-fn start_watch(line: u64, gen: &mut u64) {
+extern "C" fn start_watch(line: u64, gen: &mut u64) {
     let w = slot(line);
     let mut v = w.load(Relaxed);
     *gen = loop {

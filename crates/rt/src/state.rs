@@ -30,10 +30,11 @@ pub const MODE_OFF: u8 = 2;
 
 const LINE_SHIFT: u32 = 6;
 
+mod current;
 mod lines;
 mod record;
 
-use record::{fast_path, push_run, record_body, record_fast};
+use record::{fast_path, push_run, record_body, record_fast, record_known};
 
 /// One thread's buffer: the chunk header and clock ticks sit right before the records so
 /// that a chunk leaves in a single `write`.
@@ -54,25 +55,39 @@ pub struct ThreadState {
     /// Predicted accesses since the last word, written as one run word before the next.
     run: u32,
     mode: AtomicU8,
-    filter: bool,
+    /// `filter`, `aggregate` or `no_runs`: the thread never takes [`fast_path`].
+    special: bool,
     collapse: bool,
+    filter: bool,
+    seen: u64,
+    /// The page size minus 1 (`page_shift`'s): two addresses whose xor is at most this
+    /// lie on one page.
+    page_low: u64,
+    /// The recording thread's predictor, afresh in every chunk ([`flush`]).
+    pred: Predictor,
+    runs: Runs,
     /// Counts accesses per line instead of recording each (`aggregate.rs`).
     aggregate: bool,
     /// Writes every access as a record, no runs (`wire::ENV_PREDICT`; false when zeroed).
     no_runs: bool,
-    runs: Runs,
-    /// The recording thread's predictor, afresh in every chunk ([`flush`]).
-    pred: Predictor,
+    /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
+    page_shift: u32,
     lines: Lines,
     dead: AtomicBool,
     id: u32,
     last_key: u64,
     last_page: u64,
     filtered: u64,
-    seen: u64,
-    /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
-    page_shift: u32,
     next: *mut ThreadState,
+}
+
+impl ThreadState {
+    /// Derives the fields the hot path reads in place of others (`special`,
+    /// `page_low`), after those are set.
+    fn settle(&mut self) {
+        self.special = self.filter | self.aggregate | self.no_runs;
+        self.page_low = (1u64 << self.page_shift) - 1;
+    }
 }
 
 // The records must follow the header without padding for the single-write flush.
@@ -81,7 +96,6 @@ const _: () = assert!(std::mem::offset_of!(ThreadState, ticks) == HEADER_BYTES);
 const _: () = assert!(std::mem::offset_of!(ThreadState, recs) == HEADER_BYTES + TICKS * 8);
 
 thread_local! {
-    static CURRENT: Cell<*mut ThreadState> = const { Cell::new(null_mut()) };
     /// The id `pthread_create` reserved for this thread, u32::MAX if none.
     pub static PENDING_ID: Cell<u32> = const { Cell::new(u32::MAX) };
     /// Set while [`record_range`] runs on this thread.
@@ -119,29 +133,51 @@ pub static TOUCHED_WORDS: AtomicU64 = AtomicU64::new(0);
 /// registers on its counting and aggregating paths.
 #[inline(always)]
 pub fn record(addr: u64, size_log2: u32, write: bool) {
-    let st = CURRENT.with(Cell::get);
+    let st = current::get();
     // SAFETY: a non-null `st` is this thread's own live state; other threads only touch
     // it in the exit and crash handlers, when this one is finished or about to die, and
     // its mode word, which is atomic.
     if let Some(s) = unsafe { st.as_mut() } {
         match s.mode.load(Ordering::Relaxed) {
-            MODE_RECORD if s.aggregate => return lines::access(s, addr, size_log2, write),
             MODE_RECORD if fast_path(s) => return record_fast(s, addr, size_log2, write),
-            MODE_COUNT => {
-                s.seen += 1;
-                return;
-            }
-            _ => {}
+            mode => return record_other(s, mode, addr, size_log2, write),
         }
     }
     record_slow(st, addr, size_log2, write);
 }
 
+/// [`record`] for a callback that knows the access's size and kind: its common case,
+/// [`record_known`], runs inlined in the callback with no call.
+#[inline(always)]
+pub fn record_sized<const LOG2: u32, const WRITE: bool>(addr: u64) {
+    let st = current::get();
+    // SAFETY: as in `record`.
+    if let Some(s) = unsafe { st.as_mut() } {
+        match s.mode.load(Ordering::Relaxed) {
+            MODE_RECORD if fast_path(s) => return record_known::<LOG2, WRITE>(s, addr),
+            mode => return record_other(s, mode, addr, LOG2, WRITE),
+        }
+    }
+    record_slow(st, addr, LOG2, WRITE);
+}
+
+/// A registered thread's access off [`fast_path`] in [`record`], in `mode`: counting
+/// and aggregating threads' own paths, [`record_slow`] for the rest.
+#[inline(always)]
+fn record_other(s: &mut ThreadState, mode: u8, addr: u64, size_log2: u32, write: bool) {
+    match mode {
+        MODE_RECORD if s.aggregate => lines::access(s, addr, size_log2, write),
+        MODE_COUNT => s.seen += 1,
+        _ => record_slow(s, addr, size_log2, write),
+    }
+}
+
 /// Everything but the fast path: a thread's first access, counting, pausing or stopped
 /// threads, and accesses that filter, touch a new page, read the clock or flush.
+/// `extern "C"` so that callbacks reach it by a tail call ([`record_fast`]).
 #[cold]
 #[inline(never)]
-fn record_slow(st: *mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+extern "C" fn record_slow(st: *mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     let st = if st.is_null() { register_current() } else { st };
     // SAFETY: as in `record`; register_current gives this thread's state or null.
     let Some(s) = (unsafe { st.as_mut() }) else {
@@ -437,7 +473,7 @@ pub fn register_current() -> *mut ThreadState {
     if !crate::init::ensure() {
         return null_mut();
     }
-    let existing = CURRENT.with(Cell::get);
+    let existing = current::get();
     if !existing.is_null() {
         return existing;
     }
@@ -469,6 +505,7 @@ pub fn register_current() -> *mut ThreadState {
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);
+    s.settle();
     let mut head = ALL.load(Ordering::Acquire);
     loop {
         s.next = head;
@@ -477,7 +514,7 @@ pub fn register_current() -> *mut ThreadState {
             Err(h) => head = h,
         }
     }
-    CURRENT.with(|c| c.set(st));
+    current::set(st);
     crate::init::watch_thread_exit(st.cast());
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
@@ -529,7 +566,7 @@ pub fn finish_all() -> u64 {
 /// data file. The other threads' states are copies of threads the child does not have.
 pub fn restart_in_child(mode: u8) {
     DEFAULT_MODE.store(mode, Ordering::Relaxed);
-    let st = CURRENT.with(Cell::get);
+    let st = current::get();
     ALL.store(st, Ordering::Release);
     if st.is_null() {
         NEXT_ID.store(0, Ordering::Relaxed);
@@ -566,57 +603,4 @@ pub fn stop_all() {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use std::cell::RefCell;
-
-    thread_local! {
-        /// The chunks this test thread's states flushed, as written.
-        pub(crate) static FLUSHED: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// Words of the first-touch bitmap the tests share: pages below 65,536 (256 MiB of
-    /// addresses); each test keeps to pages of its own.
-    pub(crate) const TEST_BITMAP_WORDS: usize = 1024;
-
-    /// Installs the first-touch bitmap the tests share (the same one every time).
-    pub(crate) fn test_bitmap() -> &'static [AtomicU64] {
-        static BITMAP: [AtomicU64; TEST_BITMAP_WORDS] =
-            [const { AtomicU64::new(0) }; TEST_BITMAP_WORDS];
-        TOUCHED_WORDS.store(TEST_BITMAP_WORDS as u64, Ordering::Relaxed);
-        TOUCHED.store(BITMAP.as_ptr().cast_mut(), Ordering::Relaxed);
-        &BITMAP
-    }
-
-    /// A fresh state of a thread that records (or aggregates), with pages of 4 KiB.
-    pub(crate) fn fresh_state(aggregate: bool, collapse: bool) -> Box<ThreadState> {
-        // SAFETY: all zeros is a valid ThreadState (integers, atomics, a null pointer),
-        // as `register_current` relies on for its mmap'd one.
-        let mut s = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
-        s.aggregate = aggregate;
-        s.collapse = collapse;
-        s.last_key = u64::MAX;
-        s.last_page = u64::MAX;
-        s.page_shift = 12;
-        s
-    }
-
-    /// `flush` writes the header's memory as it is; readers decode it as `encode` lays
-    /// it out.
-    #[test]
-    fn the_headers_memory_is_its_wire_encoding() {
-        let h = ChunkHeader {
-            magic: wire::MAGIC,
-            kind: wire::KIND_ACCESS,
-            thread: 3,
-            count: 4,
-            t0: 5,
-            t1: 6,
-            extra: 7,
-        };
-        // SAFETY: ChunkHeader is repr(C), HEADER_BYTES long with no padding.
-        let mem: &[u8] =
-            unsafe { std::slice::from_raw_parts((&h as *const ChunkHeader).cast(), HEADER_BYTES) };
-        assert_eq!(mem, &h.encode()[..]);
-    }
-}
+pub(crate) mod tests;

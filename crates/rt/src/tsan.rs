@@ -10,7 +10,7 @@
 
 pub mod atomic;
 
-use crate::state::{record, record_range};
+use crate::state::{record, record_range, record_sized};
 use std::ffi::c_void;
 
 macro_rules! accesses {
@@ -18,7 +18,7 @@ macro_rules! accesses {
         /// gcc `-fsanitize=thread` callback: records one access of this size and kind.
         #[no_mangle]
         pub extern "C" fn $name(addr: *const c_void) {
-            record(addr as u64, $log2, $write);
+            record_sized::<$log2, $write>(addr as u64);
         }
     )*};
 }

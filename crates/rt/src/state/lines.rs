@@ -26,7 +26,7 @@ pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool
         watch = w.then_some(way);
     }
     if !s.lines.hit(line) {
-        return miss(s, addr, size_log2, write, watch);
+        return miss(s, addr, size_log2, write, watch.unwrap_or(usize::MAX));
     }
     if let Some(way) = watch {
         s.runs.watch(way, line);
@@ -35,13 +35,16 @@ pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool
 
 /// An aggregating thread's access to a line not in its table: the page's first touch is
 /// decided here, then the entry takes the line; last, the watch that [`access`] left.
+/// `extern "C"` (which cannot unwind), so that the callbacks, into which [`access`] is
+/// inlined, reach it by a tail call and keep no frame (`state::record_fast`); `watch`
+/// is a way, or `usize::MAX` for none.
 #[cold]
 #[inline(never)]
-fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool, watch: Option<usize>) {
+extern "C" fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool, watch: usize) {
     let first = page_first(s, addr);
     aggregate_miss(s, wire::pack(addr, size_log2, write, first), first);
-    if let Some(way) = watch {
-        s.runs.watch(way, addr >> LINE_SHIFT);
+    if watch != usize::MAX {
+        s.runs.watch(watch, addr >> LINE_SHIFT);
     }
 }
 

@@ -1,11 +1,15 @@
 //! A recording thread's side of the hot path (wire version 7): the spin collapse, then
 //! the stride predictor, then a run or a record. A child of `state`, whose thread state
-//! it fills; `tdmap_wire::raw::expand` is the reader's side.
+//! it fills; `tdmap_wire::raw::expand` is the reader's side. Most accesses end in
+//! [`record_known`], inlined into each callback with its size and kind: it checks that
+//! the general path ([`record_body`]) would only lengthen the run, and then does just
+//! that (stencil3d: 73 instructions per access over counting on average, against 110;
+//! docs/bench-trace.md).
 
 use super::{
     collapse_step, flush, page_first, push, push_cpu, push_side, tick, ThreadState, LINE_SHIFT,
 };
-use crate::collapse::WAYS;
+use crate::collapse::{self, WAYS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, TICK_EVERY};
 
 /// Positions in each tick block at which the fast path may take an access: it takes up
@@ -20,13 +24,49 @@ const _: () = assert!(CHUNK_RECORDS.is_multiple_of(TICK_EVERY) && FAST_LAST > 1)
 /// [`record`]).
 #[inline(always)]
 pub(super) fn fast_path(s: &ThreadState) -> bool {
-    !(s.filter | s.no_runs) && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
+    !s.special && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
+}
+
+/// A recording thread's access of a size and kind known at compile time (one callback),
+/// on [`fast_path`], in its common case: the predictor foresaw it on the page of the
+/// access it steps from, and the spin collapse keeps it as a plain record
+/// ([`Runs::record_plain`](crate::collapse::Runs::record_plain); a write to a line no
+/// thread watches). Then it changes the state exactly as [`record_body`] would, which
+/// leaves it no word to write: the access only lengthens the run. Everything is checked
+/// before anything changes, so any other access goes to [`record_fast`] untouched, by a
+/// tail call. Inlined into each callback, with the callback's constants, it needs no
+/// saved register.
+#[inline(always)]
+pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadState, addr: u64) {
+    let a = addr & wire::ADDR_MASK;
+    let meta = const { wire::meta(LOG2, WRITE) };
+    let (guess, guess_meta, prev) = s.pred.guess_step();
+    if (guess, guess_meta) != (a, meta) || (a ^ prev) > s.page_low {
+        return record_fast(s, addr, LOG2, WRITE);
+    }
+    if s.collapse {
+        let line = addr >> LINE_SHIFT;
+        let kept = if WRITE {
+            !collapse::watched(line)
+        } else {
+            s.runs.record_plain(line)
+        };
+        if !kept {
+            return record_fast(s, addr, LOG2, WRITE);
+        }
+    }
+    s.seen += 1;
+    // What `take` does with this access.
+    s.pred.foreseen(a, meta);
+    predicted::<false>(s);
 }
 
 /// [`record_body`] on the fast path, out of line: the predictor's path needs registers
-/// that the counting and aggregating paths of `record` must not pay for.
+/// that the counting and aggregating paths of `record` must not pay for. `extern "C"`,
+/// which cannot unwind: a callback (itself `extern "C"`) may reach only such a function
+/// by a tail call, with no frame of its own (a call that may unwind needs one).
 #[inline(never)]
-pub(super) fn record_fast(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+pub(super) extern "C" fn record_fast(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     record_body::<false>(s, addr, size_log2, write)
 }
 
@@ -90,11 +130,7 @@ pub(super) fn take<const ALL: bool>(
     let a = addr & wire::ADDR_MASK;
     let meta = wire::meta(size_log2, write);
     let (guess, guess_meta, prev) = s.pred.guess_step();
-    if !ALL
-        && watch == NO_WATCH
-        && (guess, guess_meta) == (a, meta)
-        && (a ^ prev) >> s.page_shift == 0
-    {
+    if !ALL && watch == NO_WATCH && (guess, guess_meta) == (a, meta) && (a ^ prev) <= s.page_low {
         // What `pack` does with this access.
         s.pred.foreseen(a, meta);
         return predicted::<ALL>(s);
@@ -103,8 +139,10 @@ pub(super) fn take<const ALL: bool>(
 }
 
 /// The rest of [`take`], out of line: misses, first touches, page checks and watches.
+/// `extern "C"` (which cannot unwind), so that [`record_fast`] reaches it by a tail call,
+/// as the callbacks reach [`record_fast`].
 #[inline(never)]
-fn take_rest<const ALL: bool>(
+extern "C" fn take_rest<const ALL: bool>(
     s: &mut ThreadState,
     addr: u64,
     size_log2: u32,
@@ -148,7 +186,7 @@ pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u
     let (.., prev) = s.pred.guess_step();
     let hit = s.pred.observe(a, wire::meta(size_log2, write)) && !s.no_runs;
     // The slow path checks every page: at a chunk's first access `prev` is no access.
-    if !ALL && hit && (a ^ prev) >> s.page_shift == 0 {
+    if !ALL && hit && (a ^ prev) <= s.page_low {
         predicted::<ALL>(s);
     } else {
         checked::<ALL>(s, addr, size_log2, write, hit);
@@ -285,6 +323,7 @@ mod tests {
     fn without_runs_every_access_is_a_record() {
         let mut s = fresh_state(false, true);
         s.no_runs = true;
+        s.settle();
         let mut want = Vec::new();
         for i in 0..1000 {
             for (a, w) in three_arrays(i) {
@@ -397,8 +436,83 @@ mod tests {
             )
     }
 
+    /// Records an access as a callback of this size and kind does (`record_sized`).
+    fn access_known(s: &mut ThreadState, addr: u64, log2: u32, write: bool) {
+        if !fast_path(s) {
+            return record_body::<true>(s, addr, log2, write);
+        }
+        match (log2, write) {
+            (0, false) => record_known::<0, false>(s, addr),
+            (1, false) => record_known::<1, false>(s, addr),
+            (2, false) => record_known::<2, false>(s, addr),
+            (3, false) => record_known::<3, false>(s, addr),
+            (0, true) => record_known::<0, true>(s, addr),
+            (1, true) => record_known::<1, true>(s, addr),
+            (2, true) => record_known::<2, true>(s, addr),
+            (3, true) => record_known::<3, true>(s, addr),
+            _ => unreachable!("the test's sizes"),
+        }
+    }
+
+    /// The first of the 64 pages of `the_inlined_common_case_records_what_the_general_path_does`:
+    /// word 200 of the tests' first-touch bitmap.
+    const KNOWN_PAGE: u64 = 200 * 64;
+
+    /// The flushed chunks of `accesses` recorded by `f` on a fresh state, CPU words and
+    /// times left out, with the state's access count; the pages from [`KNOWN_PAGE`] on
+    /// were touched as `touched_before` says (one bit per page).
+    fn recorded_by(
+        f: fn(&mut ThreadState, u64, u32, bool),
+        accesses: &[(u64, u32, bool)],
+        touched_before: u64,
+    ) -> (Vec<(u32, u64, Vec<u64>)>, u64) {
+        test_bitmap()[(KNOWN_PAGE / 64) as usize].store(touched_before, Ordering::Relaxed);
+        let mut s = fresh_state(false, true);
+        for &(a, log2, w) in accesses {
+            f(&mut s, a, log2, w);
+        }
+        flush(&mut s);
+        let chunks = flushed().into_iter();
+        let got = chunks
+            .map(|c| (c.hdr.count, c.hdr.extra, no_cpu(&c.body)))
+            .collect();
+        (got, s.seen)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The callbacks' inlined common case (`record_known`) writes the very words,
+        /// chunk lengths and positions that the general path (`record_body`) writes:
+        /// strided loops over a few arrays (first touches among them), with spin-waits on one line (collapsed runs,
+        /// ended by writes, some foreseen) and lines that fall out of the collapse's ways mixed in.
+        #[test]
+        fn the_inlined_common_case_records_what_the_general_path_does(
+            segs in prop::collection::vec(seg(), 1..30),
+            spins in prop::collection::vec((0usize..30, 1u64..120, 0u64..4, any::<bool>()), 0..8),
+            touched_before in any::<u64>(),
+        ) {
+            let mut accesses = Vec::new();
+            for (i, g) in segs.iter().enumerate() {
+                for (_, n, line, alternate) in spins.iter().filter(|sp| sp.0 == i) {
+                    let flag = HIGH + (1 << 30) + line * 64;
+                    accesses.extend((0..*n).map(|_| (flag, 2, false)));
+                    // A write ends the run; a thread that writes and rereads its flag
+                    // in turn watches it anew at each read and ends it at each write.
+                    let turns = if *alternate { *n } else { 1 };
+                    accesses.extend((0..turns).flat_map(|_| [(flag, 2, true), (flag, 2, false)]));
+                }
+                for i in 0..g.len {
+                    for j in 0..g.arrays {
+                        let off = (g.page * 4096 + j * (3 * 4096 + 40)) as i64;
+                        let addr = (KNOWN_PAGE << 12) + (off + i as i64 * g.stride).rem_euclid(64 * 4096) as u64;
+                        accesses.push((addr, g.log2 % 4, g.write_last && j + 1 == g.arrays));
+                    }
+                }
+            }
+            let want = recorded_by(access, &accesses, touched_before);
+            prop_assert_eq!(recorded_by(access_known, &accesses, touched_before), want);
+        }
 
         /// Random accesses with random first touches (random pages touched before) and
         /// random collapsed runs (repeat words naming earlier reads), written through the
