@@ -119,8 +119,9 @@ impl Predictor {
         )
     }
 
-    /// [`Predictor::guess`] and [`Predictor::previous`] in one look: (address, meta,
-    /// the address it steps from).
+    /// [`Predictor::guess`] and the address it steps from, access i-k (k the current
+    /// distance), in one look: (address, meta, that address). A predicted access on that
+    /// access's page tells a sender the page is touched.
     #[inline(always)]
     pub fn guess_step(&self) -> (u64, u8, u64) {
         self.guess_step_at(self.distance())
@@ -130,13 +131,6 @@ impl Predictor {
     #[inline(always)]
     pub fn guess(&self) -> (u64, u8) {
         self.guess_at(self.distance())
-    }
-
-    /// The address of the access k before the next one (k the current distance): what a
-    /// predicted access repeats or steps from, which tells a sender its page is touched.
-    #[inline(always)]
-    pub fn previous(&self) -> u64 {
-        self.addrs[(self.at as usize).wrapping_sub(self.distance()) % RING]
     }
 
     #[inline(always)]

@@ -40,8 +40,7 @@ pub(super) fn fast_path(s: &ThreadState) -> bool {
 pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadState, addr: u64) {
     let a = addr & wire::ADDR_MASK;
     let meta = const { wire::meta(LOG2, WRITE) };
-    let (guess, guess_meta, prev) = s.pred.guess_step();
-    if (guess, guess_meta) != (a, meta) || (a ^ prev) > s.page_low {
+    if !foreseen_on_page(s, a, meta) {
         return record_fast(s, addr, LOG2, WRITE);
     }
     if s.collapse {
@@ -129,8 +128,7 @@ pub(super) fn take<const ALL: bool>(
 ) {
     let a = addr & wire::ADDR_MASK;
     let meta = wire::meta(size_log2, write);
-    let (guess, guess_meta, prev) = s.pred.guess_step();
-    if !ALL && watch == NO_WATCH && (guess, guess_meta) == (a, meta) && (a ^ prev) <= s.page_low {
+    if !ALL && watch == NO_WATCH && foreseen_on_page(s, a, meta) {
         // What `pack` does with this access.
         s.pred.foreseen(a, meta);
         return predicted::<ALL>(s);
@@ -175,22 +173,38 @@ pub(super) fn end_run<const TICK: bool>(s: &mut ThreadState, repeat: Option<u64>
 }
 
 /// Packs one access that the collapse kept: every such access goes through
-/// [`Predictor::observe`](tdmap_wire::predict::Predictor::observe), in order. One that it foresaw and that stays on the page of
-/// the access it steps from
-/// ([`Predictor::previous`](tdmap_wire::predict::Predictor::previous), recorded by this thread in this
-/// chunk, so its page is touched) is no first touch: it only lengthens the run, with no
-/// page check (the fast path's saving). The rest take [`checked`].
+/// [`Predictor::observe`](tdmap_wire::predict::Predictor::observe), in order. One that it
+/// foresaw on the page of the access it steps from ([`on_step_page`]) only lengthens the
+/// run, with no page check (the fast path's saving). The rest take [`checked`].
 #[inline(always)]
 pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     let a = addr & wire::ADDR_MASK;
     let (.., prev) = s.pred.guess_step();
     let hit = s.pred.observe(a, wire::meta(size_log2, write)) && !s.no_runs;
     // The slow path checks every page: at a chunk's first access `prev` is no access.
-    if !ALL && hit && (a ^ prev) <= s.page_low {
+    if !ALL && hit && on_step_page(s, a, prev) {
         predicted::<ALL>(s);
     } else {
         checked::<ALL>(s, addr, size_log2, write, hit);
     }
+}
+
+/// Whether the predictor foresees access `a` with `meta` on the page of the access it
+/// steps from (`Predictor::guess_step`, [`on_step_page`]): the case that only lengthens
+/// the run, once the collapse kept it.
+#[inline(always)]
+fn foreseen_on_page(s: &ThreadState, a: u64, meta: u8) -> bool {
+    let (guess, guess_meta, prev) = s.pred.guess_step();
+    (guess, guess_meta) == (a, meta) && on_step_page(s, a, prev)
+}
+
+/// Whether address `a` is on the page of `prev`, the access a foreseen access steps from:
+/// recorded by this thread in this chunk, so its page is touched and `a` is no first
+/// touch. At a chunk's first access `prev` is no access, which the fast path's positions
+/// ([`FAST_LAST`]) and the slow path's page check leave out.
+#[inline(always)]
+fn on_step_page(s: &ThreadState, a: u64, prev: u64) -> bool {
+    (a ^ prev) <= s.page_low
 }
 
 /// An access that needs its page checked (`page_first`): a first touch is written as a
