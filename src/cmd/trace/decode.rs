@@ -195,14 +195,14 @@ impl Decoder {
                 .get(i + 1)
                 .and_then(|&n| wire::unpack_cpu(n))
                 .unwrap_or(u32::MAX);
-            let first = *first.get_or_insert(i);
-            faults.push(Fault {
-                thread: c.thread,
-                addr: r.addr & self.page_mask,
+            first.get_or_insert(i);
+            faults.push(first_touch(
+                self.page_mask,
+                &self.cpu_node,
+                c.thread,
+                r.addr,
                 cpu,
-                node: self.cpu_node.get(cpu as usize).copied().unwrap_or(0),
-                time: first as u64,
-            });
+            ));
         }
         if let Some(first) = first {
             let time = raw::times(&c.ticks, c.t1, words.len())
@@ -218,6 +218,20 @@ impl Decoder {
             words: first.map_or(n, |i| i + 1),
             total,
         }
+    }
+}
+
+/// The fault of a first-touch record of `thread` at `addr`, on OS CPU `cpu` (`u32::MAX`
+/// when a crash cut its CPU word off), at time 0: the caller gives every fault of a chunk
+/// its first fault's time. Pages by `page_mask`, nodes by `cpu_node` (the [`Decoder`]'s,
+/// passed as fields so that its scratch vectors can stay borrowed).
+fn first_touch(page_mask: u64, cpu_node: &[u32], thread: u32, addr: u64, cpu: u32) -> Fault {
+    Fault {
+        thread,
+        addr: addr & page_mask,
+        cpu,
+        node: cpu_node.get(cpu as usize).copied().unwrap_or(0),
+        time: 0,
     }
 }
 

@@ -8,7 +8,7 @@
 //! (`Decoder::side`, `Decoder::push`) gives: the tests check one against the other.
 
 use super::super::raw::{self, wire, RawChunk};
-use super::{Decoder, Split};
+use super::{first_touch, Decoder, Split};
 use std::ops::Range;
 use tdmap_trace::{Fault, Frame, TraceError};
 use tdmap_wire::predict::{Predictor, Symbol};
@@ -46,13 +46,13 @@ impl Decoder {
                         _ => u32::MAX,
                     };
                     first.get_or_insert(at);
-                    faults.push(Fault {
-                        thread: c.thread,
-                        addr: wire::unpack(r).addr & self.page_mask,
+                    faults.push(first_touch(
+                        self.page_mask,
+                        &self.cpu_node,
+                        c.thread,
+                        wire::unpack(r).addr,
                         cpu,
-                        node: self.cpu_node.get(cpu as usize).copied().unwrap_or(0),
-                        time: 0,
-                    });
+                    ));
                 }
                 Word::Cpu(_) => sides += 1,
                 Word::Repeat(a, extra) => {
