@@ -22,12 +22,16 @@ pub enum State {
 }
 
 impl State {
+    #[inline(always)]
     fn from_bits(b: u64) -> State {
-        match b & 3 {
-            1 => State::Shared,
-            2 => State::Exclusive,
-            _ => State::Modified,
-        }
+        // A table, not a match: a hit's state is a load, with no branch on it.
+        const OF_BITS: [State; 4] = [
+            State::Modified,
+            State::Shared,
+            State::Exclusive,
+            State::Modified,
+        ];
+        OF_BITS[(b & 3) as usize]
     }
 }
 
@@ -196,6 +200,14 @@ impl Cache {
         let first = self.slots[base];
         if first >> 2 == line + 1 {
             return Some(State::from_bits(first));
+        }
+        // Two lines of a set used in turn (a loop reading one array and writing another
+        // that maps to the same sets): the hit is second most recent, a swap.
+        if self.ways > 1 && self.slots[base + 1] >> 2 == line + 1 {
+            let hit = self.slots[base + 1];
+            self.slots[base + 1] = first;
+            self.slots[base] = hit;
+            return Some(State::from_bits(hit));
         }
         let k = self.find(base, line)?;
         let hit = self.slots[base + k];
