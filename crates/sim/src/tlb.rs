@@ -68,7 +68,7 @@ impl Tlb {
 
     /// Number of cores.
     pub fn cores(&self) -> usize {
-        self.slots.len() / self.ways >> self.set_bits
+        (self.slots.len() / self.ways) >> self.set_bits
     }
 
     #[inline(always)]
