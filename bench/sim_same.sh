@@ -24,6 +24,7 @@ checks=(
   "opteron-all|--machine opteron-8n --seed 2 --policies $ALL"
   "x7550-more|--machine xeon-x7550-4s --seed 3 --period-ms 5 --policies $MORE"
   "cachegrind-geom|--machine xeon-x7550-4s --seed 1 --l1 32768,8,64 --ll 8388608,16,64 --policies os,compact,oracle"
+  "tiny-caches|--machine xeon-x7550-4s --seed 1 --l1 2048,4,64 --ll 65536,8,64 --policies $ALL"
   "simics-small-tlb|--machine simics-4x2 --seed 1 --oversubscribe --policies $ALL"
 )
 tmp=$(mktemp -d)
