@@ -1,5 +1,7 @@
-//! One set-associative cache with true LRU replacement, holding line numbers and a
-//! 2-bit coherence state per line.
+//! Set-associative caches with true LRU replacement, holding line numbers and a 2-bit
+//! coherence state per line: one [`Cache`] holds a bank per core (the private levels) or
+//! per domain (the shared level), alike, in one array, so that an access finds its set
+//! from the bank and the line alone, with no per-core structure to load on the way.
 //!
 //! Each set is kept in recency order (most recent first), so a hit on the most recent
 //! line, the common case, costs one compare; tag and state share one word. An empty slot
@@ -20,12 +22,16 @@ pub enum State {
 }
 
 impl State {
+    #[inline(always)]
     fn from_bits(b: u64) -> State {
-        match b & 3 {
-            1 => State::Shared,
-            2 => State::Exclusive,
-            _ => State::Modified,
-        }
+        // A table, not a match: a hit's state is a load, with no branch on it.
+        const OF_BITS: [State; 4] = [
+            State::Modified,
+            State::Shared,
+            State::Exclusive,
+            State::Modified,
+        ];
+        OF_BITS[(b & 3) as usize]
     }
 }
 
@@ -60,22 +66,47 @@ fn move_to_front(set: &mut [u64], v: u64) {
     set[0] = v;
 }
 
-/// A set-associative LRU cache of line numbers.
+/// Banks of set-associative LRU caches of line numbers, each bank a cache of its own.
 #[derive(Debug, Clone)]
 pub struct Cache {
     sets: usize,
     ways: usize,
     mask: Option<usize>,
+    /// Slots per bank.
+    bank_slots: usize,
     slots: Vec<u64>,
-    /// For a cache of more than [`LAZY_PAGES`] host pages, one bit per page of `slots`:
-    /// whether it was written (see `new`). Empty for a smaller cache.
+    /// For banks of more than [`LAZY_PAGES`] host pages each, one bit per page of
+    /// `slots`: whether it was written (see `new`). Empty for smaller banks.
     written: Vec<u64>,
 }
 
 impl Cache {
-    /// A cache of `size` bytes with `line`-byte lines and `ways` ways (capped to the
+    /// One cache of `size` bytes with `line`-byte lines and `ways` ways (capped to the
     /// line count, so tiny test caches stay valid).
     pub fn new(size: u64, line: u64, ways: u32) -> Self {
+        Cache::banks(1, size, line, ways)
+    }
+
+    /// No cache at all (a level the machine lacks): zero banks.
+    pub fn none() -> Self {
+        Cache {
+            sets: 1,
+            ways: 1,
+            mask: Some(0),
+            bank_slots: 1,
+            slots: Vec::new(),
+            written: Vec::new(),
+        }
+    }
+
+    /// Whether there is no bank ([`Cache::none`]).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// `banks` caches, each as [`Cache::new`] makes one.
+    pub fn banks(banks: usize, size: u64, line: u64, ways: u32) -> Self {
         let lines = (size / line.max(1)).max(1) as usize;
         let ways = (ways.max(1) as usize).min(lines);
         let sets = (lines / ways).max(1);
@@ -84,7 +115,8 @@ impl Cache {
             sets,
             ways,
             mask,
-            slots: vec![EMPTY; sets * ways],
+            bank_slots: sets * ways,
+            slots: vec![EMPTY; banks * sets * ways],
             written: Vec::new(),
         };
         // A host page first read (a lookup) maps the shared zero page, and the insert
@@ -95,7 +127,7 @@ impl Cache {
         // each page just before its first use. black_box keeps the compiler from
         // dropping a zero stored on zeroes.
         let pages = (c.slots.len() * 8).div_ceil(4096) + 1;
-        if pages > LAZY_PAGES {
+        if (c.bank_slots * 8).div_ceil(4096) + 1 > LAZY_PAGES {
             c.written = vec![0; pages.div_ceil(64)];
         } else if let Some(last) = c.slots.len().checked_sub(1) {
             for i in (0..=last).step_by(PAGE_WORDS).chain([last]) {
@@ -126,6 +158,11 @@ impl Cache {
         }
     }
 
+    /// Number of banks.
+    pub fn bank_count(&self) -> usize {
+        self.slots.len() / self.bank_slots
+    }
+
     /// Number of sets.
     pub fn sets(&self) -> usize {
         self.sets
@@ -137,12 +174,12 @@ impl Cache {
     }
 
     #[inline(always)]
-    fn base(&self, line: u64) -> usize {
+    fn base(&self, bank: usize, line: u64) -> usize {
         let set = match self.mask {
             Some(m) => line as usize & m,
             None => (line % self.sets as u64) as usize,
         };
-        set * self.ways
+        bank * self.bank_slots + set * self.ways
     }
 
     #[inline(always)]
@@ -157,12 +194,20 @@ impl Cache {
 
     /// Looks a line up; on a hit, makes it the most recent and returns its state.
     #[inline(always)]
-    pub fn lookup(&mut self, line: u64) -> Option<State> {
-        let base = self.base(line);
+    pub fn lookup(&mut self, bank: usize, line: u64) -> Option<State> {
+        let base = self.base(bank, line);
         self.touch(base);
         let first = self.slots[base];
         if first >> 2 == line + 1 {
             return Some(State::from_bits(first));
+        }
+        // Two lines of a set used in turn (a loop reading one array and writing another
+        // that maps to the same sets): the hit is second most recent, a swap.
+        if self.ways > 1 && self.slots[base + 1] >> 2 == line + 1 {
+            let hit = self.slots[base + 1];
+            self.slots[base + 1] = first;
+            self.slots[base] = hit;
+            return Some(State::from_bits(hit));
         }
         let k = self.find(base, line)?;
         let hit = self.slots[base + k];
@@ -171,15 +216,15 @@ impl Cache {
     }
 
     /// The state of a line without touching recency.
-    pub fn peek(&self, line: u64) -> Option<State> {
-        let base = self.base(line);
+    pub fn peek(&self, bank: usize, line: u64) -> Option<State> {
+        let base = self.base(bank, line);
         self.find(base, line)
             .map(|k| State::from_bits(self.slots[base + k]))
     }
 
     /// Changes a present line's state; returns false when the line is absent.
-    pub fn set_state(&mut self, line: u64, state: State) -> bool {
-        let base = self.base(line);
+    pub fn set_state(&mut self, bank: usize, line: u64, state: State) -> bool {
+        let base = self.base(bank, line);
         self.touch(base);
         match self.find(base, line) {
             Some(k) => {
@@ -191,8 +236,8 @@ impl Cache {
     }
 
     /// Inserts an absent line as the most recent; returns the evicted line and its state.
-    pub fn insert(&mut self, line: u64, state: State) -> Option<(u64, State)> {
-        let base = self.base(line);
+    pub fn insert(&mut self, bank: usize, line: u64, state: State) -> Option<(u64, State)> {
+        let base = self.base(bank, line);
         self.touch(base);
         let last = self.slots[base + self.ways - 1];
         move_to_front(&mut self.slots[base..base + self.ways], slot(line, state));
@@ -200,8 +245,8 @@ impl Cache {
     }
 
     /// Removes a line; returns its state if it was present.
-    pub fn remove(&mut self, line: u64) -> Option<State> {
-        let base = self.base(line);
+    pub fn remove(&mut self, bank: usize, line: u64) -> Option<State> {
+        let base = self.base(bank, line);
         self.touch(base);
         let k = self.find(base, line)?;
         let state = State::from_bits(self.slots[base + k]);
@@ -212,15 +257,15 @@ impl Cache {
         Some(state)
     }
 
-    /// Every line held and its state (for consistency checks).
-    pub fn entries(&self) -> impl Iterator<Item = (u64, State)> + '_ {
-        self.slots
+    /// Every line a bank holds and its state (for consistency checks).
+    pub fn entries(&self, bank: usize) -> impl Iterator<Item = (u64, State)> + '_ {
+        self.slots[bank * self.bank_slots..(bank + 1) * self.bank_slots]
             .iter()
             .filter(|&&s| s != EMPTY)
             .map(|&s| (line_of(s), State::from_bits(s)))
     }
 
-    /// Removes every line.
+    /// Removes every line of every bank.
     pub fn clear(&mut self) {
         self.slots.fill(EMPTY);
     }
@@ -244,53 +289,87 @@ mod tests {
     fn lru_evicts_the_least_recent_line_of_the_set() {
         // 2 sets x 2 ways: even lines map to set 0.
         let mut c = Cache::new(4 * 64, 64, 2);
-        assert_eq!(c.lookup(0), None);
-        assert_eq!(c.insert(0, State::Exclusive), None);
-        assert_eq!(c.insert(2, State::Shared), None);
+        assert_eq!(c.lookup(0, 0), None);
+        assert_eq!(c.insert(0, 0, State::Exclusive), None);
+        assert_eq!(c.insert(0, 2, State::Shared), None);
         assert_eq!(
-            c.insert(1, State::Shared),
+            c.insert(0, 1, State::Shared),
             None,
             "line 1 is in the other set"
         );
         // Touch 0 so that 2 becomes the least recent.
-        assert_eq!(c.lookup(0), Some(State::Exclusive));
-        assert_eq!(c.insert(4, State::Modified), Some((2, State::Shared)));
-        assert_eq!(c.peek(0), Some(State::Exclusive));
-        assert_eq!(c.peek(2), None);
-        assert_eq!(c.insert(6, State::Shared), Some((0, State::Exclusive)));
+        assert_eq!(c.lookup(0, 0), Some(State::Exclusive));
+        assert_eq!(c.insert(0, 4, State::Modified), Some((2, State::Shared)));
+        assert_eq!(c.peek(0, 0), Some(State::Exclusive));
+        assert_eq!(c.peek(0, 2), None);
+        assert_eq!(c.insert(0, 6, State::Shared), Some((0, State::Exclusive)));
     }
 
     /// A shared cache's pages are written on first use: the same answers as a cache
-    /// written whole, through every operation, on sets across many host pages.
+    /// written whole, through every operation, on sets across many host pages and banks.
     #[test]
     fn a_lazily_written_cache_behaves_as_one_written_whole() {
-        let mut lazy = Cache::new(8 << 20, 64, 16);
+        let mut lazy = Cache::banks(3, 8 << 20, 64, 16);
         assert!(!lazy.written.is_empty(), "8 MiB is written lazily");
         let mut whole = lazy.clone();
         whole.written.clear();
         let mut rng = crate::SplitMix64::new(11);
         for step in 0..50_000 {
-            let line = rng.below(400_000) as u64;
+            let (b, line) = (rng.below(3), rng.below(400_000) as u64);
             let st = [State::Shared, State::Exclusive, State::Modified][rng.below(3)];
             match rng.below(4) {
-                0 => assert_eq!(lazy.lookup(line), whole.lookup(line), "{step}"),
-                1 => assert_eq!(lazy.insert(line, st), whole.insert(line, st), "{step}"),
-                2 => assert_eq!(lazy.remove(line), whole.remove(line), "{step}"),
-                _ => assert_eq!(lazy.set_state(line, st), whole.set_state(line, st)),
+                0 => assert_eq!(lazy.lookup(b, line), whole.lookup(b, line), "{step}"),
+                1 => assert_eq!(
+                    lazy.insert(b, line, st),
+                    whole.insert(b, line, st),
+                    "{step}"
+                ),
+                2 => assert_eq!(lazy.remove(b, line), whole.remove(b, line), "{step}"),
+                _ => assert_eq!(lazy.set_state(b, line, st), whole.set_state(b, line, st)),
             }
         }
         assert_eq!(lazy.slots, whole.slots);
     }
 
+    /// Banks are caches of their own: the same operations on a line in bank 1 and on
+    /// another in bank 0 of the same set give what two separate caches give.
+    #[test]
+    fn each_bank_is_a_cache_of_its_own() {
+        let mut two = Cache::banks(2, 4 * 64, 64, 2);
+        assert_eq!(two.bank_count(), 2);
+        let (mut a, mut b) = (Cache::new(4 * 64, 64, 2), Cache::new(4 * 64, 64, 2));
+        let mut rng = crate::SplitMix64::new(5);
+        for step in 0..5_000 {
+            let (bank, line) = (rng.below(2), rng.below(12) as u64);
+            let one = if bank == 0 { &mut a } else { &mut b };
+            let st = [State::Shared, State::Exclusive, State::Modified][rng.below(3)];
+            match rng.below(3) {
+                0 => assert_eq!(two.lookup(bank, line), one.lookup(0, line), "{step}"),
+                1 if one.peek(0, line).is_none() => {
+                    assert_eq!(
+                        two.insert(bank, line, st),
+                        one.insert(0, line, st),
+                        "{step}"
+                    )
+                }
+                _ => assert_eq!(two.remove(bank, line), one.remove(0, line), "{step}"),
+            }
+        }
+        let held = |c: &Cache, bank| c.entries(bank).collect::<Vec<_>>();
+        assert_eq!(held(&two, 0), held(&a, 0));
+        assert_eq!(held(&two, 1), held(&b, 0));
+        assert!(!held(&two, 1).is_empty());
+    }
+
     #[test]
     fn state_changes_and_removal() {
         let mut c = Cache::new(4 * 64, 64, 2);
-        c.insert(8, State::Shared);
-        assert!(c.set_state(8, State::Modified));
-        assert_eq!(c.lookup(8), Some(State::Modified));
-        assert!(!c.set_state(10, State::Shared));
-        assert_eq!(c.remove(8), Some(State::Modified));
-        assert_eq!(c.remove(8), None);
-        assert_eq!(c.lookup(8), None);
+        c.insert(0, 8, State::Shared);
+        assert!(c.set_state(0, 8, State::Modified));
+        assert_eq!(c.lookup(0, 8), Some(State::Modified));
+        assert!(!c.set_state(0, 10, State::Shared));
+        assert_eq!(c.remove(0, 8), Some(State::Modified));
+        assert_eq!(c.remove(0, 8), None);
+        assert_eq!(c.lookup(0, 8), None);
     }
 }

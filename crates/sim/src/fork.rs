@@ -163,10 +163,8 @@ impl<'t> Simulator<'t> {
             pages: self.pages.clone(),
             node_of_core: self.node_of_core.clone(),
             thread_pu: self.thread_pu.clone(),
-            thread_core: self.thread_core.clone(),
-            thread_node: self.thread_node.clone(),
+            at: self.at.clone(),
             clocks,
-            started: self.started.clone(),
             start_sum,
             now,
             period: self.period,
@@ -196,9 +194,7 @@ impl<'t> Simulator<'t> {
             p.home = node(p.home);
             p.node = p.home as u16;
         }
-        for tlb in &mut self.tlbs {
-            tlb.rehome(node);
-        }
+        self.tlbs.rehome(node);
         self.mem.rehome(node);
     }
 

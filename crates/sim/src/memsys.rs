@@ -17,9 +17,9 @@ use crate::stats::MemStats;
 /// The cache hierarchy and directory of the whole machine.
 #[derive(Debug, Clone)]
 pub struct MemSys {
-    l1: Vec<Cache>,
-    l2: Vec<Cache>,
-    llc: Vec<Cache>,
+    l1: Cache,
+    l2: Cache,
+    llc: Cache,
     dir: Dir,
     pkg_of_core: Vec<usize>,
     dom_of_core: Vec<usize>,
@@ -44,13 +44,9 @@ impl MemSys {
     /// Empty caches for a machine.
     pub fn new(m: &Machine, control_bytes: u64) -> Self {
         let cores = m.cores();
-        let mk = |g: &crate::machine::CacheGeom, n: usize| {
-            (0..n)
-                .map(|_| Cache::new(g.size, m.line, g.ways))
-                .collect::<Vec<_>>()
-        };
+        let mk = |g: &crate::machine::CacheGeom, n: usize| Cache::banks(n, g.size, m.line, g.ways);
         let l1 = mk(&m.private[0], cores);
-        let l2 = m.private.get(1).map_or_else(Vec::new, |g| mk(g, cores));
+        let l2 = m.private.get(1).map_or_else(Cache::none, |g| mk(g, cores));
         let outer_lat = m.private.last().map_or(1, |g| g.latency);
         let (llc, dom_of_core, lat_llc, domains) = match &m.shared {
             Some(s) => (
@@ -59,7 +55,7 @@ impl MemSys {
                 s.geom.latency,
                 s.domains,
             ),
-            None => (Vec::new(), vec![0; cores], outer_lat, 1),
+            None => (Cache::none(), vec![0; cores], outer_lat, 1),
         };
         let mut pkg_of_dom = vec![0; domains];
         for c in 0..cores {
@@ -92,7 +88,7 @@ impl MemSys {
     /// which goes to each policy's `Homes::pending`).
     #[inline(always)]
     pub fn access(&mut self, core: usize, line: u64, write: bool, home: usize, node: usize) -> u64 {
-        if let Some(st) = self.l1[core].lookup(line) {
+        if let Some(st) = self.l1.lookup(core, line) {
             self.stats.l1_hits += 1;
             // Reads and writes to owned lines, most hits, need no directory work: keep
             // that test inline and the write path out of line.
@@ -103,10 +99,10 @@ impl MemSys {
         }
         self.stats.l1_misses += 1;
         if !self.l2.is_empty() {
-            if let Some(st) = self.l2[core].lookup(line) {
+            if let Some(st) = self.l2.lookup(core, line) {
                 self.stats.l2_hits += 1;
                 // Inclusive: an L1 victim is still in the L2, so it leaves silently.
-                self.l1[core].insert(line, st);
+                self.l1.insert(core, line, st);
                 return self.lat_l2 + self.on_private_hit(core, line, write, st);
             }
             self.stats.l2_misses += 1;
@@ -136,9 +132,9 @@ impl MemSys {
     }
 
     fn set_private_state(&mut self, core: usize, line: u64, st: State) {
-        self.l1[core].set_state(line, st);
-        if let Some(c) = self.l2.get_mut(core) {
-            c.set_state(line, st);
+        self.l1.set_state(core, line, st);
+        if !self.l2.is_empty() {
+            self.l2.set_state(core, line, st);
         }
     }
 
@@ -160,7 +156,7 @@ impl MemSys {
         });
         let me = 1u64 << core;
         let others = e.cores & !me;
-        let llc_hit = !self.llc.is_empty() && self.llc[dom].lookup(line).is_some();
+        let llc_hit = !self.llc.is_empty() && self.llc.lookup(dom, line).is_some();
         // Without a shared level, the outermost private level is the last level.
         if llc_hit {
             self.stats.llc_hits += 1;
@@ -199,7 +195,7 @@ impl MemSys {
         }
         self.dir.insert(line, e);
         if !self.llc.is_empty() && !llc_hit {
-            if let Some((v, vs)) = self.llc[dom].insert(line, State::Shared) {
+            if let Some((v, vs)) = self.llc.insert(dom, line, State::Shared) {
                 self.llc_evicted(dom, v, vs);
             }
         }
@@ -315,9 +311,9 @@ impl MemSys {
         while cores != 0 {
             let c = cores.trailing_zeros() as usize;
             cores &= cores - 1;
-            self.l1[c].remove(line);
-            if let Some(l2) = self.l2.get_mut(c) {
-                l2.remove(line);
+            self.l1.remove(c, line);
+            if !self.l2.is_empty() {
+                self.l2.remove(c, line);
             }
             remote |= self.invalidation_sent(pkg, self.pkg_of_core[c]);
         }
@@ -326,7 +322,7 @@ impl MemSys {
         while doms != 0 {
             let d = doms.trailing_zeros() as usize;
             doms &= doms - 1;
-            self.llc[d].remove(line);
+            self.llc.remove(d, line);
             remote |= self.invalidation_sent(pkg, self.pkg_of_dom[d]);
         }
         e.cores &= 1u64 << core;
@@ -347,16 +343,16 @@ impl MemSys {
     /// Installs a line in the private levels; the outer level's victim leaves the core.
     fn fill_private(&mut self, core: usize, line: u64, st: State) {
         if self.l2.is_empty() {
-            if let Some((v, vs)) = self.l1[core].insert(line, st) {
+            if let Some((v, vs)) = self.l1.insert(core, line, st) {
                 self.private_evicted(core, v, vs);
             }
             return;
         }
-        if let Some((v, vs)) = self.l2[core].insert(line, st) {
-            self.l1[core].remove(v);
+        if let Some((v, vs)) = self.l2.insert(core, line, st) {
+            self.l1.remove(core, v);
             self.private_evicted(core, v, vs);
         }
-        self.l1[core].insert(line, st);
+        self.l1.insert(core, line, st);
     }
 
     /// A line left a core's private levels: update the directory, write back if dirty
@@ -370,7 +366,7 @@ impl MemSys {
         e.cores &= !(1u64 << core);
         let home = e.home as usize;
         let dirty = st == State::Modified;
-        let refill = dirty && has_llc && !self.llc[dom].set_state(line, State::Modified);
+        let refill = dirty && has_llc && !self.llc.set_state(dom, line, State::Modified);
         if refill {
             e.domains |= 1u64 << dom;
         }
@@ -388,7 +384,7 @@ impl MemSys {
             self.count_to_home(pkg, home);
         }
         if refill {
-            if let Some((v, vs)) = self.llc[dom].insert(line, State::Modified) {
+            if let Some((v, vs)) = self.llc.insert(dom, line, State::Modified) {
                 self.llc_evicted(dom, v, vs);
             }
         }
@@ -427,16 +423,16 @@ impl MemSys {
             while cores != 0 {
                 let c = cores.trailing_zeros() as usize;
                 cores &= cores - 1;
-                self.l1[c].remove(line);
-                if let Some(l2) = self.l2.get_mut(c) {
-                    l2.remove(line);
+                self.l1.remove(c, line);
+                if !self.l2.is_empty() {
+                    self.l2.remove(c, line);
                 }
             }
             let mut doms = e.domains;
             while doms != 0 {
                 let d = doms.trailing_zeros() as usize;
                 doms &= doms - 1;
-                self.llc[d].remove(line);
+                self.llc.remove(d, line);
             }
         }
     }
@@ -446,25 +442,25 @@ impl MemSys {
     /// agree on states. Returns the first violation.
     pub fn check(&self) -> Result<(), String> {
         let mut seen: FastMap<u64, DirEntry> = FastMap::default();
-        for c in 0..self.l1.len() {
+        for c in 0..self.l1.bank_count() {
             let outer = if self.l2.is_empty() {
-                &self.l1[c]
+                &self.l1
             } else {
-                &self.l2[c]
+                &self.l2
             };
-            for (line, _) in outer.entries() {
+            for (line, _) in outer.entries(c) {
                 seen.entry(line).or_default().cores |= 1u64 << c;
             }
             if !self.l2.is_empty() {
-                for (line, st) in self.l1[c].entries() {
-                    if self.l2[c].peek(line) != Some(st) {
+                for (line, st) in self.l1.entries(c) {
+                    if self.l2.peek(c, line) != Some(st) {
                         return Err(format!("core {c}: L1 line {line} {st:?} not in L2 alike"));
                     }
                 }
             }
         }
-        for (d, cache) in self.llc.iter().enumerate() {
-            for (line, _) in cache.entries() {
+        for d in 0..self.llc.bank_count() {
+            for (line, _) in self.llc.entries(d) {
                 seen.entry(line).or_default().domains |= 1u64 << d;
             }
         }
@@ -503,16 +499,16 @@ impl MemSys {
     /// Whether a core's private levels hold a line, and in which state (for tests).
     pub fn private_state(&self, core: usize, line: u64) -> Option<State> {
         let c = if self.l2.is_empty() {
-            &self.l1[core]
+            &self.l1
         } else {
-            &self.l2[core]
+            &self.l2
         };
-        c.peek(line)
+        c.peek(core, line)
     }
 
     /// Whether a shared-cache domain holds a line (for tests).
     pub fn in_shared(&self, dom: usize, line: u64) -> bool {
-        self.llc.get(dom).is_some_and(|c| c.peek(line).is_some())
+        dom < self.llc.bank_count() && self.llc.peek(dom, line).is_some()
     }
 
     /// Package of a core.

@@ -53,6 +53,14 @@ struct Overhead {
     page_migration_cycles: u64,
 }
 
+/// Where a thread runs, and whether it made its first access.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ThreadAt {
+    core: u32,
+    node: u32,
+    started: bool,
+}
+
 /// A page table entry.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pte {
@@ -74,15 +82,14 @@ pub struct Simulator<'t> {
     tlb_events: bool,
     access_events: bool,
     mem: MemSys,
-    tlbs: Vec<Tlb>,
+    tlbs: Tlb,
     pages: FastMap<u64, Pte>,
     node_of_core: Vec<usize>,
     thread_pu: Vec<usize>,
-    thread_core: Vec<usize>,
-    thread_node: Vec<usize>,
+    /// Where each thread runs and whether it started: read together on every access,
+    /// so one entry per thread.
+    at: Vec<ThreadAt>,
     clocks: Vec<u64>,
-    /// Whether each thread has made its first access.
-    started: Vec<bool>,
     /// The start times of the threads, added up (their clocks less the work they did).
     start_sum: u64,
     now: u64,
@@ -151,16 +158,12 @@ impl<'t> Simulator<'t> {
             access_events: policy.wants_accesses(),
             policy,
             mem: MemSys::new(&machine, cfg.costs.control_bytes),
-            tlbs: (0..machine.cores())
-                .map(|_| Tlb::new(cfg.tlb_entries, cfg.tlb_ways))
-                .collect(),
+            tlbs: Tlb::new(machine.cores(), cfg.tlb_entries, cfg.tlb_ways),
             pages: FastMap::default(),
             node_of_core: node_of_core(&machine),
-            thread_core: vec![0; threads],
-            thread_node: vec![0; threads],
+            at: vec![ThreadAt::default(); threads],
             thread_pu,
             clocks: vec![0; threads],
-            started: vec![false; threads],
             start_sum: 0,
             now: 0,
             period,
@@ -189,8 +192,8 @@ impl<'t> Simulator<'t> {
 
     fn place_thread(&mut self, t: usize, pu: usize) {
         self.thread_pu[t] = pu;
-        self.thread_core[t] = self.machine.core_of_pu[pu];
-        self.thread_node[t] = self.machine.node_of_pu[pu];
+        self.at[t].core = self.machine.core_of_pu[pu] as u32;
+        self.at[t].node = self.machine.node_of_pu[pu] as u32;
     }
 
     /// Replays a chunk of the stream (a shared replay that splits on the way replays the
@@ -226,17 +229,17 @@ impl<'t> Simulator<'t> {
     #[inline(always)]
     fn serve(&mut self, a: &SimAccess) -> Result<(usize, u64), SimError> {
         let t = a.thread as usize;
-        if t >= self.clocks.len() {
+        let Some(&at) = self.at.get(t) else {
             return Err(SimError::ThreadOutOfRange {
                 thread: a.thread,
                 threads: self.clocks.len(),
             });
-        }
+        };
         self.accesses += 1;
-        if !self.started[t] {
+        if !at.started {
             self.start(t);
         }
-        let (core, node) = (self.thread_core[t], self.thread_node[t]);
+        let (core, node) = (at.core as usize, at.node as usize);
         let (home, mut lat) = self.translate(t, core, a.addr);
         let first = a.addr >> self.line_shift;
         let last = (a.addr + a.size.max(1) as u64 - 1) >> self.line_shift;
@@ -268,7 +271,7 @@ impl<'t> Simulator<'t> {
     /// does: the slowest thread's clock is then the makespan.
     #[cold]
     fn start(&mut self, t: usize) {
-        self.started[t] = true;
+        self.at[t].started = true;
         self.clocks[t] = self.now;
         self.start_sum += self.now;
         for f in &mut self.followers {
@@ -281,7 +284,7 @@ impl<'t> Simulator<'t> {
     fn translate(&mut self, t: usize, core: usize, addr: u64) -> (usize, u64) {
         let page = addr >> self.page_shift;
         let ac_max = self.cfg.ac_max;
-        if let Some(e) = self.tlbs[core].lookup(page, t as u32) {
+        if let Some(e) = self.tlbs.lookup(core, page, t as u32) {
             // Only a policy that sees TLB events reads the counter: no store for others.
             if !self.tlb_events {
                 return (e.home as usize, 0);
@@ -297,12 +300,15 @@ impl<'t> Simulator<'t> {
         }
         self.tlb_misses += 1;
         let (node, cost) = self.walk(t, addr, page);
-        let victim = self.tlbs[core].insert(TlbEntry {
-            page,
-            home: node as u32,
-            thread: t as u32,
-            ac: 1,
-        });
+        let victim = self.tlbs.insert(
+            core,
+            TlbEntry {
+                page,
+                home: node as u32,
+                thread: t as u32,
+                ac: 1,
+            },
+        );
         if let (Some(v), true) = (victim, self.tlb_events) {
             self.report_tlb(v, core, TlbEventKind::Evicted, t);
         }
@@ -319,7 +325,7 @@ impl<'t> Simulator<'t> {
                 FaultKind::Injected
             }
             None => {
-                let node = self.thread_node[t];
+                let node = self.at[t].node as usize;
                 let ctx = ctx!(self);
                 let home = self.policy.place_page(&ctx, t as u32, page, node);
                 let home = home.min(self.machine.nodes() - 1);
@@ -339,7 +345,7 @@ impl<'t> Simulator<'t> {
         let page_node = self.pages[&page].node as usize;
         let ev = FaultEvent {
             thread: t as u32,
-            node: self.thread_node[t],
+            node: self.at[t].node as usize,
             addr,
             page,
             page_node,
@@ -414,7 +420,7 @@ impl<'t> Simulator<'t> {
     /// where the same moves spread cost 1.05).
     fn migrate_spread(&mut self, moves: &mut Vec<(u64, usize)>, fallback: usize) {
         let started: Vec<usize> = (0..self.clocks.len())
-            .filter(|&t| self.started[t])
+            .filter(|&t| self.at[t].started)
             .collect();
         for (k, &(page, node)) in moves.iter().enumerate() {
             let t = match started.len() {
@@ -453,9 +459,7 @@ impl<'t> Simulator<'t> {
         for &page in &out.inject_pages {
             if let Some(p) = self.pages.get_mut(&page) {
                 p.present = false;
-                for tlb in &mut self.tlbs {
-                    while tlb.remove(page).is_some() {}
-                }
+                self.tlbs.shoot_down(page);
             }
         }
         out.clear();
@@ -477,9 +481,7 @@ impl<'t> Simulator<'t> {
         p.home = node as u32;
         let lines = self.cfg.page_size >> self.line_shift;
         self.mem.flush_lines(page * lines, lines);
-        for tlb in &mut self.tlbs {
-            while tlb.remove(page).is_some() {}
-        }
+        self.tlbs.shoot_down(page);
         let (a, b) = (
             self.machine.pkg_of_node[from],
             self.machine.pkg_of_node[node],
@@ -497,8 +499,8 @@ impl<'t> Simulator<'t> {
     /// Shootdown of every TLB: the entries' counters are reported as evictions. Page
     /// migrations they cause are charged to thread `charge`, whose access set it off.
     fn flush_tlbs(&mut self, charge: usize) {
-        for core in 0..self.tlbs.len() {
-            for e in self.tlbs[core].flush() {
+        for core in 0..self.tlbs.cores() {
+            for e in self.tlbs.flush(core) {
                 if self.tlb_events {
                     let page_node = self.pages.get(&e.page).map_or(0, |p| p.node as usize);
                     let ev = TlbEvent {

@@ -1,4 +1,4 @@
-//! One core's TLB: set-associative, LRU, and with SAMMU's access counter (AC) and thread
+//! The cores' TLBs: set-associative, LRU, and with SAMMU's access counter (AC) and thread
 //! ID beside each entry (the "TLB access table" of SAMMU §2.2 and §2.6.1).
 //!
 //! Each entry also caches the home of its page, so a TLB hit needs no page-table lookup.
@@ -33,21 +33,25 @@ fn move_to_front(set: &mut [TlbEntry]) {
     set[0] = last;
 }
 
-/// A set-associative LRU TLB.
+/// The set-associative LRU TLBs of every core, in one array: core `c`'s sets follow
+/// core `c - 1`'s, so a lookup finds its set from the core and the page alone, with no
+/// per-core structure to load on the way (every access looks up a TLB).
 #[derive(Debug, Clone)]
 pub struct Tlb {
     ways: usize,
     mask: usize,
+    /// log2 of the sets per core.
+    set_bits: u32,
     slots: Vec<TlbEntry>,
 }
 
 impl Tlb {
-    /// A TLB of `entries` entries and `ways` ways; the set count is rounded down to a
-    /// power of two.
-    pub fn new(entries: u32, ways: u32) -> Self {
+    /// The TLBs of `cores` cores, each of `entries` entries and `ways` ways; the set count
+    /// is rounded down to a power of two.
+    pub fn new(cores: usize, entries: u32, ways: u32) -> Self {
         let ways = ways.clamp(1, entries.max(1)) as usize;
         let sets = ((entries.max(1) as usize) / ways).max(1);
-        let sets = 1usize << (usize::BITS - 1 - sets.leading_zeros());
+        let set_bits = usize::BITS - 1 - sets.leading_zeros();
         let empty = TlbEntry {
             page: EMPTY,
             home: 0,
@@ -56,20 +60,27 @@ impl Tlb {
         };
         Tlb {
             ways,
-            mask: sets - 1,
-            slots: vec![empty; sets * ways],
+            mask: (1 << set_bits) - 1,
+            set_bits,
+            slots: vec![empty; (cores << set_bits) * ways],
         }
     }
 
-    #[inline(always)]
-    fn base(&self, page: u64) -> usize {
-        (page as usize & self.mask) * self.ways
+    /// Number of cores.
+    pub fn cores(&self) -> usize {
+        (self.slots.len() / self.ways) >> self.set_bits
     }
 
-    /// Looks up a thread's entry for a page; on a hit, makes it the most recent.
     #[inline(always)]
-    pub fn lookup(&mut self, page: u64, thread: u32) -> Option<&mut TlbEntry> {
-        let base = self.base(page);
+    fn base(&self, core: usize, page: u64) -> usize {
+        ((core << self.set_bits) | (page as usize & self.mask)) * self.ways
+    }
+
+    /// Looks up a thread's entry for a page in a core's TLB; on a hit, makes it the most
+    /// recent.
+    #[inline(always)]
+    pub fn lookup(&mut self, core: usize, page: u64, thread: u32) -> Option<&mut TlbEntry> {
+        let base = self.base(core, page);
         let first = &self.slots[base];
         if first.page == page && first.thread == thread {
             return Some(&mut self.slots[base]);
@@ -81,19 +92,19 @@ impl Tlb {
         Some(&mut self.slots[base])
     }
 
-    /// Inserts an absent page as the most recent; returns the evicted entry.
-    pub fn insert(&mut self, e: TlbEntry) -> Option<TlbEntry> {
-        let base = self.base(e.page);
+    /// Inserts an absent page in a core's TLB as the most recent; returns the evicted
+    /// entry.
+    pub fn insert(&mut self, core: usize, e: TlbEntry) -> Option<TlbEntry> {
+        let base = self.base(core, e.page);
         let last = self.slots[base + self.ways - 1];
         move_to_front(&mut self.slots[base..base + self.ways]);
         self.slots[base] = e;
         (last.page != EMPTY).then_some(last)
     }
 
-    /// Removes one entry of a page (a shootdown removes them all by repeating this);
-    /// returns it if there was one.
-    pub fn remove(&mut self, page: u64) -> Option<TlbEntry> {
-        let base = self.base(page);
+    /// Removes one entry of a page from a core's TLB; returns it if there was one.
+    pub fn remove(&mut self, core: usize, page: u64) -> Option<TlbEntry> {
+        let base = self.base(core, page);
         let k = self.slots[base..base + self.ways]
             .iter()
             .position(|e| e.page == page)?;
@@ -103,6 +114,13 @@ impl Tlb {
         Some(e)
     }
 
+    /// A shootdown: removes every entry of a page, of every thread, from every core.
+    pub fn shoot_down(&mut self, page: u64) {
+        for core in 0..self.cores() {
+            while self.remove(core, page).is_some() {}
+        }
+    }
+
     /// Maps every entry's home through `f` (a shared replay that splits).
     pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
         for e in self.slots.iter_mut().filter(|e| e.page != EMPTY) {
@@ -110,15 +128,12 @@ impl Tlb {
         }
     }
 
-    /// Empties the TLB, returning the entries it held.
-    pub fn flush(&mut self) -> Vec<TlbEntry> {
-        let out = self
-            .slots
-            .iter()
-            .filter(|e| e.page != EMPTY)
-            .copied()
-            .collect();
-        for e in &mut self.slots {
+    /// Empties a core's TLB, returning the entries it held.
+    pub fn flush(&mut self, core: usize) -> Vec<TlbEntry> {
+        let per_core = self.ways << self.set_bits;
+        let mine = &mut self.slots[core * per_core..(core + 1) * per_core];
+        let out = mine.iter().filter(|e| e.page != EMPTY).copied().collect();
+        for e in mine {
             e.page = EMPTY;
         }
         out
@@ -140,18 +155,26 @@ mod tests {
 
     #[test]
     fn sixty_four_entries_four_ways_is_sixteen_sets_with_lru() {
-        let mut t = Tlb::new(64, 4);
-        // Pages 0, 16, 32, 48 fill set 0; 64 evicts the least recent.
+        let mut t = Tlb::new(2, 64, 4);
+        // Pages 0, 16, 32, 48 fill set 0 of core 1; 64 evicts the least recent.
         for p in [0, 16, 32, 48] {
-            assert_eq!(t.insert(entry(p)), None);
+            assert_eq!(t.insert(1, entry(p)), None);
         }
-        t.lookup(0, 0).unwrap().ac += 5;
-        assert_eq!(t.insert(entry(64)).map(|e| e.page), Some(16));
-        assert_eq!(t.lookup(0, 0).map(|e| e.ac), Some(5));
-        assert!(t.lookup(0, 1).is_none(), "another thread has its own entry");
-        assert!(t.lookup(16, 0).is_none());
-        assert_eq!(t.remove(32).map(|e| e.page), Some(32));
-        assert_eq!(t.flush().len(), 3);
-        assert!(t.lookup(0, 0).is_none());
+        t.lookup(1, 0, 0).unwrap().ac += 5;
+        assert_eq!(t.insert(1, entry(64)).map(|e| e.page), Some(16));
+        assert_eq!(t.lookup(1, 0, 0).map(|e| e.ac), Some(5));
+        assert!(
+            t.lookup(1, 0, 1).is_none(),
+            "another thread has its own entry"
+        );
+        assert!(t.lookup(0, 0, 0).is_none(), "core 0 has a TLB of its own");
+        assert!(t.lookup(1, 16, 0).is_none());
+        assert_eq!(t.remove(1, 32).map(|e| e.page), Some(32));
+        assert_eq!(t.insert(0, entry(32)), None);
+        assert_eq!(t.flush(1).len(), 3);
+        assert!(t.lookup(1, 0, 0).is_none());
+        assert_eq!(t.cores(), 2);
+        t.shoot_down(32);
+        assert_eq!(t.flush(0).len(), 0, "the shootdown reached core 0");
     }
 }
