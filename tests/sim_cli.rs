@@ -495,3 +495,30 @@ fn a_cut_period_is_told_in_the_text_output() {
     assert_eq!(run(&["--period-ms", "100"]), "");
     assert_eq!(run(&["--json"]), "");
 }
+
+/// A reader that closed the pipe (`tdmap sim ... | head`) is no error (STYLE.md): the
+/// table and the JSON go out by writes whose broken pipe ends tdmap quietly with 0, not
+/// by a print that panics (exit 101 and a backtrace, before).
+#[test]
+fn a_closed_stdout_pipe_is_no_error() {
+    let trace = traced("pipeline", "512");
+    for json in [false, true] {
+        let mut cmd = Command::new(TDMAP);
+        cmd.arg("sim").arg(&trace);
+        cmd.args(["--machine", MACHINE, "--policies", "os,compact"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Nobody reads: every write to stdout fails with EPIPE.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "json {json}: {err}");
+        assert_eq!(out.status.code(), Some(0), "json {json}: {err}");
+    }
+}

@@ -8,6 +8,7 @@ use crate::exit::input;
 use anyhow::{Context, Result};
 use clap::CommandFactory;
 use clap_complete::Shell;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The width help is wrapped to in generated files, whatever the terminal, so that the
@@ -42,7 +43,7 @@ pub fn run(args: Args) -> Result<i32> {
     match args.what {
         What::Man { dir } => man(&dir)?,
         What::Completions { dir } => completions(&dir)?,
-        What::Markdown => print!("{}", markdown()),
+        What::Markdown => write!(std::io::stdout(), "{}", markdown())?,
     }
     Ok(crate::exit::OK)
 }

@@ -17,6 +17,7 @@ use crate::exit::{input, OK};
 use anyhow::Result;
 use inputs::Sources;
 use page::{esc, Section};
+use std::io::Write;
 use std::path::PathBuf;
 use tdmap_topo::Topology;
 
@@ -84,7 +85,7 @@ pub fn run(args: Args) -> Result<i32> {
             "inputs": read.iter().map(|(p, k)| serde_json::json!({"path": p, "kind": k})).collect::<Vec<_>>(),
             "sections": sections.iter().map(|s| s.id).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         eprintln!(
             "tdmap: wrote {} ({} sections); open it in a browser",

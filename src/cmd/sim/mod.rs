@@ -9,6 +9,7 @@ use crate::cmd::MachineArgs;
 use crate::exit::{input, OK};
 use anyhow::Context;
 use std::io::IsTerminal;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use tdmap_sim::policy::best_static::{self, Knowledge, Plan};
 use tdmap_sim::policy::ByName;
@@ -163,20 +164,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             ))
         })?;
     }
+    // Written, not printed: a reader that closed the pipe (`| head`) is no error.
+    let mut stdout = std::io::stdout().lock();
     if args.json {
-        println!("{}", out.to_json());
+        writeln!(stdout, "{}", out.to_json())?;
     } else {
         if args.period_ms.is_none() && period < (hz * tdmap_sim::PERIOD_S) as u64 {
             eprintln!("{}", short_trace_note(period, hz));
         }
-        print!("{}", table(&out));
+        write!(stdout, "{}", table(&out))?;
         if let Some(b) = &best {
-            println!(
+            writeln!(
+                stdout,
                 "best-static = {}: the fastest of {} static candidates, each replayed (every static policy, every algorithm's mapping with first-touch pages and with majority homes{}).",
                 b.winner().label(),
                 b.tried.len(),
                 if b.placements() { ", every placement up to symmetry" } else { "" }
-            );
+            )?;
         }
     }
     Ok(OK)
