@@ -254,3 +254,9 @@ bench-sim-fft: setup
 .PHONY: bench-sim-speed
 bench-sim-speed: setup
 	bash bench/sim_speed.sh
+
+## `BASE=path/to/other/tdmap`: this build's `tdmap sim --json` byte for byte against that
+## build's, on the bench-sim-workloads traces under 7 machine/option sets (bench/sim_same.sh).
+.PHONY: sim-same
+sim-same: setup
+	BASE=$(BASE) bash bench/sim_same.sh
