@@ -105,14 +105,16 @@ impl Runs {
     pub fn record_plain(&mut self, line: u64) -> bool {
         let tag = line + 1;
         match self.tags.iter().position(|&t| t == tag) {
-            // An unwatched way (gens 0) has collapsed nothing since `begin` or `end_all`
-            // took its count, and `read` would not collapse; below WATCH_AFTER - 1
-            // records, this one starts no watch.
+            // Below WATCH_AFTER - 1 records, this one starts no watch, and the way is
+            // unwatched (gens 0: only the WATCH_AFTERth record starts a watch, and
+            // `records` stays at WATCH_AFTER until the way takes a new line, whose
+            // `begin` clears `gens`), so it has collapsed nothing since `begin` or
+            // `end_all` took its count, and `read` would not collapse.
             Some(way) => {
-                if self.gens[way] != 0 || self.records[way] >= WATCH_AFTER - 1 {
+                if self.records[way] >= WATCH_AFTER - 1 {
                     return false;
                 }
-                debug_assert_eq!(self.extra[way], 0);
+                debug_assert_eq!((self.gens[way], self.extra[way]), (0, 0));
                 self.records[way] += 1;
             }
             // A new line replaces way `next`, whose run must have collapsed nothing.

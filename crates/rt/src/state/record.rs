@@ -27,6 +27,19 @@ pub(super) fn fast_path(s: &ThreadState) -> bool {
     !s.special && (s.len % TICK_EVERY).wrapping_sub(1) < FAST_LAST
 }
 
+/// [`fast_path`], which when true also sets `fast_end` past the last fast position of
+/// the tick block: `len` only grows until `flush` (which clears `fast_end`), so every
+/// position below it is one where `fast_path` holds, and the callbacks test only that
+/// (once per block, the first fast access comes here).
+#[inline(always)]
+pub(super) fn fast_path_from(s: &mut ThreadState) -> bool {
+    let fast = fast_path(s);
+    if fast {
+        s.fast_end = s.len - s.len % TICK_EVERY + 1 + FAST_LAST;
+    }
+    fast
+}
+
 /// A recording thread's access of a size and kind known at compile time (one callback),
 /// on [`fast_path`], in its common case: the predictor foresaw it on the page of the
 /// access it steps from, and the spin collapse keeps it as a plain record
@@ -54,7 +67,6 @@ pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadSta
             return record_fast(s, addr, LOG2, WRITE);
         }
     }
-    s.seen += 1;
     // What `take` does with this access.
     s.pred.foreseen(a, meta);
     predicted::<false>(s);
@@ -71,7 +83,9 @@ pub(super) extern "C" fn record_fast(s: &mut ThreadState, addr: u64, size_log2: 
 
 /// Records one access of a recording thread that does not aggregate. With `ALL` false,
 /// the steps that [`fast_path`] ruled out (filter, flush, clock) are left out. The spin
-/// collapse decides first: a collapsed read never reaches the predictor ([`pack`]).
+/// collapse decides first: a collapsed read never reaches the predictor ([`pack`]). An
+/// access that takes a position is counted by it (`ThreadState::seen`), the others
+/// where they leave.
 #[inline(always)]
 pub(super) fn record_body<const ALL: bool>(
     s: &mut ThreadState,
@@ -79,10 +93,11 @@ pub(super) fn record_body<const ALL: bool>(
     size_log2: u32,
     write: bool,
 ) {
-    s.seen += 1;
     if ALL && s.filter {
         let key = ((addr >> LINE_SHIFT) << 1) | write as u64;
         if key == s.last_key {
+            // Counted here: a filtered access takes no position (`ThreadState::seen`).
+            s.seen += 1;
             s.filtered += 1;
             return;
         }
@@ -235,16 +250,17 @@ fn checked<const ALL: bool>(
 fn predicted<const TICK: bool>(s: &mut ThreadState) {
     tick::<TICK>(s);
     s.len += 1;
-    s.run += 1;
 }
 
 /// Writes the run of predicted accesses held, if any: before any word that follows
-/// them.
+/// them. The run is every position since the last word (each word sets `run_from`).
 #[inline(always)]
 pub(super) fn push_run(s: &mut ThreadState) {
-    if s.run != 0 {
-        s.recs[s.words] = wire::pack_run(std::mem::take(&mut s.run));
+    let run = s.len - s.run_from;
+    if run != 0 {
+        s.recs[s.words] = wire::pack_run(run as u32);
         s.words += 1;
+        s.run_from = s.len;
     }
 }
 
@@ -329,7 +345,7 @@ mod tests {
         }
         let got: Vec<u64> = chunks.iter().flat_map(|c| c.words.clone()).collect();
         assert_eq!(got, want);
-        assert_eq!(s.seen, 9000);
+        assert_eq!(s.seen(), 9000);
     }
 
     /// `TDMAP_RT_PREDICT=0`: the same chunk, a record per access, no run word.
@@ -490,7 +506,7 @@ mod tests {
         let got = chunks
             .map(|c| (c.hdr.count, c.hdr.extra, no_cpu(&c.body)))
             .collect();
-        (got, s.seen)
+        (got, s.seen())
     }
 
     proptest! {
