@@ -117,16 +117,19 @@ impl Runs {
                 debug_assert_eq!((self.gens[way], self.extra[way]), (0, 0));
                 self.records[way] += 1;
             }
-            // A new line replaces way `next`, whose run must have collapsed nothing.
+            // A new line replaces way `next`, whose run must have collapsed nothing: an
+            // unwatched way (gens 0, which `begin` leaves after `end` took the count,
+            // and only a watch changes), which also needs no `gens` cleared. A watched
+            // way (seldom: a spin-wait's) takes the general path.
             None => {
                 let way = self.next as usize % WAYS;
-                if self.extra[way] != 0 {
+                if self.gens[way] != 0 {
                     return false;
                 }
+                debug_assert_eq!(self.extra[way], 0);
                 self.next = ((way + 1) % WAYS) as u32;
                 self.records[way] = 1;
                 self.tags[way] = tag;
-                self.gens[way] = 0;
             }
         }
         true

@@ -53,7 +53,8 @@ pub(super) fn fast_path_from(s: &mut ThreadState) -> bool {
 pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadState, addr: u64) {
     let a = addr & wire::ADDR_MASK;
     let meta = const { wire::meta(LOG2, WRITE) };
-    if !foreseen_on_page(s, a, meta) {
+    let at = taken(s);
+    if !foreseen_on_page(s, at, a, meta) {
         return record_fast(s, addr, LOG2, WRITE);
     }
     if s.collapse {
@@ -68,8 +69,20 @@ pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadSta
         }
     }
     // What `take` does with this access.
-    s.pred.foreseen(a, meta);
+    s.pred.foreseen_at(at, a, meta);
     predicted::<false>(s);
+}
+
+/// Accesses this chunk's predictor took: one per position but the CPU and repeat words
+/// (it starts afresh with the chunk, and sees every access the collapse keeps). The
+/// fast path passes it to the predictor ([`Predictor::foreseen_at`]) in place of the
+/// count the predictor would store on each access; the slow path sets it there first
+/// ([`pack`]).
+///
+/// [`Predictor::foreseen_at`]: tdmap_wire::predict::Predictor::foreseen_at
+#[inline(always)]
+fn taken(s: &ThreadState) -> usize {
+    s.len - s.sides
 }
 
 /// [`record_body`] on the fast path, out of line: the predictor's path needs registers
@@ -143,9 +156,10 @@ pub(super) fn take<const ALL: bool>(
 ) {
     let a = addr & wire::ADDR_MASK;
     let meta = wire::meta(size_log2, write);
-    if !ALL && watch == NO_WATCH && foreseen_on_page(s, a, meta) {
+    let at = taken(s);
+    if !ALL && watch == NO_WATCH && foreseen_on_page(s, at, a, meta) {
         // What `pack` does with this access.
-        s.pred.foreseen(a, meta);
+        s.pred.foreseen_at(at, a, meta);
         return predicted::<ALL>(s);
     }
     take_rest::<ALL>(s, addr, size_log2, write, watch)
@@ -194,6 +208,7 @@ pub(super) fn end_run<const TICK: bool>(s: &mut ThreadState, repeat: Option<u64>
 #[inline(always)]
 pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     let a = addr & wire::ADDR_MASK;
+    s.pred.seek(taken(s));
     let (.., prev) = s.pred.guess_step();
     let hit = s.pred.observe(a, wire::meta(size_log2, write)) && !s.no_runs;
     // The slow path checks every page: at a chunk's first access `prev` is no access.
@@ -204,12 +219,13 @@ pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u
     }
 }
 
-/// Whether the predictor foresees access `a` with `meta` on the page of the access it
-/// steps from (`Predictor::guess_step`, [`on_step_page`]): the case that only lengthens
+/// Whether the predictor, after `at` accesses ([`taken`]), foresees access `a` with
+/// `meta` on the page of the access it steps from (`Predictor::guess_step`,
+/// [`on_step_page`]): the case that only lengthens
 /// the run, once the collapse kept it.
 #[inline(always)]
-fn foreseen_on_page(s: &ThreadState, a: u64, meta: u8) -> bool {
-    let (guess, guess_meta, prev) = s.pred.guess_step();
+fn foreseen_on_page(s: &ThreadState, at: usize, a: u64, meta: u8) -> bool {
+    let (guess, guess_meta, prev) = s.pred.guess_step_from(at);
     (guess, guess_meta) == (a, meta) && on_step_page(s, a, prev)
 }
 
