@@ -59,6 +59,17 @@ pub struct Runs {
     next: u32,
 }
 
+/// What [`Runs::read_fast`] did with a read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fast {
+    /// A plain record: the runs changed as `read`, `end` and `begin` would change them.
+    Plain,
+    /// Counted in an earlier record, as `read` counts it.
+    Collapsed,
+    /// Neither: nothing changed.
+    Other,
+}
+
 /// What to do with a read.
 pub enum Read {
     /// Counted in an earlier record: write nothing.
@@ -93,28 +104,37 @@ impl Runs {
         }
     }
 
-    /// [`Runs::read`], [`Runs::end`] and [`Runs::begin`] in one step for a read that is
-    /// a plain record: it collapses nothing, ends no run that collapsed reads (so writes
-    /// no repeat word) and starts no watch. Then it leaves the runs as those three calls
-    /// would, but for `at`, and gives true; otherwise it changes nothing and gives false
-    /// (the caller takes the general path). `at` is read only by [`Runs::end`] of a run
-    /// that collapsed reads, which only a watch starts, and the record that starts a
-    /// watch (the line's [`WATCH_AFTER`]th) takes the general path, whose `begin` sets
+    /// [`Runs::read`] for the callbacks' fast path, in the two common cases, changing
+    /// nothing otherwise ([`Fast::Other`]: the caller takes the general path). A read
+    /// that `read` collapses: the same step ([`Fast::Collapsed`]). A read that is a plain
+    /// record ([`Fast::Plain`]): it collapses nothing, ends no run that collapsed reads
+    /// (so writes no repeat word) and starts no watch; then `read`, [`Runs::end`] and
+    /// [`Runs::begin`] in one step, but for `at`. `at` is read only by [`Runs::end`] of
+    /// a run that collapsed reads, which only a watch starts, and the record that starts
+    /// a watch (the line's [`WATCH_AFTER`]th) takes the general path, whose `begin` sets
     /// it: so an unwatched way's `at` is left as it was.
     #[inline(always)]
-    pub fn record_plain(&mut self, line: u64) -> bool {
+    pub fn read_fast(&mut self, line: u64) -> Fast {
         let tag = line + 1;
         match self.tags.iter().position(|&t| t == tag) {
-            // Below WATCH_AFTER - 1 records, this one starts no watch, and the way is
-            // unwatched (gens 0: only the WATCH_AFTERth record starts a watch, and
-            // `records` stays at WATCH_AFTER until the way takes a new line, whose
-            // `begin` clears `gens`), so it has collapsed nothing since `begin` or
-            // `end_all` took its count, and `read` would not collapse.
             Some(way) => {
-                if self.records[way] >= WATCH_AFTER - 1 {
-                    return false;
+                let g = self.gens[way];
+                if g != 0 {
+                    // `read`'s collapse, as it decides it; a watched way's other reads
+                    // (its run ended by a write) take the general path.
+                    if slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
+                        self.extra[way] += 1;
+                        return Fast::Collapsed;
+                    }
+                    return Fast::Other;
                 }
-                debug_assert_eq!((self.gens[way], self.extra[way]), (0, 0));
+                // Unwatched (gens 0), so it has collapsed nothing since `begin` or
+                // `end_all` took its count; below WATCH_AFTER - 1 records, this one
+                // starts no watch.
+                if self.records[way] >= WATCH_AFTER - 1 {
+                    return Fast::Other;
+                }
+                debug_assert_eq!(self.extra[way], 0);
                 self.records[way] += 1;
             }
             // A new line replaces way `next`, whose run must have collapsed nothing: an
@@ -124,7 +144,7 @@ impl Runs {
             None => {
                 let way = self.next as usize % WAYS;
                 if self.gens[way] != 0 {
-                    return false;
+                    return Fast::Other;
                 }
                 debug_assert_eq!(self.extra[way], 0);
                 self.next = ((way + 1) % WAYS) as u32;
@@ -132,7 +152,7 @@ impl Runs {
                 self.tags[way] = tag;
             }
         }
-        true
+        Fast::Plain
     }
 
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,

@@ -7,9 +7,10 @@
 //! docs/bench-trace.md).
 
 use super::{
-    collapse_step, flush, page_first, push, push_cpu, push_side, tick, ThreadState, LINE_SHIFT,
+    collapse_step, collapsed, flush, page_first, push, push_cpu, push_side, tick, ThreadState,
+    LINE_SHIFT,
 };
-use crate::collapse::{self, WAYS};
+use crate::collapse::{self, Fast, WAYS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, TICK_EVERY};
 
 /// Positions in each tick block at which the fast path may take an access: it takes up
@@ -41,32 +42,36 @@ pub(super) fn fast_path_from(s: &mut ThreadState) -> bool {
 }
 
 /// A recording thread's access of a size and kind known at compile time (one callback),
-/// on [`fast_path`], in its common case: the predictor foresaw it on the page of the
-/// access it steps from, and the spin collapse keeps it as a plain record
-/// ([`Runs::record_plain`](crate::collapse::Runs::record_plain); a write to a line no
-/// thread watches). Then it changes the state exactly as [`record_body`] would, which
-/// leaves it no word to write: the access only lengthens the run. Everything is checked
-/// before anything changes, so any other access goes to [`record_fast`] untouched, by a
-/// tail call. Inlined into each callback, with the callback's constants, it needs no
-/// saved register.
+/// on [`fast_path`], in its common cases: a read that the spin collapse counts
+/// ([`Fast::Collapsed`]), or an access that the collapse keeps as a plain record
+/// ([`Runs::read_fast`](crate::collapse::Runs::read_fast); a write to a line no thread
+/// watches) and that the predictor foresaw on the page of the access it steps from. It
+/// changes the state exactly as [`record_body`] would, which then leaves it no word to
+/// write: the access only lengthens the run. Any other access goes to [`record_fast`]
+/// untouched, or, once the collapse kept it, to [`take_rest`] (what `record_body` does
+/// after the collapse at a fast position), by a tail call. Inlined into each callback,
+/// with the callback's constants, it needs no saved register.
 #[inline(always)]
 pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadState, addr: u64) {
+    if s.collapse {
+        let line = addr >> LINE_SHIFT;
+        if WRITE {
+            if collapse::watched(line) {
+                return record_fast(s, addr, LOG2, WRITE);
+            }
+        } else {
+            match s.runs.read_fast(line) {
+                Fast::Plain => {}
+                Fast::Collapsed => return collapsed(s),
+                Fast::Other => return record_fast(s, addr, LOG2, WRITE),
+            }
+        }
+    }
     let a = addr & wire::ADDR_MASK;
     let meta = const { wire::meta(LOG2, WRITE) };
     let at = taken(s);
     if !foreseen_on_page(s, at, a, meta) {
-        return record_fast(s, addr, LOG2, WRITE);
-    }
-    if s.collapse {
-        let line = addr >> LINE_SHIFT;
-        let kept = if WRITE {
-            !collapse::watched(line)
-        } else {
-            s.runs.record_plain(line)
-        };
-        if !kept {
-            return record_fast(s, addr, LOG2, WRITE);
-        }
+        return take_rest::<false>(s, addr, LOG2, WRITE, NO_WATCH);
     }
     // What `take` does with this access.
     s.pred.foreseen_at(at, a, meta);
