@@ -32,6 +32,7 @@ pub const WATCH_AFTER: u32 = 32;
 /// Watch words, a power of two: 128 KiB, so that the lines of unrelated threads seldom
 /// share a word (which would only end their runs early).
 const SLOTS: usize = 1 << 14;
+const _: () = assert!(WAYS.is_power_of_two());
 
 static WATCH: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
@@ -55,7 +56,8 @@ pub struct Runs {
     extra: [u32; WAYS],
     /// Records of each way's line so far, up to [`WATCH_AFTER`].
     records: [u32; WAYS],
-    /// The way the next new line replaces.
+    /// New lines taken (wrapping): the next replaces way `next % WAYS` (a power of two,
+    /// so the order goes on across the wrap), with no wrap to compute on each.
     next: u32,
 }
 
@@ -84,10 +86,8 @@ impl Runs {
     pub fn read(&mut self, line: u64) -> Read {
         let tag = line + 1;
         let Some(way) = self.tags.iter().position(|&t| t == tag) else {
-            // `next` is below WAYS: the modulo only spares a bounds check (a panic call,
-            // for which every callback would keep a frame).
             let way = self.next as usize % WAYS;
-            self.next = (self.next + 1) % WAYS as u32;
+            self.next = self.next.wrapping_add(1);
             self.records[way] = 1;
             return Read::Record { way, watch: false };
         };
@@ -118,24 +118,24 @@ impl Runs {
         let tag = line + 1;
         match self.tags.iter().position(|&t| t == tag) {
             Some(way) => {
+                // Below WATCH_AFTER - 1 records, this one starts no watch, and the way is
+                // unwatched (gens 0: only the WATCH_AFTERth record starts a watch, and
+                // `records` stays at WATCH_AFTER until the way takes a new line, whose
+                // `begin` clears `gens`), so it has collapsed nothing since `begin` or
+                // `end_all` took its count, and `read` would not collapse.
+                if self.records[way] < WATCH_AFTER - 1 {
+                    debug_assert_eq!((self.gens[way], self.extra[way]), (0, 0));
+                    self.records[way] += 1;
+                    return Fast::Plain;
+                }
+                // `read`'s collapse, as it decides it; the way's other reads (the watch
+                // starting, or its run ended by a write) take the general path.
                 let g = self.gens[way];
-                if g != 0 {
-                    // `read`'s collapse, as it decides it; a watched way's other reads
-                    // (its run ended by a write) take the general path.
-                    if slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
-                        self.extra[way] += 1;
-                        return Fast::Collapsed;
-                    }
-                    return Fast::Other;
+                if g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
+                    self.extra[way] += 1;
+                    return Fast::Collapsed;
                 }
-                // Unwatched (gens 0), so it has collapsed nothing since `begin` or
-                // `end_all` took its count; below WATCH_AFTER - 1 records, this one
-                // starts no watch.
-                if self.records[way] >= WATCH_AFTER - 1 {
-                    return Fast::Other;
-                }
-                debug_assert_eq!(self.extra[way], 0);
-                self.records[way] += 1;
+                return Fast::Other;
             }
             // A new line replaces way `next`, whose run must have collapsed nothing: an
             // unwatched way (gens 0, which `begin` leaves after `end` took the count,
@@ -147,7 +147,7 @@ impl Runs {
                     return Fast::Other;
                 }
                 debug_assert_eq!(self.extra[way], 0);
-                self.next = ((way + 1) % WAYS) as u32;
+                self.next = self.next.wrapping_add(1);
                 self.records[way] = 1;
                 self.tags[way] = tag;
             }
