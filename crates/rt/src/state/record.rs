@@ -369,6 +369,31 @@ mod tests {
         assert_eq!(s.seen(), 9000);
     }
 
+    /// `fast_end` covers the positions where `fast_path` holds, from wherever it is
+    /// set to the end of that stretch of the tick block, and no more: the callbacks'
+    /// one compare stands for `fast_path`.
+    #[test]
+    fn fast_end_is_the_end_of_the_fast_positions_it_starts_in() {
+        let mut s = fresh_state(false, true);
+        for len in 0..2 * TICK_EVERY {
+            s.len = len;
+            s.fast_end = 0;
+            if !fast_path_from(&mut s) {
+                assert_eq!(s.fast_end, 0, "{len}");
+                continue;
+            }
+            let end = s.fast_end;
+            assert!(end > len, "{len}");
+            for p in len..end {
+                s.len = p;
+                assert!(fast_path(&s), "{len}: position {p} below {end}");
+            }
+            s.len = end;
+            assert!(!fast_path(&s), "{len}: {end} ends the stretch");
+        }
+        s.len = 0;
+    }
+
     /// `TDMAP_RT_PREDICT=0`: the same chunk, a record per access, no run word.
     #[test]
     fn without_runs_every_access_is_a_record() {
@@ -487,9 +512,14 @@ mod tests {
             )
     }
 
-    /// Records an access as a callback of this size and kind does (`record_sized`).
+    /// Records an access as a callback of this size and kind does (`record_sized`): by
+    /// `record_known` below `fast_end`, else by `record_fast` where `fast_path_from`
+    /// holds (and sets `fast_end`), else by the general path.
     fn access_known(s: &mut ThreadState, addr: u64, log2: u32, write: bool) {
-        if !fast_path(s) {
+        if s.len >= s.fast_end {
+            if fast_path_from(s) {
+                return record_fast(s, addr, log2, write);
+            }
             return record_body::<true>(s, addr, log2, write);
         }
         match (log2, write) {
