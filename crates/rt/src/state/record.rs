@@ -36,7 +36,7 @@ pub(super) fn fast_path(s: &ThreadState) -> bool {
 pub(super) fn fast_path_from(s: &mut ThreadState) -> bool {
     let fast = fast_path(s);
     if fast {
-        s.fast_end = s.len - s.len % TICK_EVERY + 1 + FAST_LAST;
+        s.fast_end = (s.len - s.len % TICK_EVERY + 1 + FAST_LAST) as u32;
     }
     fast
 }
@@ -298,6 +298,8 @@ mod tests {
     /// the reader's `tdmap_wire::raw::expand`.
     struct Flushed {
         hdr: ChunkHeader,
+        /// The clock ticks of the chunk's positions (one per TICK_EVERY).
+        ticks: Vec<u64>,
         body: Vec<u64>,
         words: Vec<u64>,
     }
@@ -315,7 +317,17 @@ mod tests {
                     .collect();
                 let mut words = Vec::new();
                 wire::expand(&body, hdr.extra, &mut words).unwrap();
-                Flushed { hdr, body, words }
+                let ticks = raw[HEADER_BYTES..HEADER_BYTES + TICKS * 8]
+                    .chunks_exact(8)
+                    .take((hdr.extra as usize).div_ceil(TICK_EVERY))
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+                    .collect();
+                Flushed {
+                    hdr,
+                    ticks,
+                    body,
+                    words,
+                }
             })
             .collect()
     }
@@ -382,7 +394,7 @@ mod tests {
                 assert_eq!(s.fast_end, 0, "{len}");
                 continue;
             }
-            let end = s.fast_end;
+            let end = s.fast_end as usize;
             assert!(end > len, "{len}");
             for p in len..end {
                 s.len = p;
@@ -516,7 +528,7 @@ mod tests {
     /// `record_known` below `fast_end`, else by `record_fast` where `fast_path_from`
     /// holds (and sets `fast_end`), else by the general path.
     fn access_known(s: &mut ThreadState, addr: u64, log2: u32, write: bool) {
-        if s.len >= s.fast_end {
+        if s.len >= s.fast_end as usize {
             if fast_path_from(s) {
                 return record_fast(s, addr, log2, write);
             }
@@ -553,11 +565,38 @@ mod tests {
             f(&mut s, a, log2, w);
         }
         flush(&mut s);
-        let chunks = flushed().into_iter();
+        let chunks = flushed();
+        // Every tick position of a chunk read the clock, in order, after the last chunk
+        // ended: a skipped tick keeps an older chunk's time.
+        let mut last = 0;
+        for c in &chunks {
+            for &t in &c.ticks {
+                assert!(
+                    t >= last && t <= c.hdr.t1,
+                    "ticks out of order: {:?}",
+                    c.ticks
+                );
+                last = t;
+            }
+        }
         let got = chunks
+            .into_iter()
             .map(|c| (c.hdr.count, c.hdr.extra, no_cpu(&c.body)))
             .collect();
         (got, s.seen())
+    }
+
+    /// Past a flush, the callbacks' path records the next chunk as the general path
+    /// does, its clock ticks included (`recorded_by` checks them): `flush` clears
+    /// `fast_end`, which would otherwise let the new chunk's tick positions through.
+    #[test]
+    fn a_chunk_after_a_flush_starts_as_the_general_path_starts_it() {
+        let accesses: Vec<_> = (0..3000)
+            .flat_map(|i| three_arrays(i).map(|(a, w)| (a, 3, w)))
+            .collect();
+        let (chunks, seen) = recorded_by(access_known, &accesses, 0);
+        assert_eq!((chunks.len(), seen), (2, 9000));
+        assert_eq!(recorded_by(access, &accesses, 0), (chunks, seen));
     }
 
     proptest! {
