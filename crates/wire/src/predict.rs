@@ -346,6 +346,27 @@ mod tests {
         assert_eq!(syms.len(), acc.len());
     }
 
+    /// A sender that counts its accesses itself (`guess_step_from`, `foreseen_at`, then
+    /// `seek` before `observe`) ends in the state `observe` alone gives.
+    #[test]
+    fn a_sender_that_counts_its_accesses_keeps_the_same_state() {
+        let mut acc = stencil(3, 500);
+        acc.extend(stencil(5, 300));
+        let (mut alone, mut counting) = (Predictor::new(), Predictor::new());
+        for (i, &(a, m, _)) in acc.iter().enumerate() {
+            alone.observe(a, m);
+            let (guess, guess_meta, _) = counting.guess_step_from(i);
+            if (guess, guess_meta) == (a, m) {
+                counting.foreseen_at(i, a, m);
+            } else {
+                counting.seek(i);
+                counting.observe(a, m);
+            }
+        }
+        counting.seek(acc.len());
+        assert_eq!(counting, alone);
+    }
+
     #[test]
     fn a_forced_literal_keeps_both_sides_in_step() {
         let mut acc = stencil(3, 1000);
