@@ -52,10 +52,13 @@ pub struct ThreadState {
     words: usize,
     /// CPU and repeat words among `len`: an access's index is `len - sides`.
     sides: usize,
+    /// `len` after the last word: the accesses since then are the run of predicted
+    /// accesses held, written as one run word before the next word ([`push_run`]).
+    run_from: usize,
     /// While `len` is below this, [`fast_path`](record::fast_path) holds (0: not known
     /// to): one compare on the callbacks' hot path in place of `fast_path`'s, set by
-    /// [`fast_path_from`] and cleared wherever `len` goes back. A u32 beside the flags,
-    /// where the run count was: the fields after them keep their places.
+    /// [`fast_path_from`] and cleared wherever `len` goes back. A u32 beside the flags
+    /// (`len` stays far below 2^32).
     fast_end: u32,
     mode: AtomicU8,
     /// `filter`, `aggregate` or `no_runs`: the thread never takes [`fast_path`](record::fast_path).
@@ -83,9 +86,6 @@ pub struct ThreadState {
     last_key: u64,
     last_page: u64,
     filtered: u64,
-    /// `len` after the last word: the accesses since then are the run of predicted
-    /// accesses held, written as one run word before the next word ([`push_run`]).
-    run_from: usize,
     next: *mut ThreadState,
 }
 
