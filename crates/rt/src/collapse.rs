@@ -32,6 +32,7 @@ pub const WATCH_AFTER: u32 = 32;
 /// Watch words, a power of two: 128 KiB, so that the lines of unrelated threads seldom
 /// share a word (which would only end their runs early).
 const SLOTS: usize = 1 << 14;
+const _: () = assert!(WAYS.is_power_of_two());
 
 static WATCH: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
@@ -55,8 +56,20 @@ pub struct Runs {
     extra: [u32; WAYS],
     /// Records of each way's line so far, up to [`WATCH_AFTER`].
     records: [u32; WAYS],
-    /// The way the next new line replaces.
+    /// New lines taken (wrapping): the next replaces way `next % WAYS` (a power of two,
+    /// so the order goes on across the wrap), with no wrap to compute on each.
     next: u32,
+}
+
+/// What [`Runs::read_fast`] did with a read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fast {
+    /// A plain record: the runs changed as `read`, `end` and `begin` would change them.
+    Plain,
+    /// Counted in an earlier record, as `read` counts it.
+    Collapsed,
+    /// Neither: nothing changed.
+    Other,
 }
 
 /// What to do with a read.
@@ -73,10 +86,8 @@ impl Runs {
     pub fn read(&mut self, line: u64) -> Read {
         let tag = line + 1;
         let Some(way) = self.tags.iter().position(|&t| t == tag) else {
-            // `next` is below WAYS: the modulo only spares a bounds check (a panic call,
-            // for which every callback would keep a frame).
             let way = self.next as usize % WAYS;
-            self.next = (self.next + 1) % WAYS as u32;
+            self.next = self.next.wrapping_add(1);
             self.records[way] = 1;
             return Read::Record { way, watch: false };
         };
@@ -93,41 +104,55 @@ impl Runs {
         }
     }
 
-    /// [`Runs::read`], [`Runs::end`] and [`Runs::begin`] in one step for a read that is
-    /// a plain record: it collapses nothing, ends no run that collapsed reads (so writes
-    /// no repeat word) and starts no watch. Then it leaves the runs as those three calls
-    /// would, but for `at`, and gives true; otherwise it changes nothing and gives false
-    /// (the caller takes the general path). `at` is read only by [`Runs::end`] of a run
-    /// that collapsed reads, which only a watch starts, and the record that starts a
-    /// watch (the line's [`WATCH_AFTER`]th) takes the general path, whose `begin` sets
+    /// [`Runs::read`] for the callbacks' fast path, in the two common cases, changing
+    /// nothing otherwise ([`Fast::Other`]: the caller takes the general path). A read
+    /// that `read` collapses: the same step ([`Fast::Collapsed`]). A read that is a plain
+    /// record ([`Fast::Plain`]): it collapses nothing, ends no run that collapsed reads
+    /// (so writes no repeat word) and starts no watch; then `read`, [`Runs::end`] and
+    /// [`Runs::begin`] in one step, but for `at`. `at` is read only by [`Runs::end`] of
+    /// a run that collapsed reads, which only a watch starts, and the record that starts
+    /// a watch (the line's [`WATCH_AFTER`]th) takes the general path, whose `begin` sets
     /// it: so an unwatched way's `at` is left as it was.
     #[inline(always)]
-    pub fn record_plain(&mut self, line: u64) -> bool {
+    pub fn read_fast(&mut self, line: u64) -> Fast {
         let tag = line + 1;
         match self.tags.iter().position(|&t| t == tag) {
-            // An unwatched way (gens 0) has collapsed nothing since `begin` or `end_all`
-            // took its count, and `read` would not collapse; below WATCH_AFTER - 1
-            // records, this one starts no watch.
             Some(way) => {
-                if self.gens[way] != 0 || self.records[way] >= WATCH_AFTER - 1 {
-                    return false;
+                // Below WATCH_AFTER - 1 records, this one starts no watch, and the way is
+                // unwatched (gens 0: only the WATCH_AFTERth record starts a watch, and
+                // `records` stays at WATCH_AFTER until the way takes a new line, whose
+                // `begin` clears `gens`), so it has collapsed nothing since `begin` or
+                // `end_all` took its count, and `read` would not collapse.
+                if self.records[way] < WATCH_AFTER - 1 {
+                    debug_assert_eq!((self.gens[way], self.extra[way]), (0, 0));
+                    self.records[way] += 1;
+                    return Fast::Plain;
                 }
-                debug_assert_eq!(self.extra[way], 0);
-                self.records[way] += 1;
+                // `read`'s collapse, as it decides it; the way's other reads (the watch
+                // starting, or its run ended by a write) take the general path.
+                let g = self.gens[way];
+                if g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
+                    self.extra[way] += 1;
+                    return Fast::Collapsed;
+                }
+                return Fast::Other;
             }
-            // A new line replaces way `next`, whose run must have collapsed nothing.
+            // A new line replaces way `next`, whose run must have collapsed nothing: an
+            // unwatched way (gens 0, which `begin` leaves after `end` took the count,
+            // and only a watch changes), which also needs no `gens` cleared. A watched
+            // way (seldom: a spin-wait's) takes the general path.
             None => {
                 let way = self.next as usize % WAYS;
-                if self.extra[way] != 0 {
-                    return false;
+                if self.gens[way] != 0 {
+                    return Fast::Other;
                 }
-                self.next = ((way + 1) % WAYS) as u32;
+                debug_assert_eq!(self.extra[way], 0);
+                self.next = self.next.wrapping_add(1);
                 self.records[way] = 1;
                 self.tags[way] = tag;
-                self.gens[way] = 0;
             }
         }
-        true
+        Fast::Plain
     }
 
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,

@@ -108,7 +108,12 @@ impl Predictor {
     /// [`Predictor::guess_at`] and the address it steps from, access i-k.
     #[inline(always)]
     fn guess_step_at(&self, k: usize) -> (u64, u8, u64) {
-        let at = self.at as usize;
+        self.step_from(self.at as usize, k)
+    }
+
+    /// [`Predictor::guess_step_at`] after `at` accesses (modulo [`RING`]).
+    #[inline(always)]
+    fn step_from(&self, at: usize, k: usize) -> (u64, u8, u64) {
         let i1 = at.wrapping_sub(k) % RING;
         let i2 = at.wrapping_sub(2 * k) % RING;
         let a1 = self.addrs[i1];
@@ -125,6 +130,32 @@ impl Predictor {
     #[inline(always)]
     pub fn guess_step(&self) -> (u64, u8, u64) {
         self.guess_step_at(self.distance())
+    }
+
+    /// [`Predictor::guess_step`] for a sender that counts its accesses itself, `at`
+    /// modulo [`RING`], and takes foreseen ones by [`Predictor::foreseen_at`]: so that
+    /// its hot path stores no count (the runtime's chunk position gives it).
+    #[inline(always)]
+    pub fn guess_step_from(&self, at: usize) -> (u64, u8, u64) {
+        self.step_from(at, self.distance())
+    }
+
+    /// [`Predictor::foreseen`] of access `at` (modulo [`RING`]) for such a sender, as
+    /// [`Predictor::guess_step_from`]`(at)` gave it; the predictor's own count stays
+    /// behind until [`Predictor::seek`], which must come before any other call.
+    #[inline(always)]
+    pub fn foreseen_at(&mut self, at: usize, addr: u64, meta: u8) {
+        debug_assert_eq!(self.step_from(at, self.distance()).0, addr);
+        let at = at % RING;
+        self.addrs[at] = addr;
+        self.metas[at] = meta;
+    }
+
+    /// Sets the count of accesses seen to `at` (modulo [`RING`]): for a sender that
+    /// took accesses by [`Predictor::foreseen_at`], before any other call.
+    #[inline(always)]
+    pub fn seek(&mut self, at: usize) {
+        self.at = (at % RING) as u32;
     }
 
     /// The access predicted next: (address, meta).
@@ -313,6 +344,27 @@ mod tests {
         let runs = syms.iter().filter(|s| matches!(s, Symbol::Run(_))).count();
         assert_eq!(runs, 0, "33 interleaved arrays are beyond distance 32");
         assert_eq!(syms.len(), acc.len());
+    }
+
+    /// A sender that counts its accesses itself (`guess_step_from`, `foreseen_at`, then
+    /// `seek` before `observe`) ends in the state `observe` alone gives.
+    #[test]
+    fn a_sender_that_counts_its_accesses_keeps_the_same_state() {
+        let mut acc = stencil(3, 500);
+        acc.extend(stencil(5, 300));
+        let (mut alone, mut counting) = (Predictor::new(), Predictor::new());
+        for (i, &(a, m, _)) in acc.iter().enumerate() {
+            alone.observe(a, m);
+            let (guess, guess_meta, _) = counting.guess_step_from(i);
+            if (guess, guess_meta) == (a, m) {
+                counting.foreseen_at(i, a, m);
+            } else {
+                counting.seek(i);
+                counting.observe(a, m);
+            }
+        }
+        counting.seek(acc.len());
+        assert_eq!(counting, alone);
     }
 
     #[test]

@@ -14,11 +14,12 @@ use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
 /// call) last.
 #[inline(always)]
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
-    s.seen += 1;
     let line = addr >> LINE_SHIFT;
+    // A collapsed read is counted by the collapse (`state::collapsed`).
     let Some(run) = collapse_step(s, line, write) else {
         return;
     };
+    s.seen += 1;
     let mut watch = None;
     if let Some((way, w)) = run {
         s.runs.end(way);
