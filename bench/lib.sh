@@ -15,3 +15,15 @@ wall_cpu() {
   t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
   echo "$t" | awk '{printf "%.4f %.4f\n", $1, $2 + $3}'
 }
+# bench_traces ARGS...: the release build (unless TDMAP_SKIP_BUILD is set), then the traces
+# to replay into the array `traces`: ARGS, or those `make bench-sim-workloads` left; exits 2
+# with one line when there are none.
+bench_traces() {
+  [ -n "${TDMAP_SKIP_BUILD:-}" ] || cargo build --release -q -p tdmap
+  traces=("$@")
+  [ ${#traces[@]} -gt 0 ] || traces=(target/bench-sim/*.trace)
+  if [ ! -f "${traces[0]}" ]; then
+    echo "tdmap: no trace at ${traces[0]}: run make bench-sim-workloads first, or name traces" >&2
+    exit 2
+  fi
+}

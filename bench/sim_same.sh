@@ -8,13 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BASE:?set BASE to the tdmap binary of the other build}"
 TDMAP=${TDMAP:-target/release/tdmap}
-[ -n "${TDMAP_SKIP_BUILD:-}" ] || cargo build --release -q -p tdmap
-traces=("$@")
-[ ${#traces[@]} -gt 0 ] || traces=(target/bench-sim/*.trace)
-if [ ! -f "${traces[0]}" ]; then
-  echo "tdmap: no trace at ${traces[0]}: run make bench-sim-workloads first, or name traces" >&2
-  exit 2
-fi
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_traces "$@"
 ALL=os,compact,scatter,random,interleave,numa-balancing,sammu,kmaf,oracle
 MORE=os,random,worst,kmaf-threads,kmaf-data,kmaf-paper,sammu-greedy
 # Each check: a label, then the options after the trace.

@@ -19,13 +19,9 @@ case $STAT in best | median) ;; *)
   exit 2
   ;;
 esac
-[ -n "${TDMAP_SKIP_BUILD:-}" ] || cargo build --release -q -p tdmap
-traces=("$@")
-[ ${#traces[@]} -gt 0 ] || traces=(target/bench-sim/*.trace)
-if [ ! -f "${traces[0]}" ]; then
-  echo "tdmap: no trace at ${traces[0]}: run make bench-sim-workloads first, or name traces" >&2
-  exit 2
-fi
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_traces "$@"
 bins=("$TDMAP")
 [ -z "${BASE:-}" ] || bins=("$BASE" "$TDMAP")
 tmp=$(mktemp -d)
