@@ -91,9 +91,7 @@ impl Runs {
             self.records[way] = 1;
             return Read::Record { way, watch: false };
         };
-        let g = self.gens[way];
-        if g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
-            self.extra[way] += 1;
+        if self.collapses(way, line) {
             return Read::Collapsed;
         }
         let n = &mut self.records[way];
@@ -128,11 +126,9 @@ impl Runs {
                     self.records[way] += 1;
                     return Fast::Plain;
                 }
-                // `read`'s collapse, as it decides it; the way's other reads (the watch
-                // starting, or its run ended by a write) take the general path.
-                let g = self.gens[way];
-                if g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX {
-                    self.extra[way] += 1;
+                // `read`'s collapse; the way's other reads (the watch starting, or its
+                // run ended by a write) take the general path.
+                if self.collapses(way, line) {
                     return Fast::Collapsed;
                 }
                 return Fast::Other;
@@ -153,6 +149,18 @@ impl Runs {
             }
         }
         Fast::Plain
+    }
+
+    /// Whether a read of `line`, held in `way`, collapses: the way watches the line and
+    /// no write ended its generation since. If so, it is counted in the way's record.
+    #[inline(always)]
+    fn collapses(&mut self, way: usize, line: u64) -> bool {
+        let g = self.gens[way];
+        let yes = g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX;
+        if yes {
+            self.extra[way] += 1;
+        }
+        yes
     }
 
     /// Starts a run in `way` (after [`Runs::end`] wrote out the old one) for `line`,
