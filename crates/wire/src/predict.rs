@@ -140,9 +140,11 @@ impl Predictor {
         self.step_from(at, self.distance())
     }
 
-    /// [`Predictor::foreseen`] of access `at` (modulo [`RING`]) for such a sender, as
-    /// [`Predictor::guess_step_from`]`(at)` gave it; the predictor's own count stays
-    /// behind until [`Predictor::seek`], which must come before any other call.
+    /// Takes access `at` (modulo [`RING`]) that [`Predictor::guess_step_from`]`(at)`
+    /// gave, as the caller checked: what [`Predictor::observe`] does on a hit, without the
+    /// miss path, for a runtime whose fast path must make no call. The predictor's own
+    /// count stays behind until [`Predictor::seek`], which must come before any other
+    /// call.
     #[inline(always)]
     pub fn foreseen_at(&mut self, at: usize, addr: u64, meta: u8) {
         debug_assert_eq!(self.step_from(at, self.distance()).0, addr);
@@ -182,15 +184,6 @@ impl Predictor {
         }
         self.remember(addr, meta);
         hit
-    }
-
-    /// Takes an access that [`Predictor::guess`] gave, as the caller checked: what
-    /// [`Predictor::observe`] does on a hit, without the miss path, for a runtime whose
-    /// fast path must make no call.
-    #[inline(always)]
-    pub fn foreseen(&mut self, addr: u64, meta: u8) {
-        debug_assert_eq!(self.guess(), (addr, meta));
-        self.remember(addr, meta);
     }
 
     /// After a miss: the smallest distance that would have predicted the access, if any.
