@@ -311,10 +311,7 @@ impl MemSys {
         while cores != 0 {
             let c = cores.trailing_zeros() as usize;
             cores &= cores - 1;
-            self.l1.remove(c, line);
-            if !self.l2.is_empty() {
-                self.l2.remove(c, line);
-            }
+            self.drop_private(c, line);
             remote |= self.invalidation_sent(pkg, self.pkg_of_core[c]);
         }
         let own_dom = self.dom_of_core[core];
@@ -412,6 +409,15 @@ impl MemSys {
         self.dir.rehome(f);
     }
 
+    /// Drops core `c`'s private copies of `line` (its L1 and, if any, its L2).
+    #[inline(always)]
+    fn drop_private(&mut self, c: usize, line: u64) {
+        self.l1.remove(c, line);
+        if !self.l2.is_empty() {
+            self.l2.remove(c, line);
+        }
+    }
+
     /// Drops every cached copy of lines `first..first + n` (a page that moves to another
     /// frame leaves its old lines behind).
     pub fn flush_lines(&mut self, first: u64, n: u64) {
@@ -423,10 +429,7 @@ impl MemSys {
             while cores != 0 {
                 let c = cores.trailing_zeros() as usize;
                 cores &= cores - 1;
-                self.l1.remove(c, line);
-                if !self.l2.is_empty() {
-                    self.l2.remove(c, line);
-                }
+                self.drop_private(c, line);
             }
             let mut doms = e.domains;
             while doms != 0 {
