@@ -22,7 +22,9 @@ use tdmap_sharing::hash;
 pub mod input;
 mod machine;
 mod memsys;
+mod outer;
 pub mod policy;
+mod private;
 mod replay;
 mod rng;
 mod shared;
@@ -32,7 +34,7 @@ pub mod synth;
 mod tlb;
 
 pub use access::SimAccess;
-pub use cache::{Cache, State};
+pub use cache::{Cache, State, Word};
 pub use comparison::{Comparison, ComparisonSetup, Normalised, PolicyRow};
 pub use config::{CacheSpec, Costs, SimConfig, DEFAULT_LATENCIES};
 pub use energy::{Energy, EnergyModel};

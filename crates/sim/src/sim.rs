@@ -476,7 +476,10 @@ impl<'t> Simulator<'t> {
         if from == node {
             return;
         }
-        debug_assert!(self.mem.homes.is_none(), "static policies move no page");
+        debug_assert!(
+            self.mem.outer.homes.is_none(),
+            "static policies move no page"
+        );
         p.node = node as u16;
         p.home = node as u32;
         let lines = self.cfg.page_size >> self.line_shift;
@@ -487,9 +490,9 @@ impl<'t> Simulator<'t> {
             self.machine.pkg_of_node[node],
         );
         if a == b {
-            self.mem.stats.traffic_intra += self.cfg.page_size;
+            self.mem.outer.stats.traffic_intra += self.cfg.page_size;
         } else {
-            self.mem.stats.traffic_inter += self.cfg.page_size;
+            self.mem.outer.stats.traffic_inter += self.cfg.page_size;
         }
         self.clocks[charge] += self.cfg.costs.page_migration;
         self.overhead.page_migration_cycles += self.cfg.costs.page_migration;
@@ -554,7 +557,7 @@ impl<'t> Simulator<'t> {
             cycles_max: self.clocks.iter().copied().max().unwrap_or(0),
             cycles_total: work_done(&self.clocks, self.start_sum),
             thread_cycles: self.clocks,
-            mem: self.mem.stats,
+            mem: self.mem.outer.stats,
             tlb_misses: self.tlb_misses,
             faults: self.faults,
             injected_faults: self.overhead.injected_faults,
