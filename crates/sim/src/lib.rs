@@ -20,6 +20,8 @@ mod energy;
 mod error;
 use tdmap_sharing::hash;
 pub mod input;
+mod lanes;
+mod lockstep;
 mod machine;
 mod memsys;
 mod outer;

@@ -125,33 +125,7 @@ impl<'t> Simulator<'t> {
         mut policy: Box<dyn Policy>,
         threads: usize,
     ) -> Result<Self, SimError> {
-        if threads == 0 {
-            return Err(SimError::NoThreads);
-        }
-        check(&cfg)?;
-        let machine = Machine::new(topo, &cfg)?;
-        let ctx = PolicyCtx::before_run(topo, &machine, threads);
-        let thread_pu = policy.initial_mapping(&ctx);
-        let bad = |why: String| SimError::BadPolicyOutput {
-            policy: policy.name(),
-            why,
-        };
-        if thread_pu.len() != threads {
-            return Err(bad(format!(
-                "{} PUs for {threads} threads",
-                thread_pu.len()
-            )));
-        }
-        if let Some(&pu) = thread_pu.iter().find(|&&p| p >= machine.pus()) {
-            return Err(bad(format!(
-                "PU {pu}, beyond the machine's {}",
-                machine.pus()
-            )));
-        }
-        let period = cfg
-            .tick_cycles
-            .unwrap_or((machine.hz * crate::PERIOD_S) as u64)
-            .max(1);
+        let (machine, thread_pu, period) = setup(topo, &cfg, policy.as_mut(), threads)?;
         let mut s = Simulator {
             topo,
             tlb_events: policy.wants_tlb_events(),
@@ -578,6 +552,44 @@ fn node_of_core(m: &Machine) -> Vec<usize> {
         out[m.core_of_pu[pu]] = m.node_of_pu[pu];
     }
     out
+}
+
+/// What a run of `policy` starts from: the machine model, the policy's initial thread
+/// mapping (checked) and the period in cycles.
+pub(crate) fn setup(
+    topo: &Topology,
+    cfg: &SimConfig,
+    policy: &mut dyn Policy,
+    threads: usize,
+) -> Result<(Machine, Vec<usize>, u64), SimError> {
+    if threads == 0 {
+        return Err(SimError::NoThreads);
+    }
+    check(cfg)?;
+    let machine = Machine::new(topo, cfg)?;
+    let ctx = PolicyCtx::before_run(topo, &machine, threads);
+    let thread_pu = policy.initial_mapping(&ctx);
+    let bad = |why: String| SimError::BadPolicyOutput {
+        policy: policy.name(),
+        why,
+    };
+    if thread_pu.len() != threads {
+        return Err(bad(format!(
+            "{} PUs for {threads} threads",
+            thread_pu.len()
+        )));
+    }
+    if let Some(&pu) = thread_pu.iter().find(|&&p| p >= machine.pus()) {
+        return Err(bad(format!(
+            "PU {pu}, beyond the machine's {}",
+            machine.pus()
+        )));
+    }
+    let period = cfg
+        .tick_cycles
+        .unwrap_or((machine.hz * crate::PERIOD_S) as u64)
+        .max(1);
+    Ok((machine, thread_pu, period))
 }
 
 fn check(cfg: &SimConfig) -> Result<(), SimError> {
