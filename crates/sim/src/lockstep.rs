@@ -313,3 +313,7 @@ fn ctx<'a>(
         pages: PageView::default(),
     }
 }
+
+#[cfg(test)]
+#[path = "lockstep_tests.rs"]
+mod tests;

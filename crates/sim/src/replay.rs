@@ -175,7 +175,7 @@ impl<'t> Replay<'t> {
 /// (`lockstep::alone_on_cores`) as lanes of lockstep groups. Each replay comes with its
 /// policies' indexes in the list (lane after lane), first where the first of them was.
 #[allow(clippy::type_complexity)]
-fn share(
+pub(crate) fn share(
     topo: &Topology,
     cfg: &SimConfig,
     policies: Vec<Box<dyn Policy>>,
