@@ -64,7 +64,7 @@ const LAZY_PAGES: usize = 64;
 
 /// The word a slot holds for `line` in state `st`.
 #[inline(always)]
-fn slot(line: u64, st: State) -> u64 {
+pub(crate) fn slot(line: u64, st: State) -> u64 {
     (line + 1) << 2 | st as u64
 }
 
@@ -284,6 +284,32 @@ impl<W: Word> Cache<W> {
     /// Removes every line of every bank.
     pub fn clear(&mut self) {
         self.slots.fill(W::EMPTY);
+    }
+
+    /// Bank `to` becomes a copy of bank `bank` of `from` (of the same geometry), each
+    /// slot through `f`, in the same places and LRU order.
+    pub(crate) fn copy_bank<V: Word>(
+        &mut self,
+        to: usize,
+        from: &Cache<V>,
+        bank: usize,
+        f: impl Fn(V) -> W,
+    ) {
+        debug_assert_eq!((self.sets, self.ways), (from.sets, from.ways));
+        let n = self.bank_slots;
+        let src = &from.slots[bank * n..(bank + 1) * n];
+        for (d, &s) in self.slots[to * n..(to + 1) * n].iter_mut().zip(src) {
+            *d = if s == V::EMPTY { W::EMPTY } else { f(s) };
+        }
+        // Every page of the bank was written: no lazy write may clear it later.
+        self.written.clear();
+    }
+
+    /// Changes every non-empty slot through `f`, its tag unchanged.
+    pub(crate) fn map_words(&mut self, f: impl Fn(W) -> W) {
+        for s in self.slots.iter_mut().filter(|s| **s != W::EMPTY) {
+            *s = f(*s);
+        }
     }
 }
 

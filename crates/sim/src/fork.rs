@@ -210,7 +210,7 @@ impl<'t> Simulator<'t> {
 
     /// What a follower asked for at its last tick, done as `tick` does it, then the
     /// ticks still due.
-    fn act(&mut self, mut out: Actions, charge: usize) {
+    pub(super) fn act(&mut self, mut out: Actions, charge: usize) {
         self.migrate_spread(&mut out.page_moves, charge);
         self.apply(&mut out, charge);
         self.tick(charge);

@@ -16,7 +16,7 @@
 //! the same line, as all missed it) and each lane takes its own state of the victim.
 
 use crate::cache::{Cache, State, Word};
-use crate::private::Private;
+use crate::private::{Levels, Private};
 
 /// Replays a group can hold: 2 bits each in a 64-bit word.
 pub(crate) const MAX_LANES: usize = 32;
@@ -82,6 +82,40 @@ impl LaneCaches {
     /// Lane `lane`'s view, for the coherence rules.
     pub(crate) fn lane(&mut self, lane: usize) -> LaneView<'_> {
         LaneView { c: self, lane }
+    }
+
+    /// Lane `lane`'s private levels as a replay of its own has them, thread `t`'s bank
+    /// on core `core_of_bank[t]`: the same lines in the same places, with the lane's
+    /// states.
+    pub(crate) fn levels(&self, lane: usize, m: &crate::Machine, core_of_bank: &[usize]) -> Levels {
+        let cores = m.cores();
+        let mk = |g: &crate::CacheGeom| Cache::banks(cores, g.size, m.line, g.ways);
+        let mut out = Levels {
+            l1: mk(&m.private[0]),
+            l2: m.private.get(1).map_or_else(Cache::none, mk),
+        };
+        let word = |w: Lanes| {
+            let st = w.state(lane).expect("a lane holds every line of its group");
+            crate::cache::slot(w.tag - 1, st)
+        };
+        for (t, &core) in core_of_bank.iter().enumerate() {
+            out.l1.copy_bank(core, &self.l1, t, word);
+            if !out.l2.is_empty() {
+                out.l2.copy_bank(core, &self.l2, t, word);
+            }
+        }
+        out
+    }
+
+    /// Lane `lane` leaves: the lanes after it take the place before.
+    pub(crate) fn remove_lane(&mut self, lane: usize) {
+        let low = (1u64 << (2 * lane)) - 1;
+        let drop = |w: Lanes| Lanes {
+            tag: w.tag,
+            states: (w.states & low) | (w.states >> 2 & !low),
+        };
+        self.l1.map_words(drop);
+        self.l2.map_words(drop);
     }
 
     fn outer(&self) -> &Cache<Lanes> {

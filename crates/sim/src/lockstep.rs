@@ -17,9 +17,11 @@ use crate::error::SimError;
 use crate::hash::FastMap;
 use crate::lanes::{self, LaneCaches, Lanes};
 use crate::machine::Machine;
+use crate::memsys::MemSys;
 use crate::outer::Outer;
 use crate::policy::{PageView, Policy, PolicyCtx};
 use crate::shared::{Follower, Homes};
+use crate::sim::{LaneState, Simulator};
 use crate::stats::{MemStats, SimReport};
 use crate::tlb::{Tlb, TlbEntry};
 use crate::State;
@@ -40,7 +42,8 @@ pub(crate) fn alone_on_cores(machine: &Machine, thread_pu: &[usize]) -> bool {
 /// One replay of a group: its memory system beyond the private levels and its policies.
 struct Lane {
     outer: Outer,
-    /// The node each thread runs on.
+    /// The core and the node each thread runs on.
+    core: Vec<usize>,
     node: Vec<usize>,
     thread_pu: Vec<usize>,
     /// The lead policy first, then the policies sharing its replay.
@@ -51,6 +54,7 @@ struct Lane {
 pub(crate) struct Lockstep<'t> {
     topo: &'t Topology,
     machine: Machine,
+    cfg: SimConfig,
     costs: Costs,
     period: u64,
     page_shift: u32,
@@ -71,7 +75,15 @@ pub(crate) struct Lockstep<'t> {
     lanes: Vec<Lane>,
     /// Each lane's cycles in the access under way beyond the group's.
     extra: Vec<u64>,
+    /// The lanes whose quiet policies asked for something in the access under way.
+    acting: Vec<usize>,
+    /// The lanes that left the group (see [`Lockstep::take_left`]).
+    left: Vec<Left<'t>>,
 }
+
+/// A lane that left its group: where its policies were in the group's list, its
+/// simulator (the lead policy's) and the followers' that split from it, in order.
+pub(crate) type Left<'t> = (usize, Simulator<'t>, Vec<Simulator<'t>>);
 
 impl<'t> Lockstep<'t> {
     /// A group of `groups` (each the policies of one static thread mapping, the first
@@ -96,12 +108,18 @@ impl<'t> Lockstep<'t> {
             let cores: Vec<usize> = thread_pu.iter().map(|&pu| m.core_of_pu[pu]).collect();
             let mut outer = Outer::new(&m, cfg.costs.control_bytes, &cores);
             outer.homes = Some(Homes::new(ps.len()));
-            let follow = |p: Box<dyn Policy>| Follower::new(p, threads, period, false);
+            let ctx = PolicyCtx::before_run(topo, &m, threads);
+            let follow = |p: Box<dyn Policy>| {
+                let quiet = p.static_mapping(&ctx).is_none();
+                Follower::new(p, threads, period, quiet)
+            };
+            let policies = ps.drain(..).map(follow).collect();
             lanes.push(Lane {
                 outer,
+                core: cores,
                 node: thread_pu.iter().map(|&pu| m.node_of_pu[pu]).collect(),
                 thread_pu,
-                policies: ps.drain(..).map(follow).collect(),
+                policies,
             });
             machine = Some(m);
         }
@@ -111,6 +129,7 @@ impl<'t> Lockstep<'t> {
             caches: LaneCaches::new(&machine, threads),
             tlbs: Tlb::new(threads, cfg.tlb_entries, cfg.tlb_ways),
             costs: cfg.costs,
+            cfg: cfg.clone(),
             period,
             page_shift: cfg.page_size.trailing_zeros(),
             line_shift: machine.line.trailing_zeros(),
@@ -122,14 +141,91 @@ impl<'t> Lockstep<'t> {
             tlb_misses: 0,
             faults: 0,
             extra: vec![0; lanes.len()],
+            acting: Vec::new(),
+            left: Vec::new(),
             lanes,
             machine,
         })
     }
 
-    /// Replays a chunk of the stream.
+    /// Replays a chunk of the stream. A lane whose quiet policy asks for something
+    /// leaves the group at the end of that access, and replays the rest of the chunk as
+    /// a simulator of its own ([`Lockstep::take_left`]).
     pub(crate) fn run_chunk(&mut self, chunk: &[SimAccess]) -> Result<(), SimError> {
-        chunk.iter().try_for_each(|a| self.step(a))
+        for (i, a) in chunk.iter().enumerate() {
+            self.step(a)?;
+            if self.acting.is_empty() {
+                continue;
+            }
+            let rest = &chunk[i + 1..];
+            // From the last, so that the indexes of the others stay.
+            for l in std::mem::take(&mut self.acting).into_iter().rev() {
+                let at = self.lanes[..l].iter().map(|l| l.policies.len()).sum();
+                let mut sim = self.unlock(l, a.thread as usize);
+                let mut forks = sim.take_forks();
+                sim.run_chunk(rest)?;
+                for f in &mut forks {
+                    f.run_chunk(rest)?;
+                }
+                self.left.push((at, sim, forks));
+            }
+            return self.run_chunk(rest);
+        }
+        Ok(())
+    }
+
+    /// The lanes that left the group since the last call, last lane first.
+    pub(crate) fn take_left(&mut self) -> Vec<Left<'t>> {
+        std::mem::take(&mut self.left)
+    }
+
+    /// Lane `l` leaves the group at the end of the access under way, charged to thread
+    /// `charge`: its replay as a simulator of its own.
+    fn unlock(&mut self, l: usize, charge: usize) -> Simulator<'t> {
+        let lane = self.lanes.remove(l);
+        self.extra.remove(l);
+        let levels = self.caches.levels(l, &self.machine, &lane.core);
+        self.caches.remove_lane(l);
+        self.owned = lanes::all(self.lanes.len(), State::Modified);
+        let mut outer = lane.outer;
+        outer.stats = self.with_private(outer.stats);
+        let outer = outer.on_cores(&self.machine, self.costs.control_bytes, &lane.core);
+        let mut tlbs = Tlb::new(
+            self.machine.cores(),
+            self.cfg.tlb_entries,
+            self.cfg.tlb_ways,
+        );
+        for (t, &core) in lane.core.iter().enumerate() {
+            tlbs.copy_bank(core, &self.tlbs, t);
+        }
+        let state = LaneState {
+            topo: self.topo,
+            machine: self.machine.clone(),
+            cfg: self.cfg.clone(),
+            period: self.period,
+            mem: MemSys::from_parts(levels, outer),
+            tlbs,
+            rows: self.rows.iter().map(|(&p, &r)| (p, r)).collect(),
+            thread_pu: lane.thread_pu,
+            started: self.started.clone(),
+            accesses: self.accesses,
+            tlb_misses: self.tlb_misses,
+            faults: self.faults,
+            policies: lane.policies,
+        };
+        Simulator::from_lane(state, charge)
+    }
+
+    /// A lane's counters with the private levels' hits and misses, which the group
+    /// counts once for all.
+    fn with_private(&self, stats: MemStats) -> MemStats {
+        MemStats {
+            l1_hits: self.private.l1_hits,
+            l1_misses: self.private.l1_misses,
+            l2_hits: self.private.l2_hits,
+            l2_misses: self.private.l2_misses,
+            ..stats
+        }
     }
 
     /// One access, as `Simulator::serve` and `Simulator::follow` make it in each lane.
@@ -156,7 +252,7 @@ impl<'t> Lockstep<'t> {
             lat += self.access(t, last, a.write, row);
         }
         lat += self.costs.compute;
-        for (lane, extra) in self.lanes.iter_mut().zip(&mut self.extra) {
+        for (l, (lane, extra)) in self.lanes.iter_mut().zip(&mut self.extra).enumerate() {
             let lat = lat + std::mem::take(extra);
             let h = lane.outer.homes.as_mut().expect("a lane has homes");
             let mut due = false;
@@ -173,7 +269,11 @@ impl<'t> Lockstep<'t> {
             }
             if due {
                 let ctx = ctx(self.topo, &self.machine, &lane.thread_pu, self.period);
-                lane.policies.iter_mut().for_each(|f| _ = f.tick(&ctx));
+                let mut acted = false;
+                lane.policies.iter_mut().for_each(|f| acted |= f.tick(&ctx));
+                if acted {
+                    self.acting.push(l);
+                }
             }
         }
         Ok(())
@@ -267,7 +367,7 @@ impl<'t> Lockstep<'t> {
     }
 
     /// Ends the run: each policy's report, lane by lane in order.
-    pub(crate) fn finish_all(self) -> Vec<SimReport> {
+    pub(crate) fn finish_all(mut self) -> Vec<SimReport> {
         let base = SimReport {
             accesses: self.accesses,
             tlb_misses: self.tlb_misses,
@@ -275,17 +375,10 @@ impl<'t> Lockstep<'t> {
             fault_cycles: self.faults * self.costs.fault,
             ..SimReport::default()
         };
-        let private = self.private;
         let mut out = Vec::new();
-        for lane in self.lanes {
+        for lane in std::mem::take(&mut self.lanes) {
             let homes = lane.outer.homes.expect("a lane has homes");
-            let common = MemStats {
-                l1_hits: private.l1_hits,
-                l1_misses: private.l1_misses,
-                l2_hits: private.l2_hits,
-                l2_misses: private.l2_misses,
-                ..lane.outer.stats
-            };
+            let common = self.with_private(lane.outer.stats);
             for (v, f) in lane.policies.into_iter().enumerate() {
                 out.push(f.finish(&base, homes.mem_stats(common, v)));
             }

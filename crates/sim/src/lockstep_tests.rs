@@ -3,8 +3,9 @@
 //! that almost every fill evicts.
 
 use super::*;
+use crate::policy::OsPolicy;
 use crate::policy::{Fixed, PagePlacement, StaticPolicy, ThreadOrder};
-use crate::{simulate, simulate_many, SplitMix64};
+use crate::{simulate, simulate_chunks, SplitMix64};
 
 /// The period of the tests' runs, in cycles: many ticks.
 const PERIOD: u64 = 20_000;
@@ -15,7 +16,11 @@ fn stream(threads: usize, seed: u64) -> Vec<SimAccess> {
     let mut rng = SplitMix64::new(seed);
     (0..60_000u64)
         .map(|i| {
-            let t = if i < 3_000 { 0 } else { rng.below(threads) as u32 };
+            let t = if i < 3_000 {
+                0
+            } else {
+                rng.below(threads) as u32
+            };
             let page = rng.below(64) as u64;
             let addr = match rng.below(40) {
                 0 => (page << 12) + 60,
@@ -44,7 +49,11 @@ fn policies(topo: &Topology, threads: usize, alone_only: bool) -> Vec<Box<dyn Po
         Box::new(Fixed::new("packed", packed.clone())),
         placed("scatter", ThreadOrder::Scatter, PagePlacement::FirstTouch),
         Box::new(Fixed::new("packed+homes", packed).with_pages(homes)),
-        placed("scatter-il", ThreadOrder::Scatter, PagePlacement::Interleave),
+        placed(
+            "scatter-il",
+            ThreadOrder::Scatter,
+            PagePlacement::Interleave,
+        ),
     ];
     for seed in [3, 8] {
         let mut cores: Vec<usize> = (0..m.cores()).collect();
@@ -54,10 +63,15 @@ fn policies(topo: &Topology, threads: usize, alone_only: bool) -> Vec<Box<dyn Po
         }
         let mapping = cores[..threads].iter().map(|&c| first_pu(c)).collect();
         let p = Fixed::new(&format!("perm{seed}"), mapping);
-        out.push(Box::new(p.with_pages((0..64u64).map(|p| (p, p as usize % nodes)))));
+        out.push(Box::new(
+            p.with_pages((0..64u64).map(|p| (p, p as usize % nodes))),
+        ));
     }
     if !alone_only {
-        out.insert(2, placed("compact", ThreadOrder::Compact, PagePlacement::FirstTouch));
+        out.insert(
+            2,
+            placed("compact", ThreadOrder::Compact, PagePlacement::FirstTouch),
+        );
     }
     out
 }
@@ -77,8 +91,13 @@ fn together_and_alone(
     ps: impl Fn() -> Vec<Box<dyn Policy>>,
 ) -> (Vec<SimReport>, Vec<SimReport>) {
     let t = stream(threads, 7);
-    let ok = t.iter().map(|&a| Ok::<_, SimError>(a));
-    let together = simulate_many(topo, &cfg(), ps(), threads, ok).unwrap();
+    // Chunks of 7,000: lanes leave their group within one and replay the next alone.
+    let mut chunks = t.chunks(7_000);
+    let next = |buf: &mut Vec<SimAccess>| {
+        buf.extend_from_slice(chunks.next().unwrap_or_default());
+        Ok::<_, SimError>(())
+    };
+    let together = simulate_chunks(topo, &cfg(), ps(), threads, next).unwrap();
     let alone = ps()
         .into_iter()
         .map(|p| simulate(topo, cfg(), p, threads, t.iter().copied()).unwrap())
@@ -94,7 +113,10 @@ fn assert_diverse(alone: &[SimReport], what: &str, states: bool) {
     let differ = |f: fn(&SimReport) -> u64| alone.iter().any(|r| f(r) != f(&alone[0]));
     assert!(differ(|r| r.cycles_max), "times on {what}");
     assert!(!states || differ(|r| r.mem.upgrades), "upgrades on {what}");
-    assert!(!states || differ(|r| r.mem.llc_misses), "shared-cache misses on {what}");
+    assert!(
+        !states || differ(|r| r.mem.llc_misses),
+        "shared-cache misses on {what}"
+    );
     assert!(differ(|r| r.mem.mem_remote), "remote reads on {what}");
     assert!(alone[0].mem.writebacks > 0 && alone[0].ticks > 1, "{what}");
 }
@@ -122,8 +144,7 @@ fn a_lockstep_group_matches_alone_replays_on_tiny_caches_and_without_a_shared_ca
     .unwrap();
     let opteron = tdmap_topo::preset("opteron-8n").unwrap();
     for (topo, threads, shared) in [(&tiny, 6, true), (&opteron, 8, false)] {
-        let (together, alone) =
-            together_and_alone(topo, threads, || policies(topo, threads, true));
+        let (together, alone) = together_and_alone(topo, threads, || policies(topo, threads, true));
         for (a, b) in together.iter().zip(&alone) {
             assert_eq!(a, b, "{} on {}", b.policy, topo.name);
         }
@@ -149,7 +170,14 @@ fn only_mappings_with_a_core_per_thread_join_a_group() {
         lanes,
         vec![
             (
-                vec!["packed", "packed+homes", "scatter", "scatter-il", "perm3", "perm8"],
+                vec![
+                    "packed",
+                    "packed+homes",
+                    "scatter",
+                    "scatter-il",
+                    "perm3",
+                    "perm8"
+                ],
                 4
             ),
             (vec!["compact"], 1),
@@ -159,4 +187,44 @@ fn only_mappings_with_a_core_per_thread_join_a_group() {
     let ctx = PolicyCtx::before_run(&topo, &m, 8);
     let compact = StaticPolicy::new("c", ThreadOrder::Compact, PagePlacement::FirstTouch);
     assert!(!alone_on_cores(&m, &compact.static_mapping(&ctx).unwrap()));
+}
+
+/// The OS model, calm (it moves no thread in these runs) and busy (a migration every
+/// few ticks), each on its own core per thread, join the group as lanes: the busy one's
+/// lane leaves it at its first move, its followers going on alone, and every report is
+/// still its own replay's, whichever policy leads the lane.
+#[test]
+fn a_quiet_lane_leaves_its_group_when_it_acts() {
+    let topo = tdmap_topo::preset("xeon-x7550-4s").unwrap();
+    let m = Machine::new(&topo, &SimConfig::default()).unwrap();
+    let mixed = |busy_first: bool| {
+        let calm = OsPolicy::new("os-calm", 5, PagePlacement::FirstTouch);
+        let mut busy = OsPolicy::new("os-busy", 5, PagePlacement::Interleave);
+        busy.migrations_per_sec = 0.05 * m.hz / PERIOD as f64;
+        let nodes = topo.num_nodes();
+        let ctx = PolicyCtx::before_run(&topo, &m, 8);
+        let mapping = calm.quiet_mapping(&ctx).unwrap();
+        let homes = (0..64u64).map(move |p| (p, (p as usize * 3) % nodes));
+        let fixed = Box::new(Fixed::new("fixed", mapping).with_pages(homes));
+        let mut ps = policies(&topo, 8, true);
+        let os: Vec<Box<dyn Policy>> = match busy_first {
+            true => vec![Box::new(busy), Box::new(calm), fixed],
+            false => vec![Box::new(calm), fixed, Box::new(busy)],
+        };
+        ps.splice(1..1, os);
+        ps
+    };
+    for busy_first in [true, false] {
+        let (together, alone) = together_and_alone(&topo, 8, || mixed(busy_first));
+        for (a, b) in together.iter().zip(&alone) {
+            assert_eq!(a, b, "{}, busy first: {busy_first}", b.policy);
+        }
+        let busy = alone.iter().find(|r| r.policy == "os-busy").unwrap();
+        assert!(busy.thread_migrations > 1, "{busy:?}");
+        let ctx = PolicyCtx::before_run(&topo, &m, 8);
+        let os = mixed(busy_first).remove(1);
+        assert!(alone_on_cores(&m, &os.quiet_mapping(&ctx).unwrap()));
+        let replays = crate::replay::share(&topo, &cfg(), mixed(busy_first), 8);
+        assert_eq!(replays.len(), 1, "one group of every lane");
+    }
 }

@@ -42,6 +42,11 @@ impl MemSys {
         }
     }
 
+    /// A memory system from its private levels and the rest.
+    pub(crate) fn from_parts(levels: Levels, outer: Outer) -> Self {
+        MemSys { levels, outer }
+    }
+
     /// The counters (in a shared replay, those that do not depend on page homes).
     pub fn stats(&self) -> &MemStats {
         &self.outer.stats

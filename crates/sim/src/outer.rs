@@ -78,6 +78,28 @@ impl Outer {
         }
     }
 
+    /// This replay's state with private banks on cores, from one whose bank `b` sat on
+    /// core `core_of_bank[b]` (a lockstep lane that leaves its group).
+    pub(crate) fn on_cores(self, m: &Machine, control_bytes: u64, core_of_bank: &[usize]) -> Outer {
+        let cores: Vec<usize> = (0..m.cores()).collect();
+        let mut dir = self.dir;
+        dir.each_mut(|e| {
+            let (mut banks, mut on) = (e.cores, 0);
+            while banks != 0 {
+                on |= 1u64 << core_of_bank[banks.trailing_zeros() as usize];
+                banks &= banks - 1;
+            }
+            e.cores = on;
+        });
+        Outer {
+            llc: self.llc,
+            dir,
+            stats: self.stats,
+            homes: self.homes,
+            ..Outer::new(m, control_bytes, &cores)
+        }
+    }
+
     /// Package of a bank's core.
     pub(crate) fn pkg_of_core(&self, core: usize) -> usize {
         self.pkg_of_core[core]

@@ -153,11 +153,30 @@ impl<'t> Replay<'t> {
         }
     }
 
-    /// The simulators a shared replay split into (a lockstep group never splits).
-    fn take_forks(&mut self) -> Vec<Simulator<'t>> {
+    /// The replays that split from this one since the last call, each with its
+    /// policies' indexes, taken out of `at`: a shared replay's followers, or a lockstep
+    /// group's lanes that left (each lane's lead, then its followers).
+    fn take_forks(&mut self, at: &mut Vec<usize>) -> Vec<Sim<'t>> {
+        let one = |k: usize| vec![k];
         match self {
-            Replay::One(s) => s.take_forks(),
-            Replay::Group(_) => Vec::new(),
+            Replay::One(s) => {
+                let forks = s.take_forks();
+                if forks.is_empty() {
+                    return Vec::new();
+                }
+                let rest = at.split_off(1).into_iter().map(one);
+                rest.zip(forks.into_iter().map(Replay::One)).collect()
+            }
+            Replay::Group(g) => {
+                let mut out = Vec::new();
+                for (start, sim, forks) in g.take_left() {
+                    let mut lane: Vec<usize> = at.drain(start..start + 1 + forks.len()).collect();
+                    let rest = lane.split_off(1).into_iter().map(one);
+                    out.push((lane, Replay::One(sim)));
+                    out.extend(rest.zip(forks.into_iter().map(Replay::One)));
+                }
+                out
+            }
         }
     }
 
@@ -171,7 +190,7 @@ impl<'t> Replay<'t> {
 
 /// The policies grouped into replays: each static or quiet policy with those of the same
 /// thread mapping ([`Policy::static_mapping`], [`Policy::quiet_mapping`]), every other
-/// policy alone; then the static groups whose threads each have a core of their own
+/// policy alone; then the groups whose threads each have a core of their own
 /// (`lockstep::alone_on_cores`) as lanes of lockstep groups. Each replay comes with its
 /// policies' indexes in the list (lane after lane), first where the first of them was.
 #[allow(clippy::type_complexity)]
@@ -190,9 +209,7 @@ pub(crate) fn share(
     let ctx = PolicyCtx::before_run(topo, &machine, threads);
     let mut groups: Vec<Group> = Vec::new();
     for (k, p) in policies.into_iter().enumerate() {
-        let fixed = p.static_mapping(&ctx);
-        let is_static = fixed.is_some();
-        let key = fixed.or_else(|| p.quiet_mapping(&ctx));
+        let key = p.static_mapping(&ctx).or_else(|| p.quiet_mapping(&ctx));
         let same = key
             .as_ref()
             .and_then(|key| groups.iter().position(|g| g.key.as_ref() == Some(key)));
@@ -200,13 +217,11 @@ pub(crate) fn share(
             Some(g) => {
                 groups[g].at.push(k);
                 groups[g].policies.push(p);
-                groups[g].lockstep &= is_static;
             }
             None => groups.push(Group {
-                lockstep: is_static
-                    && key
-                        .as_ref()
-                        .is_some_and(|m| m.len() == threads && alone_on_cores(&machine, m)),
+                lockstep: key
+                    .as_ref()
+                    .is_some_and(|m| m.len() == threads && alone_on_cores(&machine, m)),
                 key,
                 at: vec![k],
                 policies: vec![p],
@@ -239,7 +254,7 @@ pub(crate) fn share(
 /// Policies of one thread mapping, while `share` groups them.
 struct Group {
     key: Option<Vec<usize>>,
-    /// Whether every policy is static and each thread has a core of its own.
+    /// Whether each thread has a core of its own (every policy is static or quiet).
     lockstep: bool,
     at: Vec<usize>,
     policies: Vec<Box<dyn Policy>>,
@@ -251,11 +266,7 @@ fn run<'t>(sims: &mut Vec<Sim<'t>>, chunk: &[SimAccess]) -> Result<(), SimError>
     let mut born = Vec::new();
     for (at, sim) in sims.iter_mut() {
         sim.run_chunk(chunk)?;
-        let forks = sim.take_forks();
-        if !forks.is_empty() {
-            let rest = at.split_off(1).into_iter().map(|k| vec![k]);
-            born.extend(rest.zip(forks.into_iter().map(Replay::One)));
-        }
+        born.extend(sim.take_forks(at));
     }
     sims.extend(born);
     Ok(())

@@ -116,6 +116,9 @@ pub struct Simulator<'t> {
 
 #[path = "fork.rs"]
 mod fork;
+#[path = "unlock.rs"]
+mod unlock;
+pub(crate) use unlock::LaneState;
 
 impl<'t> Simulator<'t> {
     /// A run of `policy` with `threads` threads on `topo`.
