@@ -85,7 +85,7 @@ fn move_to_front<W: Copy>(set: &mut [W], v: W) {
 }
 
 /// Banks of set-associative LRU caches of line numbers, each bank a cache of its own.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Cache<W = u64> {
     sets: usize,
     ways: usize,
@@ -96,6 +96,23 @@ pub struct Cache<W = u64> {
     /// For banks of more than [`LAZY_PAGES`] host pages each, one bit per page of
     /// `slots`: whether it was written (see `new`). Empty for smaller banks.
     written: Vec<u64>,
+}
+
+/// A copy writes every slot, so it has no page left to write lazily; and its pages sit
+/// elsewhere in the host's memory, so the original's record of written pages would not
+/// fit them (a slot of a copied line, on a page the record said unwritten, was cleared
+/// on its set's next use: a shared replay's forks lost lines, by the heap's layout).
+impl<W: Clone> Clone for Cache<W> {
+    fn clone(&self) -> Self {
+        Cache {
+            sets: self.sets,
+            ways: self.ways,
+            mask: self.mask,
+            bank_slots: self.bank_slots,
+            slots: self.slots.clone(),
+            written: Vec::new(),
+        }
+    }
 }
 
 impl Cache {
