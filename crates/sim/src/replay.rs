@@ -121,6 +121,8 @@ type Sim<'t> = (Vec<usize>, Replay<'t>);
 
 /// The policies of one thread mapping replayed by a simulator of their own (maybe
 /// shared), or several mappings' in a lockstep group.
+// A run holds a dozen replays at most: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Replay<'t> {
     One(Simulator<'t>),
     Group(Lockstep<'t>),
