@@ -1,5 +1,5 @@
-//! Lockstep groups: static replays of different thread mappings, each thread alone on
-//! its core, replayed as one through shared private levels (see `lanes`).
+//! Lockstep groups: static or quiet replays of different thread mappings, each thread
+//! alone on its core, replayed as one through shared private levels (see `lanes`).
 //!
 //! A shared replay (`shared`) joins the static policies of one thread mapping; a
 //! lockstep group joins such replays of different mappings (each a lane, with its own
@@ -10,9 +10,13 @@
 //! homes (`outer`), its clocks and ticks. An access that hits the L1 (most do) is one
 //! lookup for the group and a clock update per policy; only misses and write hits on
 //! lines some lane does not own run the coherence rules, once per lane.
+//!
+//! A quiet lane (`os`, `interleave`: `Policy::quiet_mapping`) replays as a static one
+//! until its policy asks for something at a tick; it then leaves the group, as a
+//! simulator of its own (`unlock`).
 
 use crate::access::SimAccess;
-use crate::config::{Costs, SimConfig};
+use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::hash::FastMap;
 use crate::lanes::{self, LaneCaches, Lanes};
@@ -50,12 +54,11 @@ struct Lane {
     policies: Vec<Follower>,
 }
 
-/// Static replays of several thread mappings in lockstep.
+/// The replays of several thread mappings in lockstep, each a lane.
 pub(crate) struct Lockstep<'t> {
     topo: &'t Topology,
     machine: Machine,
     cfg: SimConfig,
-    costs: Costs,
     period: u64,
     page_shift: u32,
     line_shift: u32,
@@ -86,8 +89,8 @@ pub(crate) struct Lockstep<'t> {
 pub(crate) type Left<'t> = (usize, Simulator<'t>, Vec<Simulator<'t>>);
 
 impl<'t> Lockstep<'t> {
-    /// A group of `groups` (each the policies of one static thread mapping, the first
-    /// leading) that [`alone_on_cores`] allows, at most [`MAX_LANES`].
+    /// A group of `groups`, each the static or quiet policies of one thread mapping that
+    /// [`alone_on_cores`] allows (the first leads); two to [`MAX_LANES`] of them.
     pub(crate) fn new(
         topo: &'t Topology,
         cfg: &SimConfig,
@@ -128,7 +131,6 @@ impl<'t> Lockstep<'t> {
             topo,
             caches: LaneCaches::new(&machine, threads),
             tlbs: Tlb::new(threads, cfg.tlb_entries, cfg.tlb_ways),
-            costs: cfg.costs,
             cfg: cfg.clone(),
             period,
             page_shift: cfg.page_size.trailing_zeros(),
@@ -189,7 +191,7 @@ impl<'t> Lockstep<'t> {
         self.owned = lanes::all(self.lanes.len(), State::Modified);
         let mut outer = lane.outer;
         outer.stats = self.with_private(outer.stats);
-        let outer = outer.on_cores(&self.machine, self.costs.control_bytes, &lane.core);
+        let outer = outer.on_cores(&self.machine, self.cfg.costs.control_bytes, &lane.core);
         let mut tlbs = Tlb::new(
             self.machine.cores(),
             self.cfg.tlb_entries,
@@ -251,7 +253,7 @@ impl<'t> Lockstep<'t> {
         if last != first {
             lat += self.access(t, last, a.write, row);
         }
-        lat += self.costs.compute;
+        lat += self.cfg.costs.compute;
         for (l, (lane, extra)) in self.lanes.iter_mut().zip(&mut self.extra).enumerate() {
             let lat = lat + std::mem::take(extra);
             let h = lane.outer.homes.as_mut().expect("a lane has homes");
@@ -289,7 +291,7 @@ impl<'t> Lockstep<'t> {
         self.tlb_misses += 1;
         let (row, cost) = match self.rows.get(&page) {
             Some(&row) => (row, 0),
-            None => (self.first_touch(t, page), self.costs.fault),
+            None => (self.first_touch(t, page), self.cfg.costs.fault),
         };
         let e = TlbEntry {
             page,
@@ -298,7 +300,7 @@ impl<'t> Lockstep<'t> {
             ac: 1,
         };
         self.tlbs.insert(t, e);
-        (row, cost + self.costs.page_walk)
+        (row, cost + self.cfg.costs.page_walk)
     }
 
     /// A page's first touch by thread `t`: every policy of every lane places it.
@@ -372,7 +374,7 @@ impl<'t> Lockstep<'t> {
             accesses: self.accesses,
             tlb_misses: self.tlb_misses,
             faults: self.faults,
-            fault_cycles: self.faults * self.costs.fault,
+            fault_cycles: self.faults * self.cfg.costs.fault,
             ..SimReport::default()
         };
         let mut out = Vec::new();
