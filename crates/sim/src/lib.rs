@@ -29,6 +29,7 @@ pub mod policy;
 mod private;
 mod replay;
 mod rng;
+mod setup;
 mod shared;
 mod sim;
 mod stats;

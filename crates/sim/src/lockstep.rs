@@ -102,7 +102,7 @@ impl<'t> Lockstep<'t> {
         let mut machine = None;
         let mut period = 1;
         for mut ps in groups {
-            let (m, thread_pu, p) = crate::sim::setup(topo, cfg, ps[0].as_mut(), threads)?;
+            let (m, thread_pu, p) = crate::setup::setup(topo, cfg, ps[0].as_mut(), threads)?;
             period = p;
             assert!(
                 alone_on_cores(&m, &thread_pu),
