@@ -176,9 +176,14 @@ impl Dir {
 
     /// Maps every entry's home through `f` (a shared replay that splits).
     pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
+        self.each_mut(|e| e.home = f(e.home));
+    }
+
+    /// Changes every entry through `f`, keys unchanged.
+    pub(crate) fn each_mut(&mut self, mut f: impl FnMut(&mut DirEntry)) {
         for s in self.groups.iter_mut().flat_map(|g| g.0.iter_mut()) {
             if s.key != 0 {
-                s.entry.home = f(s.entry.home);
+                f(&mut s.entry);
             }
         }
     }

@@ -34,7 +34,7 @@ impl<'t> Simulator<'t> {
             })
             .collect();
         if !s.followers.is_empty() {
-            s.mem.homes = Some(Homes::new(s.followers.len() + 1));
+            s.mem.outer.homes = Some(Homes::new(s.followers.len() + 1));
         }
         Ok(s)
     }
@@ -50,7 +50,12 @@ impl<'t> Simulator<'t> {
     /// that a split the simulator's own tick makes finds them at the end of the access.
     #[inline(always)]
     pub(super) fn follow(&mut self, t: usize, lat: u64) {
-        let h = self.mem.homes.as_mut().expect("a shared replay has homes");
+        let h = self
+            .mem
+            .outer
+            .homes
+            .as_mut()
+            .expect("a shared replay has homes");
         let mut due = false;
         let own = match h.take_latencies() {
             None => {
@@ -82,7 +87,7 @@ impl<'t> Simulator<'t> {
     /// A new page's home for the memory system: its node, `home`; in a shared replay,
     /// its row in [`Homes`], with the node each follower places it on.
     pub(super) fn home_key(&mut self, t: usize, page: u64, node: usize, home: usize) -> u32 {
-        let Some(homes) = self.mem.homes.as_mut() else {
+        let Some(homes) = self.mem.outer.homes.as_mut() else {
             return home as u32;
         };
         let ctx = ctx!(self);
@@ -97,7 +102,7 @@ impl<'t> Simulator<'t> {
     /// Ends the run and gives the report of each policy it replayed, in order.
     pub(crate) fn finish_all(mut self) -> Vec<SimReport> {
         let followers = std::mem::take(&mut self.followers);
-        let homes = self.mem.homes.take();
+        let homes = self.mem.outer.homes.take();
         let mut lead = self.report();
         let Some(homes) = homes else {
             return vec![lead];
@@ -116,8 +121,13 @@ impl<'t> Simulator<'t> {
     /// followers become [`Simulator::take_forks`]'s simulators (one that asked for
     /// something gets it done, and the ticks still due), and this one goes on alone.
     pub(super) fn split(&mut self, charge: usize) {
-        let homes = self.mem.homes.take().expect("a shared replay has homes");
-        let common = self.mem.stats;
+        let homes = self
+            .mem
+            .outer
+            .homes
+            .take()
+            .expect("a shared replay has homes");
+        let common = self.mem.outer.stats;
         let followers = std::mem::take(&mut self.followers);
         for (i, f) in followers.into_iter().enumerate() {
             let (mut s, acted) = self.copy_for(f, &homes, common, i + 1);
@@ -126,7 +136,7 @@ impl<'t> Simulator<'t> {
             }
             self.forks.push(s);
         }
-        self.mem.stats = homes.mem_stats(common, 0);
+        self.mem.outer.stats = homes.mem_stats(common, 0);
         self.rehome(&homes, 0);
     }
 
@@ -150,7 +160,7 @@ impl<'t> Simulator<'t> {
             ..
         } = f;
         let mut mem = self.mem.clone();
-        mem.stats = homes.mem_stats(common, v);
+        mem.outer.stats = homes.mem_stats(common, v);
         let mut sim = Simulator {
             topo: self.topo,
             machine: self.machine.clone(),
@@ -200,7 +210,7 @@ impl<'t> Simulator<'t> {
 
     /// What a follower asked for at its last tick, done as `tick` does it, then the
     /// ticks still due.
-    fn act(&mut self, mut out: Actions, charge: usize) {
+    pub(super) fn act(&mut self, mut out: Actions, charge: usize) {
         self.migrate_spread(&mut out.page_moves, charge);
         self.apply(&mut out, charge);
         self.tick(charge);

@@ -9,6 +9,7 @@
 use crate::access::SimAccess;
 use crate::config::SimConfig;
 use crate::error::SimError;
+use crate::lockstep::{alone_on_cores, Lockstep, MAX_LANES};
 use crate::machine::Machine;
 use crate::policy::{Policy, PolicyCtx};
 use crate::sim::Simulator;
@@ -77,7 +78,7 @@ where
     let n = policies.len();
     let sims = share(topo, cfg, policies, threads)
         .into_iter()
-        .map(|(at, ps)| Ok((at, Simulator::shared(topo, cfg.clone(), ps, threads)?)))
+        .map(|(at, lanes)| Ok((at, Replay::new(topo, cfg, lanes, threads)?)))
         .collect::<Result<Vec<_>, SimError>>()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(sims.len());
@@ -115,42 +116,150 @@ where
     })
 }
 
-/// A simulator and the indexes, in the list of policies, of the policies it replays.
-type Sim<'t> = (Vec<usize>, Simulator<'t>);
+/// A replay and the indexes, in the list of policies, of the policies it replays.
+type Sim<'t> = (Vec<usize>, Replay<'t>);
+
+/// The policies of one thread mapping replayed by a simulator of their own (maybe
+/// shared), or several mappings' in a lockstep group.
+// A run holds a dozen replays at most: their size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Replay<'t> {
+    One(Simulator<'t>),
+    Group(Lockstep<'t>),
+}
+
+impl<'t> Replay<'t> {
+    /// A simulator for one group of policies, a lockstep group for several.
+    fn new(
+        topo: &'t Topology,
+        cfg: &SimConfig,
+        mut lanes: Vec<Vec<Box<dyn Policy>>>,
+        threads: usize,
+    ) -> Result<Replay<'t>, SimError> {
+        if lanes.len() == 1 {
+            let ps = lanes.remove(0);
+            return Ok(Replay::One(Simulator::shared(
+                topo,
+                cfg.clone(),
+                ps,
+                threads,
+            )?));
+        }
+        Ok(Replay::Group(Lockstep::new(topo, cfg, lanes, threads)?))
+    }
+
+    fn run_chunk(&mut self, chunk: &[SimAccess]) -> Result<(), SimError> {
+        match self {
+            Replay::One(s) => s.run_chunk(chunk),
+            Replay::Group(g) => g.run_chunk(chunk),
+        }
+    }
+
+    /// The replays that split from this one since the last call, each with its
+    /// policies' indexes, taken out of `at`: a shared replay's followers, or a lockstep
+    /// group's lanes that left (each lane's lead, then its followers).
+    fn take_forks(&mut self, at: &mut Vec<usize>) -> Vec<Sim<'t>> {
+        let one = |k: usize| vec![k];
+        match self {
+            Replay::One(s) => {
+                let forks = s.take_forks();
+                if forks.is_empty() {
+                    return Vec::new();
+                }
+                let rest = at.split_off(1).into_iter().map(one);
+                rest.zip(forks.into_iter().map(Replay::One)).collect()
+            }
+            Replay::Group(g) => {
+                let mut out = Vec::new();
+                for (start, sim, forks) in g.take_left() {
+                    let mut lane: Vec<usize> = at.drain(start..start + 1 + forks.len()).collect();
+                    let rest = lane.split_off(1).into_iter().map(one);
+                    out.push((lane, Replay::One(sim)));
+                    out.extend(rest.zip(forks.into_iter().map(Replay::One)));
+                }
+                out
+            }
+        }
+    }
+
+    fn finish_all(self) -> Vec<SimReport> {
+        match self {
+            Replay::One(s) => s.finish_all(),
+            Replay::Group(g) => g.finish_all(),
+        }
+    }
+}
 
 /// The policies grouped into replays: each static or quiet policy with those of the same
 /// thread mapping ([`Policy::static_mapping`], [`Policy::quiet_mapping`]), every other
-/// policy alone. Each group
-/// comes with the policies' indexes in the list, first where the first of them was.
+/// policy alone; then the groups whose threads each have a core of their own
+/// (`lockstep::alone_on_cores`) as lanes of lockstep groups. Each replay comes with its
+/// policies' indexes in the list (lane after lane), first where the first of them was.
 #[allow(clippy::type_complexity)]
-fn share(
+pub(crate) fn share(
     topo: &Topology,
     cfg: &SimConfig,
     policies: Vec<Box<dyn Policy>>,
     threads: usize,
-) -> Vec<(Vec<usize>, Vec<Box<dyn Policy>>)> {
+) -> Vec<(Vec<usize>, Vec<Vec<Box<dyn Policy>>>)> {
     // A machine the simulator cannot model: every policy alone, for Simulator::new to
     // report why, as it would without sharing.
     let Ok(machine) = Machine::new(topo, cfg) else {
         let alone = policies.into_iter().enumerate();
-        return alone.map(|(k, p)| (vec![k], vec![p])).collect();
+        return alone.map(|(k, p)| (vec![k], vec![vec![p]])).collect();
     };
     let ctx = PolicyCtx::before_run(topo, &machine, threads);
-    let mut groups: Vec<(Option<Vec<usize>>, Vec<usize>, Vec<Box<dyn Policy>>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for (k, p) in policies.into_iter().enumerate() {
         let key = p.static_mapping(&ctx).or_else(|| p.quiet_mapping(&ctx));
         let same = key
             .as_ref()
-            .and_then(|key| groups.iter().position(|g| g.0.as_ref() == Some(key)));
+            .and_then(|key| groups.iter().position(|g| g.key.as_ref() == Some(key)));
         match same {
             Some(g) => {
-                groups[g].1.push(k);
-                groups[g].2.push(p);
+                groups[g].at.push(k);
+                groups[g].policies.push(p);
             }
-            None => groups.push((key, vec![k], vec![p])),
+            None => groups.push(Group {
+                lockstep: key
+                    .as_ref()
+                    .is_some_and(|m| m.len() == threads && alone_on_cores(&machine, m)),
+                key,
+                at: vec![k],
+                policies: vec![p],
+            }),
         }
     }
-    groups.into_iter().map(|(_, at, ps)| (at, ps)).collect()
+    let mut out: Vec<(Vec<usize>, Vec<Vec<Box<dyn Policy>>>)> = Vec::new();
+    let steps = groups.iter().filter(|g| g.lockstep).count();
+    // Where the lockstep group being filled is in `out`.
+    let mut filling: Option<usize> = None;
+    for g in groups {
+        if !g.lockstep || steps < 2 {
+            out.push((g.at, vec![g.policies]));
+            continue;
+        }
+        match filling {
+            Some(i) if out[i].1.len() < MAX_LANES => {
+                out[i].0.extend(g.at);
+                out[i].1.push(g.policies);
+            }
+            _ => {
+                filling = Some(out.len());
+                out.push((g.at, vec![g.policies]));
+            }
+        }
+    }
+    out
+}
+
+/// Policies of one thread mapping, while `share` groups them.
+struct Group {
+    key: Option<Vec<usize>>,
+    /// Whether each thread has a core of its own (every policy is static or quiet).
+    lockstep: bool,
+    at: Vec<usize>,
+    policies: Vec<Box<dyn Policy>>,
 }
 
 /// Replays a chunk under each simulator; the forks of a shared replay that split join
@@ -159,11 +268,7 @@ fn run<'t>(sims: &mut Vec<Sim<'t>>, chunk: &[SimAccess]) -> Result<(), SimError>
     let mut born = Vec::new();
     for (at, sim) in sims.iter_mut() {
         sim.run_chunk(chunk)?;
-        let forks = sim.take_forks();
-        if !forks.is_empty() {
-            let rest = at.split_off(1).into_iter().map(|k| vec![k]);
-            born.extend(rest.zip(forks));
-        }
+        born.extend(sim.take_forks(at));
     }
     sims.extend(born);
     Ok(())

@@ -16,6 +16,7 @@ use crate::memsys::MemSys;
 use crate::policy::{
     Actions, FaultEvent, FaultKind, PageView, Policy, PolicyCtx, TlbEvent, TlbEventKind,
 };
+use crate::setup::setup;
 use crate::shared::Follower;
 use crate::stats::SimReport;
 use crate::tlb::{Tlb, TlbEntry};
@@ -116,6 +117,9 @@ pub struct Simulator<'t> {
 
 #[path = "fork.rs"]
 mod fork;
+#[path = "unlock.rs"]
+mod unlock;
+pub(crate) use unlock::LaneState;
 
 impl<'t> Simulator<'t> {
     /// A run of `policy` with `threads` threads on `topo`.
@@ -125,33 +129,7 @@ impl<'t> Simulator<'t> {
         mut policy: Box<dyn Policy>,
         threads: usize,
     ) -> Result<Self, SimError> {
-        if threads == 0 {
-            return Err(SimError::NoThreads);
-        }
-        check(&cfg)?;
-        let machine = Machine::new(topo, &cfg)?;
-        let ctx = PolicyCtx::before_run(topo, &machine, threads);
-        let thread_pu = policy.initial_mapping(&ctx);
-        let bad = |why: String| SimError::BadPolicyOutput {
-            policy: policy.name(),
-            why,
-        };
-        if thread_pu.len() != threads {
-            return Err(bad(format!(
-                "{} PUs for {threads} threads",
-                thread_pu.len()
-            )));
-        }
-        if let Some(&pu) = thread_pu.iter().find(|&&p| p >= machine.pus()) {
-            return Err(bad(format!(
-                "PU {pu}, beyond the machine's {}",
-                machine.pus()
-            )));
-        }
-        let period = cfg
-            .tick_cycles
-            .unwrap_or((machine.hz * crate::PERIOD_S) as u64)
-            .max(1);
+        let (machine, thread_pu, period) = setup(topo, &cfg, policy.as_mut(), threads)?;
         let mut s = Simulator {
             topo,
             tlb_events: policy.wants_tlb_events(),
@@ -476,7 +454,10 @@ impl<'t> Simulator<'t> {
         if from == node {
             return;
         }
-        debug_assert!(self.mem.homes.is_none(), "static policies move no page");
+        debug_assert!(
+            self.mem.outer.homes.is_none(),
+            "static policies move no page"
+        );
         p.node = node as u16;
         p.home = node as u32;
         let lines = self.cfg.page_size >> self.line_shift;
@@ -487,9 +468,9 @@ impl<'t> Simulator<'t> {
             self.machine.pkg_of_node[node],
         );
         if a == b {
-            self.mem.stats.traffic_intra += self.cfg.page_size;
+            self.mem.outer.stats.traffic_intra += self.cfg.page_size;
         } else {
-            self.mem.stats.traffic_inter += self.cfg.page_size;
+            self.mem.outer.stats.traffic_inter += self.cfg.page_size;
         }
         self.clocks[charge] += self.cfg.costs.page_migration;
         self.overhead.page_migration_cycles += self.cfg.costs.page_migration;
@@ -554,7 +535,7 @@ impl<'t> Simulator<'t> {
             cycles_max: self.clocks.iter().copied().max().unwrap_or(0),
             cycles_total: work_done(&self.clocks, self.start_sum),
             thread_cycles: self.clocks,
-            mem: self.mem.stats,
+            mem: self.mem.outer.stats,
             tlb_misses: self.tlb_misses,
             faults: self.faults,
             injected_faults: self.overhead.injected_faults,
@@ -575,20 +556,6 @@ fn node_of_core(m: &Machine) -> Vec<usize> {
         out[m.core_of_pu[pu]] = m.node_of_pu[pu];
     }
     out
-}
-
-fn check(cfg: &SimConfig) -> Result<(), SimError> {
-    let bad = |why: &str| Err(SimError::BadConfig { why: why.into() });
-    if !cfg.page_size.is_power_of_two() || cfg.page_size < 64 {
-        return bad("the page size must be a power of two of at least 64 bytes");
-    }
-    if cfg.tlb_entries == 0 || cfg.tlb_ways == 0 {
-        return bad("the TLB needs at least one entry and one way");
-    }
-    if cfg.ac_max == 0 {
-        return bad("the access counter maximum must be positive");
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -121,6 +121,13 @@ impl Tlb {
         }
     }
 
+    /// Core `to`'s TLB becomes a copy of core `core`'s in `from` (of the same geometry).
+    pub(crate) fn copy_bank(&mut self, to: usize, from: &Tlb, core: usize) {
+        let per_core = self.ways << self.set_bits;
+        let src = &from.slots[core * per_core..(core + 1) * per_core];
+        self.slots[to * per_core..(to + 1) * per_core].copy_from_slice(src);
+    }
+
     /// Maps every entry's home through `f` (a shared replay that splits).
     pub(crate) fn rehome(&mut self, f: impl Fn(u32) -> u32) {
         for e in self.slots.iter_mut().filter(|e| e.page != EMPTY) {
