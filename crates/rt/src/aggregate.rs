@@ -8,9 +8,7 @@
 //! `tdmap_sharing::SharingModel::accesses_counted`, which takes these counts). So the
 //! table only has to be emptied where the batch or the thread's node changes: before a
 //! chunk is written (`state::flush`, also at a window's pause and at the thread's end)
-//! and before the thread's first first-touch record, whose CPU tells `--model-only` the
-//! thread's node (`src/cmd/trace/model.rs` takes it from that record only, so later
-//! first touches change no node and need no drain).
+//! and before a first-touch record, whose CPU tells `--model-only` the thread's node.
 //! Reads that the spin collapse dropped (`collapse.rs`) never reach the table: they
 //! stay counted once, as in a trace.
 
@@ -33,9 +31,6 @@ pub struct Lines {
     words: [u64; ENTRIES],
     /// Accesses the entry stands for.
     counts: [u32; ENTRIES],
-    /// The thread's first first-touch record, which tells its node, is written: the
-    /// table need not be drained before the ones after it.
-    pub told: bool,
 }
 
 /// The words of a line taken from the table: its record, then a count word when it
@@ -87,11 +82,9 @@ impl Lines {
         (std::mem::take(&mut self.tags[i]) != 0).then(|| (self.words[i], self.counts[i]))
     }
 
-    /// Forgets every entry without writing it, and that the node was told (a forked
-    /// child's copy of its parent's: the child's thread is a new task).
+    /// Forgets every entry without writing it (a forked child's copy of its parent's).
     pub fn clear(&mut self) {
         self.tags = [0; ENTRIES];
-        self.told = false;
     }
 }
 
@@ -105,7 +98,6 @@ mod tests {
             tags: [0; ENTRIES],
             words: [0; ENTRIES],
             counts: [0; ENTRIES],
-            told: false,
         })
     }
 

@@ -53,20 +53,16 @@ extern "C" fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool, 
 const TABLE_ROOM: usize = ENTRIES * WORDS_PER_ENTRY;
 
 /// An aggregating thread's access that writes words: a line that is not in the table
-/// (record `word` goes in, the entry's old line out) or a first touch (the record and its
-/// CPU word; every line out before the thread's first one, whose CPU tells tdmap the
-/// thread's node: `aggregate.rs`). Flushes first when the chunk could not take the words
-/// and still the whole table.
+/// (record `word` goes in, the entry's old line out) or a first touch (every line out,
+/// then the record and its CPU word). Flushes first when the chunk could not take the
+/// words and still the whole table.
 #[inline(always)]
 fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
     if s.len + 2 + TABLE_ROOM > CHUNK_RECORDS {
         flush(s);
     }
     if first {
-        if !s.lines.told {
-            drain_lines(s);
-            s.lines.told = true;
-        }
+        drain_lines(s);
         push::<true>(s, word);
         push_cpu(s);
         return;
@@ -157,32 +153,6 @@ mod tests {
             [(new >> 6, 2, false)],
             "the page's later accesses"
         );
-    }
-
-    /// Regression (the whole table was written before every first touch, 512 entries
-    /// scanned and re-missed per page): only the thread's first first touch, whose CPU
-    /// tells tdmap its node, needs the table out before it.
-    #[test]
-    fn only_the_first_first_touch_writes_the_table() {
-        let _ = test_bitmap();
-        let mut s = state();
-        // Pages of bitmap word 1010, which no other test touches.
-        let page = |k: u64| (1010 * 64 + k) << 12;
-        let (a, b, c) = (page(0), page(1), page(2));
-        for x in [a, a + 8, b, b + 64, b + 64, c] {
-            access(&mut s, x, 3, false);
-        }
-        let chunk = s.recs[..s.len].to_vec();
-        assert_eq!(
-            lines_of(&chunk),
-            [(a >> 6, 1, true), (b >> 6, 1, true), (c >> 6, 1, true)],
-            "the first touches alone: the table kept a's and b's later accesses"
-        );
-        flush(&mut s);
-        let mut got = lines_of(&s.recs[..s.hdr.count as usize])[3..].to_vec();
-        got.sort();
-        assert_eq!(got, [(a >> 6, 1, false), ((b >> 6) + 1, 2, false)]);
-        assert_eq!(s.seen, 6);
     }
 
     #[test]
