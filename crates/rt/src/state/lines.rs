@@ -2,7 +2,7 @@
 //! where its accesses go into the line table and where the table's lines go into the
 //! chunk. A child of `state`, whose thread state it fills.
 
-use super::{collapse_step, flush, page_first, push, push_cpu, tick, ThreadState, LINE_SHIFT};
+use super::{collapse_step, flush, page_first, push, push_cpu, ThreadState, LINE_SHIFT};
 use crate::aggregate::{self, ENTRIES, WORDS_PER_ENTRY};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
 
@@ -69,8 +69,7 @@ fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
     }
     let line = wire::unpack(word).addr >> LINE_SHIFT;
     if let Some((w, n)) = s.lines.install(line, word) {
-        aggregate::line_words(w, n, |w| put(s, w));
-        settle(s);
+        aggregate::line_words(w, n, |w| push::<true>(s, w));
     }
 }
 
@@ -78,30 +77,9 @@ fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
 pub(super) fn drain_lines(s: &mut ThreadState) {
     for i in 0..ENTRIES {
         if let Some((w, n)) = s.lines.take(i) {
-            aggregate::line_words(w, n, |w| put(s, w));
+            aggregate::line_words(w, n, |w| push::<true>(s, w));
         }
     }
-    settle(s);
-}
-
-/// Appends a word of an aggregating thread, whose positions are its words (it writes no
-/// runs): only `len` moves, and [`settle`] sets `words` and `run_from` from it after the
-/// words of a line or a drain. Moving all three per word, as `push` does, let the
-/// compiler load `len` and `words` as one 16-byte value right after storing them apart,
-/// a store-forwarding stall that took about half of `miss`'s samples (perf, cg and
-/// stencil3d at 8 threads).
-#[inline(always)]
-fn put(s: &mut ThreadState, word: u64) {
-    tick::<true>(s);
-    s.recs[s.len] = word;
-    s.len += 1;
-}
-
-/// Brings `words` and `run_from` to `len` after [`put`]s, as `push` leaves them.
-#[inline(always)]
-fn settle(s: &mut ThreadState) {
-    s.words = s.len;
-    s.run_from = s.len;
 }
 
 #[cfg(test)]
