@@ -149,16 +149,7 @@ impl<'t> Simulator<'t> {
         common: MemStats,
         v: usize,
     ) -> (Simulator<'t>, Option<Actions>) {
-        let Follower {
-            policy,
-            clocks,
-            start_sum,
-            now,
-            next_tick,
-            ticks,
-            acted,
-            ..
-        } = f;
+        let (policy, time, acted) = f.into_parts();
         let mut mem = self.mem.clone();
         mem.outer.stats = homes.mem_stats(common, v);
         let mut sim = Simulator {
@@ -174,11 +165,11 @@ impl<'t> Simulator<'t> {
             node_of_core: self.node_of_core.clone(),
             thread_pu: self.thread_pu.clone(),
             at: self.at.clone(),
-            clocks,
-            start_sum,
-            now,
+            clocks: time.clocks,
+            start_sum: time.start_sum,
+            now: time.now,
             period: self.period,
-            next_tick,
+            next_tick: time.next_tick,
             page_shift: self.page_shift,
             data_bytes: self.data_bytes,
             line_shift: self.line_shift,
@@ -189,7 +180,7 @@ impl<'t> Simulator<'t> {
             overhead: self.overhead,
             thread_migrations: self.thread_migrations,
             page_migrations: self.page_migrations,
-            ticks,
+            ticks: time.ticks,
             followers: Vec::new(),
             forks: Vec::new(),
         };

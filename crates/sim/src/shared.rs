@@ -112,7 +112,28 @@ pub(crate) struct Follower {
     pub(crate) acted: Option<Actions>,
 }
 
+/// A follower's time when it goes on as a simulator of its own (`fork`, `unlock`).
+pub(crate) struct FollowerTime {
+    pub(crate) clocks: Vec<u64>,
+    pub(crate) start_sum: u64,
+    pub(crate) now: u64,
+    pub(crate) next_tick: u64,
+    pub(crate) ticks: u64,
+}
+
 impl Follower {
+    /// Its policy, its time and what it asked for, for a simulator of its own.
+    pub(crate) fn into_parts(self) -> (Box<dyn Policy>, FollowerTime, Option<Actions>) {
+        let time = FollowerTime {
+            clocks: self.clocks,
+            start_sum: self.start_sum,
+            now: self.now,
+            next_tick: self.next_tick,
+            ticks: self.ticks,
+        };
+        (self.policy, time, self.acted)
+    }
+
     /// A follower of `threads` threads ticking every `period` cycles; `quiet` for a
     /// quiet policy, false for a static one.
     pub(crate) fn new(

@@ -52,16 +52,7 @@ impl<'t> Simulator<'t> {
                 (page, pte)
             })
             .collect();
-        let Follower {
-            policy,
-            clocks,
-            start_sum,
-            now,
-            next_tick,
-            ticks,
-            acted,
-            ..
-        } = lead;
+        let (policy, time, acted) = lead.into_parts();
         let mut s = Simulator {
             topo: lane.topo,
             tlb_events: policy.wants_tlb_events(),
@@ -73,11 +64,11 @@ impl<'t> Simulator<'t> {
             node_of_core: super::node_of_core(&lane.machine),
             at: vec![ThreadAt::default(); lane.thread_pu.len()],
             thread_pu: lane.thread_pu,
-            clocks,
-            start_sum,
-            now,
+            clocks: time.clocks,
+            start_sum: time.start_sum,
+            now: time.now,
             period: lane.period,
-            next_tick,
+            next_tick: time.next_tick,
             page_shift: lane.cfg.page_size.trailing_zeros(),
             data_bytes: lane.cfg.data_bytes,
             line_shift: lane.machine.line.trailing_zeros(),
@@ -91,7 +82,7 @@ impl<'t> Simulator<'t> {
             },
             thread_migrations: 0,
             page_migrations: 0,
-            ticks,
+            ticks: time.ticks,
             followers: policies.collect(),
             forks: Vec::new(),
             machine: lane.machine,
