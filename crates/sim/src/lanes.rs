@@ -15,7 +15,7 @@
 //! lane's drop removes the tag; the first lane's fill inserts the tag (all lanes fill
 //! the same line, as all missed it) and each lane takes its own state of the victim.
 
-use crate::cache::{Cache, State, Word};
+use crate::cache::{State, Word};
 use crate::private::{Levels, Private};
 
 /// Replays a group can hold: 2 bits each in a 64-bit word.
@@ -61,9 +61,7 @@ pub(crate) fn all(lanes: usize, st: State) -> u64 {
 /// A lockstep group's private caches, a bank per thread.
 #[derive(Debug, Clone)]
 pub(crate) struct LaneCaches {
-    pub(crate) l1: Cache<Lanes>,
-    /// Empty ([`Cache::none`]) on a machine with one private level.
-    pub(crate) l2: Cache<Lanes>,
+    pub(crate) levels: Levels<Lanes>,
     /// The victim of the fill under way (the first lane's fill made it), for the others.
     victim: Option<Lanes>,
 }
@@ -71,10 +69,8 @@ pub(crate) struct LaneCaches {
 impl LaneCaches {
     /// Empty caches of `banks` banks with the geometry of the machine's private levels.
     pub(crate) fn new(m: &crate::Machine, banks: usize) -> Self {
-        let mk = |g: &crate::CacheGeom| Cache::banks(banks, g.size, m.line, g.ways);
         LaneCaches {
-            l1: mk(&m.private[0]),
-            l2: m.private.get(1).map_or_else(Cache::none, mk),
+            levels: Levels::new(m, banks),
             victim: None,
         }
     }
@@ -88,20 +84,15 @@ impl LaneCaches {
     /// on core `core_of_bank[t]`: the same lines in the same places, with the lane's
     /// states.
     pub(crate) fn levels(&self, lane: usize, m: &crate::Machine, core_of_bank: &[usize]) -> Levels {
-        let cores = m.cores();
-        let mk = |g: &crate::CacheGeom| Cache::banks(cores, g.size, m.line, g.ways);
-        let mut out = Levels {
-            l1: mk(&m.private[0]),
-            l2: m.private.get(1).map_or_else(Cache::none, mk),
-        };
+        let mut out = Levels::new(m, m.cores());
         let word = |w: Lanes| {
             let st = w.state(lane).expect("a lane holds every line of its group");
             crate::cache::slot(w.tag - 1, st)
         };
         for (t, &core) in core_of_bank.iter().enumerate() {
-            out.l1.copy_bank(core, &self.l1, t, word);
+            out.l1.copy_bank(core, &self.levels.l1, t, word);
             if !out.l2.is_empty() {
-                out.l2.copy_bank(core, &self.l2, t, word);
+                out.l2.copy_bank(core, &self.levels.l2, t, word);
             }
         }
         out
@@ -114,46 +105,20 @@ impl LaneCaches {
             tag: w.tag,
             states: (w.states & low) | (w.states >> 2 & !low),
         };
-        self.l1.map_words(drop);
-        self.l2.map_words(drop);
-    }
-
-    fn outer(&self) -> &Cache<Lanes> {
-        if self.l2.is_empty() {
-            &self.l1
-        } else {
-            &self.l2
-        }
+        self.levels.l1.map_words(drop);
+        self.levels.l2.map_words(drop);
     }
 
     /// Applies `f` to a line's slot in every private level of a bank that holds it.
     fn each_level(&mut self, core: usize, line: u64, mut f: impl FnMut(&mut Lanes)) {
-        if let Some(w) = self.l1.word_mut(core, line) {
+        if let Some(w) = self.levels.l1.word_mut(core, line) {
             f(w);
         }
-        if !self.l2.is_empty() {
-            if let Some(w) = self.l2.word_mut(core, line) {
+        if !self.levels.l2.is_empty() {
+            if let Some(w) = self.levels.l2.word_mut(core, line) {
                 f(w);
             }
         }
-    }
-
-    /// Inserts a missed line's tag, no lane holding it yet; keeps the outer level's
-    /// victim for every lane.
-    fn insert(&mut self, core: usize, line: u64) {
-        let w = Lanes {
-            tag: line + 1,
-            states: 0,
-        };
-        if self.l2.is_empty() {
-            self.victim = self.l1.insert_word(core, line, w);
-            return;
-        }
-        self.victim = self.l2.insert_word(core, line, w);
-        if let Some(v) = self.victim {
-            self.l1.remove_word(core, v.tag - 1);
-        }
-        self.l1.insert_word(core, line, w);
     }
 }
 
@@ -165,7 +130,11 @@ pub(crate) struct LaneView<'a> {
 
 impl Private for LaneView<'_> {
     fn state(&self, core: usize, line: u64) -> Option<State> {
-        self.c.outer().peek_word(core, line)?.state(self.lane)
+        self.c
+            .levels
+            .outer()
+            .peek_word(core, line)?
+            .state(self.lane)
     }
 
     fn set_state(&mut self, core: usize, line: u64, st: State) {
@@ -181,16 +150,19 @@ impl Private for LaneView<'_> {
             gone = w.states == 0;
         });
         if gone {
-            self.c.l1.remove_word(core, line);
-            if !self.c.l2.is_empty() {
-                self.c.l2.remove_word(core, line);
-            }
+            self.c.levels.remove_word(core, line);
         }
     }
 
     fn fill(&mut self, core: usize, line: u64, st: State) -> Option<(u64, State)> {
-        if self.c.outer().peek_word(core, line).is_none() {
-            self.c.insert(core, line);
+        if self.c.levels.outer().peek_word(core, line).is_none() {
+            // All lanes fill the same line (all missed it): the first inserts its tag,
+            // no lane holding it yet, and keeps the victim for the others.
+            let w = Lanes {
+                tag: line + 1,
+                states: 0,
+            };
+            self.c.victim = self.c.levels.fill_word(core, line, w);
         }
         self.set_state(core, line, st);
         let v = self.c.victim?;

@@ -328,7 +328,7 @@ impl<'t> Lockstep<'t> {
     fn access(&mut self, t: usize, line: u64, write: bool, row: u32) -> u64 {
         let c = &mut self.caches;
         let lat_l1 = self.lanes[0].outer.lat_l1;
-        if let Some(w) = c.l1.lookup_word(t, line) {
+        if let Some(w) = c.levels.l1.lookup_word(t, line) {
             self.private.l1_hits += 1;
             if write && w.states != self.owned {
                 self.write_hit(t, line, w);
@@ -336,11 +336,11 @@ impl<'t> Lockstep<'t> {
             return lat_l1;
         }
         self.private.l1_misses += 1;
-        if !c.l2.is_empty() {
-            if let Some(w) = c.l2.lookup_word(t, line) {
+        if !c.levels.l2.is_empty() {
+            if let Some(w) = c.levels.l2.lookup_word(t, line) {
                 self.private.l2_hits += 1;
                 // Inclusive: an L1 victim is still in the L2, so it leaves silently.
-                c.l1.insert_word(t, line, w);
+                c.levels.l1.insert_word(t, line, w);
                 if write && w.states != self.owned {
                     self.write_hit(t, line, w);
                 }

@@ -10,7 +10,7 @@
 //! A replay's memory system is its private levels (`private`) and the rest (`outer`),
 //! apart so that a lockstep group (`lockstep`) can share the private levels' tags.
 
-use crate::cache::{Cache, State};
+use crate::cache::State;
 use crate::dir::DirEntry;
 use crate::hash::FastMap;
 use crate::machine::Machine;
@@ -30,14 +30,9 @@ impl MemSys {
     /// Empty caches for a machine.
     pub fn new(m: &Machine, control_bytes: u64) -> Self {
         let cores = m.cores();
-        let mk = |g: &crate::machine::CacheGeom| Cache::banks(cores, g.size, m.line, g.ways);
-        let levels = Levels {
-            l1: mk(&m.private[0]),
-            l2: m.private.get(1).map_or_else(Cache::none, mk),
-        };
         let banks: Vec<usize> = (0..cores).collect();
         MemSys {
-            levels,
+            levels: Levels::new(m, cores),
             outer: Outer::new(m, control_bytes, &banks),
         }
     }

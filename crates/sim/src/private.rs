@@ -2,7 +2,8 @@
 //! bank's state of a line, changed, dropped, or filled. [`Levels`] are a replay's own
 //! caches; a lockstep group's lanes (`lanes`) share the tags and keep a state per replay.
 
-use crate::cache::{Cache, State};
+use crate::cache::{slot, Cache, State, Word};
+use crate::machine::{CacheGeom, Machine};
 
 /// What the coherence rules (`outer`) do to the private levels of bank `core`.
 pub(crate) trait Private {
@@ -17,22 +18,57 @@ pub(crate) trait Private {
     fn fill(&mut self, core: usize, line: u64, st: State) -> Option<(u64, State)>;
 }
 
-/// A replay's own private caches, a bank per core. The levels are inclusive: an L2
+/// The private caches of a replay, a bank per core, or of a lockstep group, a bank per
+/// thread (`lanes`, whose slots hold a state per replay). The levels are inclusive: an L2
 /// eviction removes the line from the L1.
 #[derive(Debug, Clone)]
-pub(crate) struct Levels {
-    pub(crate) l1: Cache,
+pub(crate) struct Levels<W = u64> {
+    pub(crate) l1: Cache<W>,
     /// Empty ([`Cache::none`]) on a machine with one private level.
-    pub(crate) l2: Cache,
+    pub(crate) l2: Cache<W>,
 }
 
-impl Levels {
+impl<W: Word> Levels<W> {
+    /// Empty levels of `banks` banks with the geometry of the machine's private caches.
+    pub(crate) fn new(m: &Machine, banks: usize) -> Self {
+        let mk = |g: &CacheGeom| Cache::banks(banks, g.size, m.line, g.ways);
+        Levels {
+            l1: mk(&m.private[0]),
+            l2: m.private.get(1).map_or_else(Cache::none, mk),
+        }
+    }
+
     /// The outermost private level: the one the directory tracks.
-    pub(crate) fn outer(&self) -> &Cache {
+    pub(crate) fn outer(&self) -> &Cache<W> {
         if self.l2.is_empty() {
             &self.l1
         } else {
             &self.l2
+        }
+    }
+
+    /// Installs an absent line's slot `w` in every level of bank `core`; gives the outer
+    /// level's victim, which leaves the bank (the L1's victim is still in the L2, so it
+    /// leaves silently).
+    #[inline]
+    pub(crate) fn fill_word(&mut self, core: usize, line: u64, w: W) -> Option<W> {
+        if self.l2.is_empty() {
+            return self.l1.insert_word(core, line, w);
+        }
+        let victim = self.l2.insert_word(core, line, w);
+        if let Some(v) = victim {
+            self.l1.remove_word(core, v.tag() - 1);
+        }
+        self.l1.insert_word(core, line, w);
+        victim
+    }
+
+    /// Removes a line from every level of bank `core`.
+    #[inline(always)]
+    pub(crate) fn remove_word(&mut self, core: usize, line: u64) {
+        self.l1.remove_word(core, line);
+        if !self.l2.is_empty() {
+            self.l2.remove_word(core, line);
         }
     }
 }
@@ -51,21 +87,11 @@ impl Private for Levels {
 
     #[inline(always)]
     fn drop_line(&mut self, core: usize, line: u64) {
-        self.l1.remove(core, line);
-        if !self.l2.is_empty() {
-            self.l2.remove(core, line);
-        }
+        self.remove_word(core, line);
     }
 
     fn fill(&mut self, core: usize, line: u64, st: State) -> Option<(u64, State)> {
-        if self.l2.is_empty() {
-            return self.l1.insert(core, line, st);
-        }
-        let victim = self.l2.insert(core, line, st);
-        if let Some((v, _)) = victim {
-            self.l1.remove(core, v);
-        }
-        self.l1.insert(core, line, st);
-        victim
+        let v = self.fill_word(core, line, slot(line, st))?;
+        Some((v.tag() - 1, State::from_bits(v)))
     }
 }
