@@ -7,7 +7,7 @@ use super::Simulator;
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::policy::{Actions, PageView, Policy, PolicyCtx};
-use crate::shared::{Follower, Homes};
+use crate::shared::{advance_all, Follower, Homes};
 use crate::stats::{MemStats, SimReport};
 use tdmap_topo::Topology;
 
@@ -56,21 +56,12 @@ impl<'t> Simulator<'t> {
             .homes
             .as_mut()
             .expect("a shared replay has homes");
-        let mut due = false;
-        let own = match h.take_latencies() {
-            None => {
-                for f in &mut self.followers {
-                    due |= f.advance(t, lat);
-                }
-                0
-            }
-            Some(pending) => {
-                for (f, own) in self.followers.iter_mut().zip(&mut pending[1..]) {
-                    due |= f.advance(t, lat + std::mem::take(own));
-                }
-                std::mem::take(&mut pending[0])
-            }
+        // The lead's own memory latency is the first; the followers' come after it.
+        let (own, rest) = match h.take_latencies().and_then(|p| p.split_first_mut()) {
+            Some((lead, rest)) => (std::mem::take(lead), Some(rest)),
+            None => (0, None),
         };
+        let due = advance_all(&mut self.followers, rest, t, lat);
         let mut acted = false;
         if due {
             let ctx = ctx!(self);

@@ -24,7 +24,7 @@ use crate::machine::Machine;
 use crate::memsys::MemSys;
 use crate::outer::Outer;
 use crate::policy::{PageView, Policy, PolicyCtx};
-use crate::shared::{Follower, Homes};
+use crate::shared::{advance_all, Follower, Homes};
 use crate::sim::{LaneState, Simulator};
 use crate::stats::{MemStats, SimReport};
 use crate::tlb::{Tlb, TlbEntry};
@@ -257,19 +257,7 @@ impl<'t> Lockstep<'t> {
         for (l, (lane, extra)) in self.lanes.iter_mut().zip(&mut self.extra).enumerate() {
             let lat = lat + std::mem::take(extra);
             let h = lane.outer.homes.as_mut().expect("a lane has homes");
-            let mut due = false;
-            match h.take_latencies() {
-                None => lane
-                    .policies
-                    .iter_mut()
-                    .for_each(|f| due |= f.advance(t, lat)),
-                Some(own) => {
-                    for (f, own) in lane.policies.iter_mut().zip(own) {
-                        due |= f.advance(t, lat + std::mem::take(own));
-                    }
-                }
-            }
-            if due {
+            if advance_all(&mut lane.policies, h.take_latencies(), t, lat) {
                 let ctx = ctx(self.topo, &self.machine, &lane.thread_pu, self.period);
                 let mut acted = false;
                 lane.policies.iter_mut().for_each(|f| acted |= f.tick(&ctx));

@@ -112,6 +112,32 @@ pub(crate) struct Follower {
     pub(crate) acted: Option<Actions>,
 }
 
+/// Thread `t` spent `lat` cycles in each follower's replay, plus, when the access read
+/// memory, the follower's own memory latency (`own`, one per follower, taken): advances
+/// their clocks; true when a tick is due for any of them.
+#[inline(always)]
+pub(crate) fn advance_all(
+    fs: &mut [Follower],
+    own: Option<&mut [u64]>,
+    t: usize,
+    lat: u64,
+) -> bool {
+    let mut due = false;
+    match own {
+        None => {
+            for f in fs {
+                due |= f.advance(t, lat);
+            }
+        }
+        Some(own) => {
+            for (f, own) in fs.iter_mut().zip(own) {
+                due |= f.advance(t, lat + std::mem::take(own));
+            }
+        }
+    }
+    due
+}
+
 /// A follower's time when it goes on as a simulator of its own (`fork`, `unlock`).
 pub(crate) struct FollowerTime {
     pub(crate) clocks: Vec<u64>,
