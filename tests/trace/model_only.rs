@@ -259,11 +259,17 @@ fn unrandomised(out: &str, flags: &[&str], agg: &str, prog: &Path) -> (PathBuf, 
 
 /// The model's result does not depend on the order of one thread's accesses within a
 /// chunk (`tdmap_sharing::SharingModel::accesses_counted`), so with threads that run one
-/// after another, the runtime's aggregation (`crates/rt/src/aggregate.rs`) must give
-/// exactly what one record per access gives: both matrices, every page's NUMA vector
-/// and first toucher, and the event count; and the same matrices as a trace analysed.
+/// after another, the runtime's aggregation (`crates/rt/src/aggregate.rs`) gives what
+/// one record per access gives, but for the one rule it does not share: a line's reads
+/// go through the spin collapse only once the line is hot (`aggregate::HOT` accesses in
+/// the batch), so a polled flag counts up to that many reads more per batch. So: the
+/// amount matrix, which the collapse never changes, and every page's first toucher
+/// exactly; the events within that bound; the access matrix as a trace analysed, at a
+/// correlation of 0.99 or more.
 #[test]
-fn aggregated_records_give_exactly_the_model_of_one_record_per_access() {
+fn aggregated_records_give_the_model_of_one_record_per_access() {
+    // aggregate::HOT; each of the 4 threads polls one line in at most a few batches.
+    const HOT: u64 = 256;
     let exe = compile("sequential.c", include_str!("sequential.c"));
     let [(on, on_sum), (off, off_sum)] = ["1", "0"].map(|agg| {
         let model = &["--model-only"][..];
@@ -271,11 +277,26 @@ fn aggregated_records_give_exactly_the_model_of_one_record_per_access() {
         (read_json(&path), sum)
     });
     let events = on["analysis"]["events"].as_u64().unwrap();
+    let off_events = off["analysis"]["events"].as_u64().unwrap();
     assert!(events > 380_000, "{events} events");
-    assert_eq!(events, off["analysis"]["events"].as_u64().unwrap());
-    for key in ["matrix_accesses", "matrix_amount", "pages"] {
-        assert_eq!(on[key], off[key], "{key}");
-    }
+    assert!(
+        off_events <= events && events <= off_events + 4 * 4 * HOT,
+        "{events} events aggregated, {off_events} not"
+    );
+    assert_eq!(on["matrix_amount"], off["matrix_amount"]);
+    let first = |m: &serde_json::Value| -> Vec<(u64, serde_json::Value)> {
+        m["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["addr"].as_u64().unwrap(), p["first_thread"].clone()))
+            .collect()
+    };
+    assert_eq!(
+        first(&on),
+        first(&off),
+        "the pages and their first touchers"
+    );
     // Aggregation did happen: far fewer records than accesses.
     let records = |s: &serde_json::Value| s["records"].as_u64().unwrap();
     assert!(
@@ -295,13 +316,21 @@ fn aggregated_records_give_exactly_the_model_of_one_record_per_access() {
         let mut got = matrix(&on, &format!("matrix_{metric}"));
         // The main thread and its 4 workers; analyze gives the pairs, not the diagonal.
         (0..5).for_each(|i| got[i][i] = 0.0);
-        assert_eq!(got, want, "{metric}: model, then trace + analyze");
+        if metric == "amount" {
+            assert_eq!(got, want, "{metric}: model, then trace + analyze");
+        } else {
+            let score = workloads::similarity(&got, &want, 1.0);
+            assert!(
+                score >= 0.99,
+                "{metric}: correlation {score:.4}\nmodel {got:?}\nanalyze {want:?}"
+            );
+        }
         // First touches are accesses the model already has: it does not count them
         // again, as analyze does not (a run may make a few accesses more or fewer in
-        // libc: 389,633 against the trace's 389,629 here).
+        // libc); the flag's hot reads are the rest.
         let traced = json["events"].as_u64().unwrap();
         assert!(
-            traced.abs_diff(events) < 20,
+            traced <= events + 20 && events <= traced + 4 * 4 * HOT,
             "{events} events, {traced} traced"
         );
     }

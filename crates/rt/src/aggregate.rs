@@ -1,184 +1,237 @@
 //! Aggregation for `tdmap trace --model-only` (`tdmap_wire::raw::ENV_AGGREGATE`): each
-//! thread counts its accesses per line in a small direct-mapped table and writes one
-//! record and a count word per line and stretch, instead of one record per access.
+//! thread counts its accesses per line in a small table of 4 KiB blocks and, where its
+//! batch ends, writes each block as one entry of a counted chunk (which lines, how many
+//! accesses each: `tdmap_wire::raw::walk_counted`) instead of one record per access.
 //!
 //! Why the model loses nothing: within one thread's batch no other thread changes a
 //! sharer set, so m accesses of the thread to one line are one update that counts m
 //! events, whatever their order among the batch's other accesses (trace paper §III-B;
-//! `tdmap_sharing::SharingModel::accesses_counted`, which takes these counts). So the
-//! table only has to be emptied where the batch or the thread's node changes: before a
-//! chunk is written (`state::flush`, also at a window's pause and at the thread's end)
-//! and before a first-touch record, whose CPU tells `--model-only` the thread's node.
-//! Reads that the spin collapse dropped (`collapse.rs`) never reach the table: they
-//! stay counted once, as in a trace.
+//! `tdmap_sharing::SharingModel::accesses_counted`, which takes these counts). A line
+//! may leave the table before its batch ends (its block evicted, a count near its
+//! limit): its later accesses then make a record of their own, which the model adds.
+//!
+//! Where a batch ends: where the blocks its table evicted fill the thread's chunk (as an
+//! access chunk's records did); where the runtime's batch clock (`crate::batch`) flips every aggregating thread's
+//! mode, every [`BATCH_NS`]: the thread's next access drains its table into its chunk
+//! and writes it (`state::resolve_pause`), so the hot path counts nothing for it; also
+//! at the thread's end, and before the thread's first first-touch record, whose CPU
+//! tells `--model-only` the thread's node.
+//!
+//! Why blocks of lines: a block's 64 counts are reached from one tag, so a thread that
+//! streams through memory misses once per 4 KiB instead of once per line, and the table
+//! holds [`BLOCKS`] × 64 lines (512 KiB of data) for the cost of [`BLOCKS`] tags.
 
-use tdmap_wire::raw::pack_count;
+pub use tdmap_wire::raw::MAX_BLOCK_WORDS;
+use tdmap_wire::raw::{pack_block, BLOCK_LINES as LINES};
 
-/// Lines a thread counts at once: a power of two. Measured at 8 threads (records read
-/// for the same accesses, 64 / 128 / 512 / 1024 entries): `fft 8 128` 10.8 / 9.0 / 3.2 /
-/// 2.7 M, `cg 8 104` 12.3 / 11.2 / 10.1 / 9.8 M, `stencil3d 8 35` 9.0 / 7.5 / 6.7 / 6.7 M;
-/// more entries cost a longer scan at each first touch and flush, and chunk room.
-pub const ENTRIES: usize = 512;
-/// Words one entry can take in a chunk: its record and its count word.
-pub const WORDS_PER_ENTRY: usize = 2;
+/// Blocks a thread counts at once: a power of two.
+pub const BLOCKS: usize = 128;
+/// log2 of a block's bytes: the wire's blocks (`tdmap_wire::raw::walk_counted`).
+const BLOCK_SHIFT: u32 = 12;
+const _: () = assert!(1 << (BLOCK_SHIFT - 6) == LINES);
+/// Length of a batch: long enough that a line a loop reuses makes one record per batch
+/// rather than one per reuse, short enough that the model sees the threads' accesses
+/// interleaved about as finely as a trace's chunks do (`tests/trace/model_only.rs`
+/// checks the matrices against a trace's).
+pub const BATCH_NS: u64 = 4_000_000;
+/// A line's count from which its accesses leave the hot path (`state::lines::hot`):
+/// there the spin collapse's rule runs, and a count near `u32::MAX` is written out.
+/// Few lines of ordinary loops get this many accesses in one batch; a polled flag gets
+/// them at once.
+pub const HOT: u32 = 256;
 
 /// A thread's table of counted lines; all zeros (its mmap'd state) is empty.
 #[repr(C)]
-pub struct Lines {
-    /// Line number + 1 of each entry, 0 when empty.
-    tags: [u64; ENTRIES],
-    /// The record of the entry's first access (its address stands for the line).
-    words: [u64; ENTRIES],
-    /// Accesses the entry stands for.
-    counts: [u32; ENTRIES],
+pub struct Blocks {
+    /// Each entry's block number + 1 (0 when empty), and the bit of each of its lines
+    /// accessed: one cache line holds both, which the hot path reads and writes anyway.
+    tags: [Tag; BLOCKS],
+    /// Accesses counted to each line of each entry's block.
+    counts: [[u32; LINES]; BLOCKS],
 }
 
-/// The words of a line taken from the table: its record, then a count word when it
-/// stands for more than one access.
-#[inline(always)]
-pub fn line_words(word: u64, count: u32, mut emit: impl FnMut(u64)) {
-    emit(word);
-    if count > 1 {
-        emit(pack_count(count));
-    }
+/// An entry's block and lines.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Tag {
+    /// Block number + 1, 0 when empty.
+    block: u64,
+    /// Bit k: line k of the block was accessed (its count is not 0).
+    lines: u64,
 }
 
-/// The entry of `line`: a multiplicative hash, so that arrays a whole number of pages
+/// The entry of `block`: a multiplicative hash, so that arrays a whole number of tables
 /// apart (large allocations are page-aligned) do not evict each other at every access.
 #[inline(always)]
-fn entry(line: u64) -> usize {
-    (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - ENTRIES.trailing_zeros())) as usize
+pub fn entry(block: u64) -> usize {
+    (block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BLOCKS.trailing_zeros())) as usize
 }
 
-impl Lines {
-    /// Counts one more access to `line` if its entry holds it (the hot path); false
-    /// when the caller must [`Lines::install`] it.
+impl Blocks {
+    /// Counts one more access to `addr` if its entry holds its block (the hot path):
+    /// the line's new count, or None when the caller must [`Blocks::install`] the block.
     #[inline(always)]
-    pub fn hit(&mut self, line: u64) -> bool {
-        let i = entry(line);
-        // A count at its limit takes the miss path, which writes it out and starts anew.
-        let hit = self.tags[i] == line + 1 && self.counts[i] != u32::MAX;
-        if hit {
-            self.counts[i] += 1;
+    pub fn hit(&mut self, addr: u64) -> Option<u32> {
+        let block = addr >> BLOCK_SHIFT;
+        let i = entry(block);
+        let tag = &mut self.tags[i];
+        if tag.block != block + 1 {
+            return None;
         }
-        hit
+        let k = (addr >> 6) as usize % LINES;
+        tag.lines |= 1 << k;
+        let c = &mut self.counts[i][k];
+        *c += 1;
+        Some(*c)
     }
 
-    /// Puts `line`, first accessed with record `word`, into its entry; returns the
-    /// entry's previous line as its record and count, for [`line_words`].
+    /// The count of `addr`'s line, whose block the table holds.
     #[inline(always)]
-    pub fn install(&mut self, line: u64, word: u64) -> Option<(u64, u32)> {
-        let i = entry(line);
-        let old = self.take(i);
-        self.tags[i] = line + 1;
-        self.words[i] = word;
-        self.counts[i] = 1;
-        old
+    pub fn count_mut(&mut self, addr: u64) -> &mut u32 {
+        &mut self.counts[entry(addr >> BLOCK_SHIFT)][(addr >> 6) as usize % LINES]
     }
 
-    /// Empties entry `i` (below [`ENTRIES`]): its record and count, None if it was empty.
+    /// Counts the first access to `addr`'s line, whose block was just installed.
     #[inline(always)]
-    pub fn take(&mut self, i: usize) -> Option<(u64, u32)> {
-        (std::mem::take(&mut self.tags[i]) != 0).then(|| (self.words[i], self.counts[i]))
+    pub fn first(&mut self, addr: u64) {
+        let i = entry(addr >> BLOCK_SHIFT);
+        let k = (addr >> 6) as usize % LINES;
+        self.tags[i].lines |= 1 << k;
+        self.counts[i][k] = 1;
+    }
+
+    /// Puts `addr`'s block into its entry with no access counted; the block it evicts
+    /// is written at the start of `out` (room for [`MAX_BLOCK_WORDS`]) as a counted
+    /// chunk's entry: returns its words and the accesses its lines stood for.
+    #[inline(always)]
+    pub fn install(&mut self, addr: u64, out: &mut [u64]) -> (usize, u64) {
+        let block = addr >> BLOCK_SHIFT;
+        let i = entry(block);
+        let taken = self.take(i, out);
+        self.tags[i].block = block + 1;
+        taken
+    }
+
+    /// Empties entry `i` (below [`BLOCKS`]) into `out` as [`Blocks::install`] does.
+    #[inline(always)]
+    pub fn take(&mut self, i: usize, out: &mut [u64]) -> (usize, u64) {
+        let Tag { block, lines } = std::mem::replace(&mut self.tags[i], Tag { block: 0, lines: 0 });
+        if block == 0 {
+            return (0, 0);
+        }
+        let counts = &mut self.counts[i];
+        let n = pack_block(block - 1, lines, counts, out);
+        let (mut rest, mut accesses) = (lines, 0);
+        while rest != 0 {
+            accesses += std::mem::take(&mut counts[rest.trailing_zeros() as usize]) as u64;
+            rest &= rest - 1;
+        }
+        (n, accesses)
+    }
+
+    /// The entry holding `addr`'s block, if any.
+    #[inline(always)]
+    pub fn holding(&self, addr: u64) -> Option<usize> {
+        let block = addr >> BLOCK_SHIFT;
+        let i = entry(block);
+        (self.tags[i].block == block + 1).then_some(i)
     }
 
     /// Forgets every entry without writing it (a forked child's copy of its parent's).
     pub fn clear(&mut self) {
-        self.tags = [0; ENTRIES];
+        self.tags = [Tag { block: 0, lines: 0 }; BLOCKS];
+        self.counts = [[0; LINES]; BLOCKS];
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tdmap_wire::raw::{pack, unpack_count};
+    use tdmap_wire::raw::{walk_counted, Counted};
 
-    fn empty() -> Box<Lines> {
-        Box::new(Lines {
-            tags: [0; ENTRIES],
-            words: [0; ENTRIES],
-            counts: [0; ENTRIES],
-        })
+    fn empty() -> Box<Blocks> {
+        // SAFETY: all zeros is an empty table, as the runtime's mmap'd state relies on.
+        unsafe { Box::<Blocks>::new_zeroed().assume_init() }
     }
 
-    /// Two lines of one entry: `a` and another line that hashes to the same entry.
+    /// Two blocks of one entry: `a` and another block that hashes to the same entry.
     fn colliding() -> (u64, u64) {
-        let a = 0x7f00_0000u64;
+        let a = 0x7f00_0000u64 >> BLOCK_SHIFT;
         let b = (a + 1..).find(|&l| entry(l) == entry(a)).unwrap();
-        (a, b)
+        (a << BLOCK_SHIFT, b << BLOCK_SHIFT)
     }
 
-    /// Accesses to `line` as the runtime makes them: a hit, else an install.
-    fn access(t: &mut Lines, line: u64, out: &mut Vec<u64>) {
-        if !t.hit(line) {
-            if let Some((w, n)) = t.install(line, pack(line << 6, 3, false, false)) {
-                line_words(w, n, |w| out.push(w));
-            }
+    /// An access as the runtime makes it: a hit, else an install and its first count.
+    fn access(t: &mut Blocks, addr: u64, out: &mut Vec<u64>) {
+        if t.hit(addr).is_none() {
+            let mut words = [0; MAX_BLOCK_WORDS];
+            let (n, _) = t.install(addr, &mut words);
+            out.extend_from_slice(&words[..n]);
+            t.first(addr);
         }
     }
 
-    fn drain(t: &mut Lines, out: &mut Vec<u64>) {
-        for i in 0..ENTRIES {
-            if let Some((w, n)) = t.take(i) {
-                line_words(w, n, |w| out.push(w));
-            }
+    fn drain(t: &mut Blocks, out: &mut Vec<u64>) -> u64 {
+        let mut total = 0;
+        for i in 0..BLOCKS {
+            let mut words = [0; MAX_BLOCK_WORDS];
+            let (n, accesses) = t.take(i, &mut words);
+            out.extend_from_slice(&words[..n]);
+            total += accesses;
         }
+        total
+    }
+
+    /// (line address, accesses) of each line in `words`.
+    fn lines_of(words: &[u64]) -> Vec<(u64, u32)> {
+        let mut got = Vec::new();
+        walk_counted(words, |c| {
+            if let Counted::Line { addr, count } = c {
+                got.push((addr, count));
+            }
+        })
+        .unwrap();
+        got
     }
 
     #[test]
-    fn an_evicted_line_leaves_as_its_first_record_and_its_count() {
+    fn an_evicted_block_leaves_as_one_entry_with_each_lines_count() {
         let (a, b) = colliding();
         let (mut t, mut out) = (empty(), Vec::new());
         for _ in 0..5 {
-            access(&mut t, a, &mut out);
+            access(&mut t, a + 8, &mut out);
         }
+        access(&mut t, a + 64 * 3, &mut out);
         assert!(out.is_empty(), "hits write nothing");
         access(&mut t, b, &mut out);
-        assert_eq!(out, [pack(a << 6, 3, false, false), pack_count(5)]);
-        out.clear();
-        // A line met once leaves as a record with no count word.
-        access(&mut t, a, &mut out);
-        assert_eq!(out, [pack(b << 6, 3, false, false)]);
+        assert_eq!(lines_of(&out), [(a, 5), (a + 192, 1)]);
+        assert_eq!(t.hit(b), Some(2), "the new block counts on");
+        assert_eq!(t.hit(a), None, "the old block is gone");
+        assert_eq!(t.holding(b), Some(entry(b >> BLOCK_SHIFT)));
     }
 
     #[test]
     fn a_drain_empties_every_line_once_with_its_count() {
         let (mut t, mut out) = (empty(), Vec::new());
-        let lines: Vec<u64> = (0..40).map(|i| 0x1000 + 3 * i).collect();
         let mut want = std::collections::HashMap::new();
-        for (k, &l) in lines.iter().enumerate() {
+        for k in 0..300u64 {
+            // Lines of 40 blocks, some in the same block, some colliding.
+            let addr = 0x1000_0000 + (k % 40) * 0x3000 + (k % 7) * 64;
             for _ in 0..=k % 4 {
-                access(&mut t, l, &mut out);
-                *want.entry(l).or_insert(0u32) += 1;
+                access(&mut t, addr, &mut out);
+                *want.entry(addr).or_insert(0u32) += 1;
             }
         }
-        drain(&mut t, &mut out);
-        // Sum each line's counts from the words (a record, then maybe its count word).
+        let total: u64 = want.values().map(|&n| n as u64).sum();
+        let drained = drain(&mut t, &mut out);
         let mut got = std::collections::HashMap::new();
-        let mut i = 0;
-        while i < out.len() {
-            let line = tdmap_wire::raw::unpack(out[i]).addr >> 6;
-            let n = out.get(i + 1).and_then(|&w| unpack_count(w));
-            *got.entry(line).or_insert(0) += n.unwrap_or(1);
-            i += 1 + n.is_some() as usize;
+        for (line, n) in lines_of(&out) {
+            *got.entry(line).or_insert(0) += n;
         }
         assert_eq!(got, want);
+        assert!(drained > 0 && drained <= total);
         out.clear();
-        drain(&mut t, &mut out);
+        assert_eq!(drain(&mut t, &mut out), 0);
         assert!(out.is_empty(), "a drained table is empty");
-    }
-
-    #[test]
-    fn a_count_at_its_limit_starts_a_new_record() {
-        let (mut t, mut out) = (empty(), Vec::new());
-        let a = 0x5000;
-        access(&mut t, a, &mut out);
-        t.counts[entry(a)] = u32::MAX;
-        access(&mut t, a, &mut out);
-        assert_eq!(
-            out,
-            [pack(a << 6, 3, false, false), pack_count(u32::MAX)],
-            "no count wraps to 0"
-        );
     }
 }

@@ -163,6 +163,7 @@ fn setup() -> bool {
         });
     }
     window::start();
+    crate::batch::start();
     true
 }
 
@@ -282,6 +283,7 @@ fn start_child() -> bool {
     });
     state::restart_in_child(MODE.load(Ordering::Relaxed));
     window::start();
+    crate::batch::start();
     crate::snapshot::maps();
     true
 }

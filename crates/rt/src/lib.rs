@@ -36,6 +36,7 @@
 //! leaves through them ends its part whole.
 
 mod aggregate;
+mod batch;
 mod callbacks;
 mod collapse;
 #[cfg(not(test))]

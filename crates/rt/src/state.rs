@@ -11,7 +11,7 @@
 //! CPU and repeat word) would put them, counted in [`ThreadState`]'s `len`, so that
 //! `tdmap_wire::raw::expand` gives back exactly that chunk.
 
-use crate::aggregate::Lines;
+use crate::aggregate::Blocks;
 use crate::collapse::{self, Read, Runs};
 use crate::io;
 use crate::window::MODE_PAUSE;
@@ -80,7 +80,9 @@ pub struct ThreadState {
     no_runs: bool,
     /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
     page_shift: u32,
-    lines: Lines,
+    blocks: Blocks,
+    /// An aggregating thread's first first touch was recorded: its node is known.
+    node_known: bool,
     dead: AtomicBool,
     id: u32,
     last_key: u64,
@@ -442,18 +444,23 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Writes out the buffered records of `s` as one access chunk.
+/// Writes out the buffered records of `s`: for an aggregating thread its table's lines
+/// too, which ends its batch (`crate::aggregate`).
 #[cold]
 fn flush(s: &mut ThreadState) {
     if s.aggregate {
-        // The table's lines belong to this chunk's batch (`lines::aggregate_miss` keeps room).
-        lines::drain_lines(s);
+        lines::drain(s);
     }
+    write_chunk(s);
+}
+
+/// Writes out the buffered records of `s` as one access chunk.
+fn write_chunk(s: &mut ThreadState) {
     if s.len == 0 {
         return;
     }
     let (kind, extra) = if s.aggregate {
-        (wire::KIND_ACCESS, 0)
+        (wire::KIND_COUNTED, 0)
     } else {
         // Repeat words name accesses of this chunk (`record` keeps room for them): the
         // next chunk starts new runs. An aggregating thread writes none, and its runs
@@ -626,8 +633,9 @@ pub fn restart_in_child(mode: u8) {
     // record as the child's own writes (forkshare's child had 2 such events).
     quiet(|| {
         s.runs = Runs::default();
-        s.lines.clear();
+        s.blocks.clear();
     });
+    s.node_known = false;
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
     s.dead.store(false, Ordering::Relaxed);

@@ -118,7 +118,8 @@ pub fn resolve(mode: &AtomicU8) -> Option<u8> {
     }
 }
 
-fn sleep_until(ns: u64) {
+/// Sleeps until the monotonic clock reads `ns`.
+pub(crate) fn sleep_until(ns: u64) {
     let ts = libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
@@ -138,7 +139,7 @@ fn sleep_until(ns: u64) {
 /// libc's `pthread_create`, not the runtime's wrapper, which would give the helper a
 /// thread id and shift the program's.
 #[cfg(not(test))]
-fn real_create() -> Option<CreateFn> {
+pub(crate) fn real_create() -> Option<CreateFn> {
     crate::next::next_fn!(pthread_create: fn(
         *mut libc::pthread_t,
         *const libc::pthread_attr_t,
@@ -149,7 +150,7 @@ fn real_create() -> Option<CreateFn> {
 
 /// Unit tests link libc's `pthread_create` directly (there is no wrapper).
 #[cfg(test)]
-fn real_create() -> Option<CreateFn> {
+pub(crate) fn real_create() -> Option<CreateFn> {
     Some(libc::pthread_create)
 }
 

@@ -20,7 +20,12 @@
 
 use crate::WireError;
 
+mod counted;
 mod predicted;
+pub use counted::{
+    lines_of, pack_block, pack_first, walk_counted, Counted, BLOCK_LINES, FIRST_WORDS,
+    MAX_BLOCK_WORDS,
+};
 pub use predicted::{expand, literal, walk, At, Word};
 
 /// Marks a chunk header ("TDRT").
@@ -33,8 +38,10 @@ pub const MAGIC: u32 = 0x5444_5254;
 /// ([`pack_count`]): under [`ENV_AGGREGATE`] a record stands for a thread's accesses to its
 /// line since the record before it. 7: a recording thread writes predicted chunks
 /// ([`KIND_PREDICTED`]: run words for the accesses the predictor foresaw, repeat words
-/// naming access indexes); aggregating threads still write access chunks.
-pub const VERSION: u32 = 7;
+/// naming access indexes); aggregating threads still write access chunks. 8: aggregating
+/// threads write counted chunks ([`KIND_COUNTED`]: per 4 KiB block, which lines were
+/// accessed and how often).
+pub const VERSION: u32 = 8;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives
@@ -90,6 +97,10 @@ pub const KIND_END: u32 = 3;
 /// records the predictor missed, standing for `extra` words of an access chunk (the
 /// records, CPU and repeat words that [`expand`] gives back).
 pub const KIND_PREDICTED: u32 = 4;
+
+/// Chunk kind (version 8): `count` words of one aggregating thread's entries, blocks of
+/// counted lines and first touches ([`walk_counted`]), after the ticks.
+pub const KIND_COUNTED: u32 = 5;
 
 /// Control message: the runtime is up (`a` = process id, `b` = wire version).
 pub const MSG_HELLO: u32 = 1;
@@ -352,10 +363,10 @@ impl ChunkHeader {
     pub fn body_bytes(&self) -> Result<usize, WireError> {
         match self.kind {
             KIND_THREAD | KIND_END => Ok(0),
-            KIND_ACCESS | KIND_PREDICTED if self.count as usize <= CHUNK_RECORDS => {
+            KIND_ACCESS | KIND_PREDICTED | KIND_COUNTED if self.count as usize <= CHUNK_RECORDS => {
                 Ok((TICKS + self.count as usize) * 8)
             }
-            KIND_ACCESS | KIND_PREDICTED => Err(WireError::OutOfRange {
+            KIND_ACCESS | KIND_PREDICTED | KIND_COUNTED => Err(WireError::OutOfRange {
                 field: "chunk record count",
                 value: self.count.to_string(),
             }),
@@ -540,7 +551,8 @@ mod tests {
         assert_eq!(h(KIND_END, 0).body_bytes(), Ok(0));
         assert_eq!(h(KIND_ACCESS, 2).body_bytes(), Ok((TICKS + 2) * 8));
         assert_eq!(h(KIND_PREDICTED, 3).body_bytes(), Ok((TICKS + 3) * 8));
-        for kind in [KIND_ACCESS, KIND_PREDICTED] {
+        assert_eq!(h(KIND_COUNTED, 4).body_bytes(), Ok((TICKS + 4) * 8));
+        for kind in [KIND_ACCESS, KIND_PREDICTED, KIND_COUNTED] {
             assert!(h(kind, CHUNK_RECORDS as u32 + 1).body_bytes().is_err());
         }
         assert!(h(9, 0).body_bytes().is_err());

@@ -154,6 +154,12 @@ impl Conv {
                     self.frames.close(writer, t)?;
                 }
             }
+            // Only `--model-only`'s aggregating threads write these, never a trace's.
+            RawEvent::Counted { .. } => {
+                return Err(TraceError::Invalid(
+                    "a counted chunk (an aggregating thread's) in a trace's raw stream".into(),
+                ))
+            }
             RawEvent::Accesses(mut c) => {
                 c.rebase(*self.base.get_or_insert(c.ticks[0]));
                 // Recorded after its thread count was taken (a child still running).

@@ -62,6 +62,7 @@ impl Early {
             .filter_map(|ev| match ev {
                 RawEvent::Thread { id, .. } => Some(id + 1),
                 RawEvent::Accesses(c) => Some(c.thread + 1),
+                RawEvent::Counted { thread, .. } => Some(thread + 1),
                 RawEvent::End { .. } => None,
             })
             .fold(self.conv.stats.threads, u32::max)

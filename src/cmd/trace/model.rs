@@ -15,7 +15,7 @@
 //! plus one chunk; no access is kept.
 
 use super::follow::Follow;
-use super::raw::{RawEvent, RawReader};
+use super::raw::{wire, RawEvent, RawReader};
 use super::{check_hello, status_of, Args, Control, Decoder, Scratch};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -29,6 +29,7 @@ use tdmap_sharing::{
     AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
 };
 use tdmap_trace::{Fault, Header, TraceStatus};
+use wire::Counted;
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
@@ -171,6 +172,9 @@ impl Feed {
                     self.grow(id)?;
                 }
                 RawEvent::End { filtered, .. } => self.filtered += filtered,
+                RawEvent::Counted { thread, words, .. } => {
+                    self.counted(thread, &words, &mut addrs, &mut counts, &mut faults)?
+                }
                 RawEvent::Accesses(mut c) => {
                     let t = c.thread;
                     self.grow(t)?;
@@ -193,6 +197,50 @@ impl Feed {
             }
         }
         Ok(rd.torn)
+    }
+
+    /// Feeds a counted chunk of thread `t` (`tdmap_wire::raw::walk_counted`) as an
+    /// access chunk with the same records and counts would be fed: each first touch an
+    /// access of its own, and the accesses up to the first one counted on the node the
+    /// thread had before it.
+    fn counted(
+        &mut self,
+        t: u32,
+        words: &[u64],
+        addrs: &mut Vec<u64>,
+        counts: &mut Vec<u32>,
+        faults: &mut Vec<Fault>,
+    ) -> Result<()> {
+        self.grow(t)?;
+        addrs.clear();
+        counts.clear();
+        faults.clear();
+        let mut split = None;
+        let dec = &self.dec;
+        // The reader checked the words.
+        let _ = wire::walk_counted(words, |e| match e {
+            Counted::Line { addr, count } => {
+                addrs.push(addr);
+                counts.push(count);
+            }
+            Counted::First { record, cpu } => {
+                let addr = wire::unpack(record).addr;
+                addrs.push(addr);
+                counts.push(1);
+                split.get_or_insert(addrs.len());
+                faults.push(dec.fault(t, addr, cpu.unwrap_or(u32::MAX)));
+            }
+        });
+        self.records += addrs.len() as u64;
+        let split = split.unwrap_or(addrs.len());
+        self.model
+            .accesses_counted(t, &addrs[..split], &counts[..split])?;
+        if !faults.is_empty() {
+            self.first_touches(t, faults)?;
+            self.model
+                .accesses_counted(t, &addrs[split..], &counts[split..])?;
+        }
+        Ok(())
     }
 
     /// Remembers a chunk's first touches (not fed to the model: see the module doc); the

@@ -19,6 +19,16 @@ pub enum RawEvent {
     Thread { id: u32, os_tid: u64, time: u64 },
     /// A batch of packed records of one thread.
     Accesses(RawChunk),
+    /// An aggregating thread's counted chunk (`--model-only`): blocks of counted lines
+    /// and first touches, its words checked by [`wire::walk_counted`].
+    Counted {
+        /// The thread's id.
+        thread: u32,
+        /// When its first entry was written.
+        time: u64,
+        /// Its entries' words.
+        words: Vec<u64>,
+    },
     /// A thread finished; `filtered` accesses were dropped by the line filter.
     End {
         thread: u32,
@@ -32,7 +42,9 @@ impl RawEvent {
     /// several processes in time order.
     pub fn time(&self) -> u64 {
         match self {
-            RawEvent::Thread { time, .. } | RawEvent::End { time, .. } => *time,
+            RawEvent::Thread { time, .. }
+            | RawEvent::End { time, .. }
+            | RawEvent::Counted { time, .. } => *time,
             RawEvent::Accesses(c) => c.ticks.first().copied().unwrap_or(c.t1),
         }
     }
@@ -140,8 +152,19 @@ impl<R: Read> RawReader<R> {
                     .body
                     .chunks_exact(8)
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
-                let ticks = words.by_ref().take(wire::TICKS).collect();
+                let ticks: Vec<u64> = words.by_ref().take(wire::TICKS).collect();
                 let records: Vec<u64> = words.collect();
+                if h.kind == wire::KIND_COUNTED {
+                    // Damaged words: as a torn chunk, nothing after it is read.
+                    if wire::walk_counted(&records, |_| {}).is_err() {
+                        return self.tear();
+                    }
+                    return Ok(Some(RawEvent::Counted {
+                        thread: h.thread,
+                        time: ticks[0],
+                        words: records,
+                    }));
+                }
                 let predicted = (h.kind == wire::KIND_PREDICTED).then_some(h.extra);
                 // Damaged words: as a torn chunk, nothing after it is read.
                 if let Some(n) = predicted {
@@ -279,6 +302,43 @@ mod tests {
             b.extend_from_slice(&v.to_ne_bytes());
         }
         b
+    }
+
+    /// A counted chunk (an aggregating thread's) reads with its first tick as its time;
+    /// one whose entries are damaged reads as torn, and nothing after it.
+    #[test]
+    fn reads_counted_chunks_and_tears_at_damaged_ones() {
+        let mut counts = [0u32; wire::BLOCK_LINES];
+        counts[3] = 7;
+        counts[4] = 1;
+        let mut block = [0u64; wire::MAX_BLOCK_WORDS];
+        let n = wire::pack_block(0x42, wire::lines_of(&counts), &counts, &mut block);
+        let counted = |words: &[u64]| {
+            let mut f = header(wire::KIND_COUNTED, 3, words.len() as u32, 0);
+            let mut ticks = [0u8; wire::TICKS * 8];
+            ticks[..8].copy_from_slice(&77u64.to_ne_bytes());
+            f.extend(ticks);
+            words.iter().for_each(|w| f.extend(w.to_ne_bytes()));
+            f
+        };
+        let mut f = counted(&block[..n]);
+        let mut r = RawReader::new(&f[..]);
+        assert_eq!(
+            r.next_event().unwrap(),
+            Some(RawEvent::Counted {
+                thread: 3,
+                time: 77,
+                words: block[..n].to_vec(),
+            })
+        );
+        assert_eq!(r.next_event().unwrap(), None);
+        assert!(!r.torn);
+        // Its counts cut off: torn, and the good chunk after it is not read.
+        f = counted(&block[..n - 1]);
+        f.extend(counted(&block[..n]));
+        let mut r = RawReader::new(&f[..]);
+        assert_eq!(r.next_event().unwrap(), None);
+        assert!(r.torn);
     }
 
     #[test]

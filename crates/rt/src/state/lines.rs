@@ -1,121 +1,188 @@
 //! The aggregating thread's side of the hot path (`--model-only`, `crate::aggregate`):
-//! where its accesses go into the line table and where the table's lines go into the
-//! chunk. A child of `state`, whose thread state it fills.
+//! where its accesses go into the table of counted lines and where the table's blocks go
+//! into the chunk, a counted chunk (`tdmap_wire::raw::walk_counted`). A child of `state`,
+//! whose thread state it fills.
 
-use super::{collapse_step, flush, page_first, push, push_cpu, ThreadState, LINE_SHIFT};
-use crate::aggregate::{self, ENTRIES, WORDS_PER_ENTRY};
-use tdmap_wire::raw::{self as wire, CHUNK_RECORDS};
+use super::{collapse_step, flush, now_ns, page_first, write_chunk, ThreadState, LINE_SHIFT};
+use crate::aggregate::{self, HOT, MAX_BLOCK_WORDS};
+use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, FIRST_WORDS};
 
-/// One access of an aggregating thread, its whole hot path: the spin collapse's rule
-/// (`collapse.rs`), then its line's entry counts it. A hit checks nothing else: a line
-/// gets into the table only on a miss, which saw its page's first touch, so a line in
-/// the table is on a touched page and its access is no first touch. A collapse run
-/// needs no repeat word here (`aggregate.rs`), so it starts at once, with its watch (a
-/// call) last.
+/// A count this close to `u32::MAX` is written out and starts anew ([`hot`]).
+const COUNT_LIMIT: u32 = u32::MAX - 1;
+
+/// One access of an aggregating thread, its whole hot path: its line's count in the
+/// table goes up. A hit checks nothing else: a block gets into the table only on a
+/// miss, which saw its page's first touch, so an access it counts is no first touch.
+/// Counted accesses join the thread's `seen` when their block leaves the table.
 #[inline(always)]
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    match s.blocks.hit(addr) {
+        Some(c) if c < HOT => {}
+        Some(_) => hot(s, addr, write),
+        None => miss(s, addr, size_log2, write),
+    }
+}
+
+/// An access to a line counted [`HOT`] times or more in this batch: the spin collapse's
+/// rule (`collapse.rs`) decides it, as for every access of a recording thread: a read it
+/// collapses is taken back from the count (and counted by the collapse); a write ends
+/// the runs on its line. Ordinary loops seldom reach [`HOT`] accesses to one line in a
+/// batch, so their accesses never pay for the rule; a polled flag reaches it at once.
+/// `extern "C"` (which cannot unwind), so that the callbacks, into which [`access`] is
+/// inlined, reach it by a tail call and keep no frame (`state::record_fast`).
+#[cold]
+#[inline(never)]
+extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
     let line = addr >> LINE_SHIFT;
-    // A collapsed read is counted by the collapse (`state::collapsed`).
     let Some(run) = collapse_step(s, line, write) else {
+        *s.blocks.count_mut(addr) -= 1;
         return;
     };
-    s.seen += 1;
-    let mut watch = None;
     if let Some((way, w)) = run {
         s.runs.end(way);
         s.runs.begin(way, line, 0);
-        watch = w.then_some(way);
+        if w {
+            s.runs.watch(way, line);
+        }
     }
-    if !s.lines.hit(line) {
-        return miss(s, addr, size_log2, write, watch.unwrap_or(usize::MAX));
-    }
-    if let Some(way) = watch {
-        s.runs.watch(way, line);
-    }
-}
-
-/// An aggregating thread's access to a line not in its table: the page's first touch is
-/// decided here, then the entry takes the line; last, the watch that [`access`] left.
-/// `extern "C"` (which cannot unwind), so that the callbacks, into which [`access`] is
-/// inlined, reach it by a tail call and keep no frame (`state::record_fast`); `watch`
-/// is a way, or `usize::MAX` for none.
-#[cold]
-#[inline(never)]
-extern "C" fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool, watch: usize) {
-    let first = page_first(s, addr);
-    aggregate_miss(s, wire::pack(addr, size_log2, write, first), first);
-    if watch != usize::MAX {
-        s.runs.watch(watch, addr >> LINE_SHIFT);
-    }
-}
-
-/// Room a chunk keeps for its table's lines: they leave before it does.
-const TABLE_ROOM: usize = ENTRIES * WORDS_PER_ENTRY;
-
-/// An aggregating thread's access that writes words: a line that is not in the table
-/// (record `word` goes in, the entry's old line out) or a first touch (every line out,
-/// then the record and its CPU word). Flushes first when the chunk could not take the
-/// words and still the whole table.
-#[inline(always)]
-fn aggregate_miss(s: &mut ThreadState, word: u64, first: bool) {
-    if s.len + 2 + TABLE_ROOM > CHUNK_RECORDS {
-        flush(s);
-    }
-    if first {
-        drain_lines(s);
-        push::<true>(s, word);
-        push_cpu(s);
-        return;
-    }
-    let line = wire::unpack(word).addr >> LINE_SHIFT;
-    if let Some((w, n)) = s.lines.install(line, word) {
-        aggregate::line_words(w, n, |w| push::<true>(s, w));
-    }
-}
-
-/// Writes every line of an aggregating thread's table into its chunk.
-pub(super) fn drain_lines(s: &mut ThreadState) {
-    for i in 0..ENTRIES {
-        if let Some((w, n)) = s.lines.take(i) {
-            aggregate::line_words(w, n, |w| push::<true>(s, w));
+    if *s.blocks.count_mut(addr) >= COUNT_LIMIT {
+        // The block leaves; its next access installs it anew.
+        if let Some(i) = s.blocks.holding(addr) {
+            take(s, i);
         }
     }
 }
 
+/// An aggregating thread's access to a block not in its table: the page's first touch
+/// is decided here (a first touch is an entry of its own, with its CPU word), then the
+/// entry takes the block, and the block it evicts goes into the chunk.
+#[cold]
+#[inline(never)]
+extern "C" fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
+    if s.words + FIRST_WORDS + MAX_BLOCK_WORDS > CHUNK_RECORDS {
+        // A full chunk ends the batch, as an access chunk did: the table goes with it.
+        flush(s);
+    }
+    let first = page_first(s, addr);
+    if first {
+        if !s.node_known {
+            // The accesses before it were made on a node `--model-only` did not know.
+            drain(s);
+            s.node_known = true;
+        }
+        // SAFETY: sched_getcpu has no preconditions (vDSO, only once per page).
+        let cpu = unsafe { libc::sched_getcpu() }.max(0) as u32;
+        let record = wire::pack(addr, size_log2, write, true);
+        append(s, &wire::pack_first(record, wire::pack_cpu(cpu)));
+        s.seen += 1;
+    }
+    room(s, MAX_BLOCK_WORDS);
+    let (n, accesses) = s.blocks.install(addr, &mut s.recs[s.words..]);
+    grow(s, n);
+    s.seen += accesses;
+    if !first {
+        s.blocks.first(addr);
+    }
+}
+
+/// Makes room for `n` more words in the chunk, writing it first when full.
+#[inline(always)]
+fn room(s: &mut ThreadState, n: usize) {
+    if s.words + n > CHUNK_RECORDS {
+        write_chunk(s);
+    }
+}
+
+/// Counts `n` words just written at the chunk's end; the chunk's first entry reads the
+/// clock (its time: a counted chunk has no other tick).
+#[inline(always)]
+fn grow(s: &mut ThreadState, n: usize) {
+    if s.words == 0 && n != 0 {
+        s.ticks[0] = now_ns();
+    }
+    s.words += n;
+    s.len += n;
+}
+
+/// Appends a whole entry to the chunk (written before it is counted, so that a crash
+/// handler flushing this thread mid-way writes no half entry).
+fn append(s: &mut ThreadState, entry: &[u64]) {
+    room(s, entry.len());
+    s.recs[s.words..s.words + entry.len()].copy_from_slice(entry);
+    grow(s, entry.len());
+}
+
+/// Writes entry `i` of the table into the chunk.
+fn take(s: &mut ThreadState, i: usize) {
+    room(s, MAX_BLOCK_WORDS);
+    let (n, accesses) = s.blocks.take(i, &mut s.recs[s.words..]);
+    grow(s, n);
+    s.seen += accesses;
+}
+
+/// Writes every block of an aggregating thread's table into its chunk (the batch ends).
+pub(super) fn drain(s: &mut ThreadState) {
+    for i in 0..aggregate::BLOCKS {
+        take(s, i);
+    }
+}
+
+const _: () = assert!(FIRST_WORDS <= MAX_BLOCK_WORDS);
+
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{fresh_state, test_bitmap};
+    use super::super::tests::{fresh_state, test_bitmap, FLUSHED};
     use super::*;
+    use crate::collapse::WATCH_AFTER;
+    use std::collections::HashMap;
     use std::sync::atomic::Ordering;
+    use tdmap_wire::raw::{unpack, walk_counted, ChunkHeader, Counted, HEADER_BYTES, TICKS};
 
-    /// A fresh aggregating thread state with no collapse (no shared watch words).
-    fn state() -> Box<ThreadState> {
-        fresh_state(true, false)
+    /// A fresh aggregating thread state, collapsing or not.
+    fn state(collapse: bool) -> Box<ThreadState> {
+        fresh_state(true, collapse)
     }
 
-    /// The (line, accesses) pairs of a chunk's words, in order; first touches marked.
-    fn lines_of(words: &[u64]) -> Vec<(u64, u32, bool)> {
+    /// Far above the first-touch bitmap of the tests (no first touches there).
+    const HIGH: u64 = 1 << 40;
+
+    /// The entries of every chunk this test thread flushed since the last call, in order.
+    fn flushed() -> Vec<Counted> {
+        let chunks = FLUSHED.with(|f| std::mem::take(&mut *f.borrow_mut()));
         let mut out = Vec::new();
-        let mut i = 0;
-        while i < words.len() {
-            let r = wire::unpack(words[i]);
-            let n = words.get(i + 1).and_then(|&w| wire::unpack_count(w));
-            let cpu = words.get(i + 1).and_then(|&w| wire::unpack_cpu(w));
-            out.push((r.addr >> LINE_SHIFT, n.unwrap_or(1), r.first_touch));
-            i += 1 + (n.is_some() || cpu.is_some()) as usize;
+        for c in chunks {
+            let h = ChunkHeader::decode(&c).unwrap();
+            assert_eq!(h.kind, wire::KIND_COUNTED);
+            let words: Vec<u64> = c[HEADER_BYTES + TICKS * 8..]
+                .chunks_exact(8)
+                .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+                .collect();
+            assert_eq!(words.len(), h.count as usize);
+            walk_counted(&words, |e| out.push(e)).unwrap();
         }
         out
     }
 
-    /// Far above the first-touch bitmap of `the_table_is_written_before_a_first_touch`.
-    const HIGH: u64 = 1 << 40;
+    /// Accesses per line address in `entries`.
+    fn per_line(entries: &[Counted]) -> HashMap<u64, u64> {
+        let mut got = HashMap::new();
+        for e in entries {
+            if let Counted::Line { addr, count } = *e {
+                *got.entry(addr).or_insert(0) += count as u64;
+            }
+        }
+        got
+    }
 
     #[test]
-    fn a_flush_writes_each_lines_accesses_as_one_record_and_count() {
-        let mut s = state();
-        for (line, n) in [(1u64, 5), (2, 1), (1, 2), (3, 4)] {
+    fn a_batch_writes_each_lines_accesses_once_with_its_count() {
+        let _ = flushed();
+        let mut s = state(false);
+        let mut want = HashMap::new();
+        for (line, n) in [(1u64, 5), (2, 1), (1, 2), (3, 4), (70, 3)] {
             for _ in 0..n {
-                access(&mut s, HIGH + (line << LINE_SHIFT) + 8, 3, false);
+                access(&mut s, HIGH + (line << LINE_SHIFT) + 8, 3, n % 2 == 0);
+                *want.entry(HIGH + (line << LINE_SHIFT)).or_insert(0) += 1;
             }
         }
         assert_eq!(
@@ -123,60 +190,115 @@ mod tests {
             "hits and installs into empty entries write nothing"
         );
         flush(&mut s);
-        let mut got = lines_of(&s.recs[..s.hdr.count as usize]);
-        got.sort();
-        let l = |k: u64| (HIGH >> LINE_SHIFT) + k;
-        assert_eq!(got, [(l(1), 7, false), (l(2), 1, false), (l(3), 4, false)]);
-        assert_eq!(s.seen, 12);
+        let got = flushed();
+        assert_eq!(per_line(&got), want);
+        // Lines 1-3 share a block: one entry for them, one for line 70's block.
+        assert_eq!(got.len(), 4);
+        assert_eq!(s.seen, 15);
+        flush(&mut s);
+        assert!(flushed().is_empty(), "a drained table writes nothing more");
     }
 
     #[test]
-    fn the_table_is_written_before_a_first_touch() {
+    fn the_table_is_written_before_the_threads_first_first_touch_only() {
+        let _ = flushed();
         let bitmap = test_bitmap();
-        let mut s = state();
-        let (old, new) = (0x5000u64, 0x9040u64);
+        let mut s = state(false);
+        let (old, new, newer) = (0x5000u64, 0x9040u64, 0xb000u64);
         bitmap[0].fetch_or(1 << (old >> 12), Ordering::Relaxed);
-        for a in [old, old + 8, old + 16, new, new + 8, new + 16] {
+        for a in [
+            old,
+            old + 8,
+            old + 16,
+            new,
+            new + 8,
+            new + 16,
+            old,
+            newer,
+            old,
+        ] {
             access(&mut s, a, 3, false);
         }
-        let chunk = s.recs[..s.len].to_vec();
-        assert_eq!(
-            lines_of(&chunk),
-            [(old >> 6, 3, false), (new >> 6, 1, true)],
-            "the old page's line, then the first touch with its CPU word"
-        );
-        assert!(wire::unpack_cpu(chunk[3]).is_some());
         flush(&mut s);
-        let got = lines_of(&s.recs[..s.hdr.count as usize]);
+        let got = flushed();
+        let firsts: Vec<u64> = got
+            .iter()
+            .filter_map(|e| match e {
+                Counted::First { record, cpu } => {
+                    assert!(cpu.is_some(), "a first touch has its CPU");
+                    Some(unpack(*record).addr)
+                }
+                Counted::Line { .. } => None,
+            })
+            .collect();
+        assert_eq!(firsts, [new, newer]);
         assert_eq!(
-            got[2..],
-            [(new >> 6, 2, false)],
-            "the page's later accesses"
+            got[0],
+            Counted::Line {
+                addr: old,
+                count: 3
+            },
+            "the old page's line first, then the first touch"
         );
+        assert!(matches!(got[1], Counted::First { .. }));
+        // The later first touch did not empty the table: the old line's two later
+        // accesses are counted after it.
+        let lines = per_line(&got[2..]);
+        assert!(got[2..].contains(&Counted::Line {
+            addr: old,
+            count: 2
+        }));
+        assert_eq!(lines.get(&new), Some(&2), "the page's later accesses");
+        assert_eq!(s.seen, 9);
     }
 
     #[test]
-    fn a_full_chunk_takes_the_whole_table_with_it() {
-        let mut s = state();
-        let mut line = HIGH >> LINE_SHIFT;
-        // Two accesses per line, until a chunk leaves.
-        while s.hdr.count == 0 {
-            for _ in 0..2 {
-                access(&mut s, line << LINE_SHIFT, 3, true);
+    fn a_full_chunk_leaves_and_no_access_is_lost() {
+        let _ = flushed();
+        let mut s = state(false);
+        // One line per block, blocks far apart: every block an entry of its own.
+        let mut n = 0u64;
+        let mut k = 0u64;
+        while FLUSHED.with(|f| f.borrow().is_empty()) {
+            for _ in 0..=k % 3 {
+                access(&mut s, HIGH + (k << 16), 3, true);
+                n += 1;
             }
-            line += 1;
+            k += 1;
         }
-        let got = lines_of(&s.recs[..s.hdr.count as usize]);
-        assert!(s.hdr.count as usize <= CHUNK_RECORDS);
-        // The chunk left at the last line's first access: every line before it is in
-        // the chunk, with both its accesses, and that line is all the table holds.
-        assert_eq!(s.len, 0);
-        let counted: u64 = got.iter().map(|g| g.1 as u64).sum();
-        assert_eq!(counted, s.seen - 2, "every earlier access is in the chunk");
-        assert_eq!(got.len() as u64, line - (HIGH >> LINE_SHIFT) - 1);
-        assert!(got.iter().all(|g| g.1 == 2));
         flush(&mut s);
-        let last = lines_of(&s.recs[..s.hdr.count as usize]);
-        assert_eq!(last, [(line - 1, 2, false)]);
+        let got = flushed();
+        let counted: u64 = per_line(&got).values().sum();
+        assert_eq!(counted, n, "every access is in a chunk");
+        assert_eq!(s.seen, n);
+        assert_eq!(per_line(&got).len() as u64, k);
+    }
+
+    #[test]
+    fn a_polled_line_collapses_once_it_is_hot() {
+        let _ = flushed();
+        let mut s = state(true);
+        let flag = HIGH + (5 << LINE_SHIFT);
+        let polls = HOT as u64 + 10 * WATCH_AFTER as u64;
+        for _ in 0..polls {
+            access(&mut s, flag, 3, false);
+        }
+        flush(&mut s);
+        let got = per_line(&flushed());
+        let counted = got[&flag];
+        // The first HOT reads count as they come; then WATCH_AFTER in a row start the
+        // watch, and the rest collapse.
+        assert!(
+            counted >= HOT as u64 && counted < HOT as u64 + 2 * WATCH_AFTER as u64,
+            "{counted}"
+        );
+        assert_eq!(s.seen, polls, "a collapsed read is still an access seen");
+        // Without the collapse, every read counts.
+        let mut s = state(false);
+        for _ in 0..polls {
+            access(&mut s, flag, 3, false);
+        }
+        flush(&mut s);
+        assert_eq!(per_line(&flushed())[&flag], polls);
     }
 }

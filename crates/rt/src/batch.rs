@@ -1,0 +1,50 @@
+//! The batch clock of `--model-only` (`crate::aggregate`): a helper thread ends every
+//! aggregating thread's batch each [`BATCH_NS`], so that the hot path counts nothing
+//! for it. It flips the per-thread mode word that `record` already loads to
+//! `window::MODE_PAUSE`, as `--window`'s helper does at a window's end; the thread's
+//! next access (off the hot path, `state::resolve_pause`) drains its table into its
+//! chunk, writes it and takes the mode of the current phase again.
+
+use crate::aggregate::BATCH_NS;
+use crate::quiet_thread::{self, Shape};
+use crate::state::{self, MODE_RECORD};
+use crate::window::{self, MODE_PAUSE};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Starts the batch clock when threads aggregate (in a forked child too: threads do
+/// not survive `fork`); without it, batches end only on misses and full chunks.
+pub fn start() {
+    if !state::AGGREGATE.load(Relaxed) {
+        return;
+    }
+    let Some(create) = window::real_create() else {
+        return;
+    };
+    extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
+        state::quiet(|| {
+            let mut next = state::now_ns();
+            loop {
+                next += BATCH_NS;
+                window::sleep_until(next);
+                // A helper woken late ends one batch, not every one it overslept.
+                next = next.max(state::now_ns());
+                state::flip_modes(MODE_RECORD, MODE_PAUSE);
+            }
+        })
+    }
+    let name = c"tdmap-batch";
+    // On a stack of its own in the runtime's data, not one libc maps: a mapping would
+    // move the program's later thread stacks, so that the same run would put its data
+    // at other addresses with `--model-only` than without (`tests/trace/model_only.rs`).
+    let stack = std::ptr::addr_of_mut!(STACK).cast::<u8>() as usize;
+    let shape = Shape::Stack(stack, std::mem::size_of::<Stack>());
+    let _ = quiet_thread::spawn(create, shape, main, std::ptr::null_mut(), name);
+}
+
+/// The helper's stack: room for libc's thread block and the program's static TLS too,
+/// which libc puts on a given stack (a program whose TLS does not fit gets no helper,
+/// and its batches end on misses and full chunks only). Never freed: the helper never
+/// ends, and a forked child's copy serves the child's helper.
+#[repr(C, align(4096))]
+struct Stack([u8; 1 << 20]);
+static mut STACK: Stack = Stack([0; 1 << 20]);

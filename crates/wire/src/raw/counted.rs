@@ -1,0 +1,346 @@
+//! Counted chunks (wire version 8, [`KIND_COUNTED`]): what an aggregating thread
+//! (`tdmap trace --model-only`, [`ENV_AGGREGATE`]) writes instead of an access chunk.
+//! After the chunk's [`TICKS`] clock words (only the first is read: when the chunk's
+//! first entry was written), its `count` words are entries, each starting with a tag
+//! word whose low bits say which:
+//!
+//! - a **block** (tag [`BLOCK`]): the tag word is the 4 KiB block's address with the
+//!   tag, and [`WIDE`] when its counts take 32 bits; then a word whose bit k says that
+//!   line k of the block was accessed; then the accesses to each of those lines, in
+//!   line order, four 16-bit counts to a word (two 32-bit ones when [`WIDE`]), the
+//!   first in the low bits;
+//! - a **line** (tag [`LINE`] in the low 6 bits): a block with one line accessed, in one
+//!   word: the line's address in bits 6 to 47 and its count (1 to 65,535) in bits 48 to
+//!   63 (a strided walk evicts such blocks at every access);
+//! - a **first touch** (the word [`FIRST`]): the first-touch record ([`pack`]) and its
+//!   CPU word ([`pack_cpu`]) follow, as in an access chunk.
+//!
+//! A block of 64 lines read 4 times each takes 18 words, where an access chunk took a
+//! record and a count word per line (128): the runtime packs them and `tdmap trace`
+//! reads them at an eighth of the cost, and the model takes each block's lines as one
+//! run on its page.
+
+#[allow(unused_imports)] // named in the docs
+use super::{pack, pack_cpu, ENV_AGGREGATE, KIND_COUNTED, TICKS};
+use super::{unpack, unpack_cpu};
+use crate::WireError;
+
+/// log2 of a block's bytes: 4 KiB, 64 lines of 64 bytes.
+pub const BLOCK_SHIFT: u32 = 12;
+/// Lines per block.
+pub const BLOCK_LINES: usize = 1 << (BLOCK_SHIFT - 6);
+/// Tag of a block entry.
+pub const BLOCK: u64 = 1;
+/// Flag of a block entry whose counts take 32 bits each.
+pub const WIDE: u64 = 2;
+/// Tag of a line entry.
+pub const LINE: u64 = 2;
+/// A first-touch entry's tag word.
+pub const FIRST: u64 = 4;
+/// The address bits of a line entry; its count is above them.
+const LINE_ADDR: u64 = ((1 << 48) - 1) & !63;
+/// Bits of a tag word that are tag and flags (a block's address has them clear).
+const TAG_BITS: u64 = (1 << BLOCK_SHIFT) - 1;
+/// Most words one block entry takes: every line, wide.
+pub const MAX_BLOCK_WORDS: usize = 2 + BLOCK_LINES / 2;
+/// Words a first-touch entry takes.
+pub const FIRST_WORDS: usize = 3;
+
+/// Writes the entry of block number `block`, whose lines with their bit set in `lines`
+/// had `counts[k]` accesses each (none 0), at the start of `out` (room for
+/// [`MAX_BLOCK_WORDS`]); returns the words written, 0 when `lines` is empty.
+#[inline]
+pub fn pack_block(block: u64, lines: u64, counts: &[u32; BLOCK_LINES], out: &mut [u64]) -> usize {
+    if lines == 0 {
+        return 0;
+    }
+    // The counts of the lines accessed, gathered in line order, then packed; a loop per
+    // line accessed, not per line of the block (a table evicts sparse blocks too).
+    let mut got = [0u32; BLOCK_LINES];
+    let (mut rest, mut m, mut any) = (lines, 0, 0);
+    while rest != 0 {
+        let c = counts[rest.trailing_zeros() as usize];
+        got[m] = c;
+        any |= c;
+        rest &= rest - 1;
+        m += 1;
+    }
+    let wide = any > u16::MAX as u32;
+    let first = (block << BLOCK_SHIFT) + ((lines.trailing_zeros() as u64) << 6);
+    if m == 1 && !wide && first & LINE_ADDR == first {
+        out[0] = first | LINE | (got[0] as u64) << 48;
+        return 1;
+    }
+    out[0] = (block << BLOCK_SHIFT) | BLOCK | if wide { WIDE } else { 0 };
+    out[1] = lines;
+    let per = if wide { 2 } else { 4 };
+    let words = m.div_ceil(per);
+    for (w, out) in out[2..2 + words].iter_mut().enumerate() {
+        let g = &got[w * per..];
+        *out = if wide {
+            g[0] as u64 | (g[1] as u64) << 32
+        } else {
+            g[0] as u64 | (g[1] as u64) << 16 | (g[2] as u64) << 32 | (g[3] as u64) << 48
+        };
+    }
+    2 + words
+}
+
+/// The bit of each line with a nonzero count in `counts`: what [`pack_block`] takes.
+pub fn lines_of(counts: &[u32; BLOCK_LINES]) -> u64 {
+    counts
+        .iter()
+        .enumerate()
+        .fold(0, |b, (k, &c)| b | ((c != 0) as u64) << k)
+}
+
+/// Writes a first-touch entry: the tag, the record and its CPU word.
+#[inline]
+pub fn pack_first(record: u64, cpu_word: u64) -> [u64; FIRST_WORDS] {
+    [FIRST, record, cpu_word]
+}
+
+/// One entry of a counted chunk, as [`walk_counted`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// `count` accesses to the 64-byte line at `addr`.
+    Line {
+        /// The line's address.
+        addr: u64,
+        /// Accesses the thread made to it.
+        count: u32,
+    },
+    /// The first touch of a page: its record, and the CPU the thread ran on (None when
+    /// a crash cut the CPU word off).
+    First {
+        /// The first-touch record ([`pack`]).
+        record: u64,
+        /// Its CPU word's CPU.
+        cpu: Option<u32>,
+    },
+}
+
+fn damaged(why: &str) -> WireError {
+    WireError::Malformed {
+        what: "counted chunk",
+        why: why.to_string(),
+    }
+}
+
+/// Gives each entry of a counted chunk's words (its ticks left out) to `f`, lines in
+/// order within a block; an error for damaged words (a reader takes the chunk as
+/// torn). A first-touch entry cut off at the chunk's end (a crash) keeps its record.
+#[inline]
+pub fn walk_counted(words: &[u64], mut f: impl FnMut(Counted)) -> Result<(), WireError> {
+    let mut i = 0;
+    while i < words.len() {
+        let tag = words[i];
+        match tag & TAG_BITS {
+            FIRST if tag == FIRST => {
+                let Some(&record) = words.get(i + 1) else {
+                    return Err(damaged("a first-touch entry without its record"));
+                };
+                if !unpack(record).first_touch {
+                    return Err(damaged(
+                        "a first-touch entry whose record is no first touch",
+                    ));
+                }
+                let cpu = words.get(i + 2).and_then(|&w| unpack_cpu(w));
+                f(Counted::First { record, cpu });
+                i += FIRST_WORDS;
+            }
+            _ if tag & 63 == LINE => {
+                let count = (tag >> 48) as u32;
+                if count == 0 {
+                    return Err(damaged("a line counted 0 times"));
+                }
+                f(Counted::Line {
+                    addr: tag & LINE_ADDR,
+                    count,
+                });
+                i += 1;
+            }
+            t if t & !WIDE == BLOCK => {
+                let wide = t & WIDE != 0;
+                let Some(&bits) = words.get(i + 1).filter(|&&b| b != 0) else {
+                    return Err(damaged("a block entry with no line"));
+                };
+                let (per, width) = if wide { (2, 32) } else { (4, 16) };
+                let lines = bits.count_ones() as usize;
+                let need = lines.div_ceil(per);
+                let Some(counts) = words.get(i + 2..i + 2 + need) else {
+                    return Err(damaged("a block entry cut short"));
+                };
+                let base = tag & !TAG_BITS;
+                let mask = if wide {
+                    u32::MAX as u64
+                } else {
+                    u16::MAX as u64
+                };
+                let (mut rest, mut k) = (bits, 0);
+                while rest != 0 {
+                    let line = rest.trailing_zeros() as u64;
+                    rest &= rest - 1;
+                    let count = ((counts[k / per] >> ((k % per) * width)) & mask) as u32;
+                    if count == 0 {
+                        return Err(damaged("a line counted 0 times"));
+                    }
+                    f(Counted::Line {
+                        addr: base + (line << 6),
+                        count,
+                    });
+                    k += 1;
+                }
+                i += 2 + need;
+            }
+            _ => return Err(damaged("an unknown entry tag")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::{pack, pack_cpu};
+
+    fn walk(words: &[u64]) -> Result<Vec<Counted>, WireError> {
+        let mut out = Vec::new();
+        walk_counted(words, |c| out.push(c))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn a_block_gives_back_each_line_it_counted() {
+        let mut counts = [0u32; BLOCK_LINES];
+        for (k, c) in [(0, 4), (5, 1), (6, 65_535), (63, 9), (40, 2)] {
+            counts[k] = c;
+        }
+        let mut out = [0u64; MAX_BLOCK_WORDS];
+        let n = pack_block(0x12345, lines_of(&counts), &counts, &mut out);
+        assert_eq!(n, 2 + 2, "five narrow counts take two words");
+        let got = walk(&out[..n]).unwrap();
+        let want: Vec<Counted> = (0..BLOCK_LINES)
+            .filter(|&k| counts[k] != 0)
+            .map(|k| Counted::Line {
+                addr: (0x12345 << 12) + 64 * k as u64,
+                count: counts[k],
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_count_above_16_bits_makes_the_block_wide() {
+        let mut counts = [3u32; BLOCK_LINES];
+        counts[17] = 70_000;
+        counts[63] = u32::MAX;
+        let mut out = [0u64; MAX_BLOCK_WORDS];
+        let n = pack_block(7, lines_of(&counts), &counts, &mut out);
+        assert_eq!(n, MAX_BLOCK_WORDS);
+        assert_ne!(out[0] & WIDE, 0);
+        let got: Vec<u32> = walk(&out[..n])
+            .unwrap()
+            .into_iter()
+            .map(|c| match c {
+                Counted::Line { count, .. } => count,
+                Counted::First { .. } => 0,
+            })
+            .collect();
+        assert_eq!(got, counts.to_vec());
+    }
+
+    #[test]
+    fn a_block_of_one_line_is_one_word() {
+        let mut counts = [0u32; BLOCK_LINES];
+        counts[9] = 65_535;
+        let mut out = [0u64; MAX_BLOCK_WORDS];
+        let block = (1u64 << 35) + 3;
+        assert_eq!(pack_block(block, lines_of(&counts), &counts, &mut out), 1);
+        let line = Counted::Line {
+            addr: (block << 12) + 9 * 64,
+            count: 65_535,
+        };
+        assert_eq!(walk(&out[..1]).unwrap(), [line]);
+        // Above 16 bits, or above 48 address bits: a block entry.
+        counts[9] = 65_536;
+        assert_eq!(pack_block(block, lines_of(&counts), &counts, &mut out), 3);
+        counts[9] = 1;
+        let high = 1u64 << 40;
+        assert_eq!(pack_block(high, lines_of(&counts), &counts, &mut out), 3);
+        assert_eq!(
+            walk(&out[..3]).unwrap(),
+            [Counted::Line {
+                addr: (high << 12) + 9 * 64,
+                count: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn an_empty_block_writes_nothing() {
+        let mut out = [0u64; MAX_BLOCK_WORDS];
+        assert_eq!(pack_block(1, 0, &[0; BLOCK_LINES], &mut out), 0);
+    }
+
+    #[test]
+    fn first_touches_and_blocks_come_in_order() {
+        let rec = pack(0x5008, 3, true, true);
+        let mut words = pack_first(rec, pack_cpu(3)).to_vec();
+        let mut counts = [0u32; BLOCK_LINES];
+        counts[1] = 2;
+        counts[2] = 1;
+        let mut out = [0u64; MAX_BLOCK_WORDS];
+        let n = pack_block(5, lines_of(&counts), &counts, &mut out);
+        words.extend_from_slice(&out[..n]);
+        // A crash cut the last entry's CPU word off.
+        words.extend_from_slice(&[FIRST, rec]);
+        assert_eq!(
+            walk(&words).unwrap(),
+            [
+                Counted::First {
+                    record: rec,
+                    cpu: Some(3)
+                },
+                Counted::Line {
+                    addr: 0x5040,
+                    count: 2
+                },
+                Counted::Line {
+                    addr: 0x5080,
+                    count: 1
+                },
+                Counted::First {
+                    record: rec,
+                    cpu: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn damaged_entries_are_refused() {
+        let rec = pack(0x5008, 3, true, true);
+        let mut counts = [0u32; BLOCK_LINES];
+        counts[2] = 1;
+        counts[3] = 1;
+        counts[4] = 1;
+        counts[5] = 1;
+        counts[6] = 1;
+        let mut block = [0u64; MAX_BLOCK_WORDS];
+        let n = pack_block(9, lines_of(&counts), &counts, &mut block);
+        for bad in [
+            vec![0u64],                                // no tag
+            vec![8],                                   // an unknown tag
+            vec![FIRST],                               // no record
+            vec![FIRST, pack(0x5008, 3, true, false)], // not a first touch
+            vec![BLOCK | (9 << 12), 0],                // no line
+            block[..n - 1].to_vec(),                   // counts cut off
+            vec![BLOCK | (9 << 12), 1, 0],             // a line counted 0 times
+            vec![LINE | (9 << 12)],                    // a line entry counted 0 times
+            vec![FIRST | 8, rec, pack_cpu(0)],         // a tag with stray bits
+        ] {
+            assert!(walk(&bad).is_err(), "{bad:x?}");
+        }
+    }
+}
