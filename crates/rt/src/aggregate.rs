@@ -50,6 +50,33 @@ pub struct Blocks {
     counts: [[u32; LINES]; BLOCKS],
 }
 
+/// The bit of each line with a nonzero count (`tdmap_wire::raw::lines_of`), four
+/// counts to a compare: a table evicts blocks of one line as often as full ones.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lines_of(counts: &[u32; LINES]) -> u64 {
+    use std::arch::x86_64::{__m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128};
+    use std::arch::x86_64::{_mm_movemask_ps, _mm_setzero_si128};
+    let mut zero = 0u64;
+    for (q, four) in counts.chunks_exact(4).enumerate() {
+        // SAFETY: SSE2 is part of x86_64; `four` is 4 u32s, 16 readable bytes, and the
+        // load takes any alignment.
+        let mask = unsafe {
+            let v = _mm_loadu_si128(four.as_ptr().cast::<__m128i>());
+            _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_setzero_si128())))
+        };
+        zero |= (mask as u64) << (4 * q);
+    }
+    !zero
+}
+
+/// The bit of each line with a nonzero count.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn lines_of(counts: &[u32; LINES]) -> u64 {
+    tdmap_wire::raw::lines_of(counts)
+}
+
 /// An entry's block and lines.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -79,7 +106,6 @@ impl Blocks {
             return None;
         }
         let k = (addr >> 6) as usize % LINES;
-        tag.lines |= 1 << k;
         let c = &mut self.counts[i][k];
         *c += 1;
         Some(*c)
@@ -115,11 +141,12 @@ impl Blocks {
     /// Empties entry `i` (below [`BLOCKS`]) into `out` as [`Blocks::install`] does.
     #[inline(always)]
     pub fn take(&mut self, i: usize, out: &mut [u64]) -> (usize, u64) {
-        let Tag { block, lines } = std::mem::replace(&mut self.tags[i], Tag { block: 0, lines: 0 });
+        let Tag { block, .. } = std::mem::replace(&mut self.tags[i], Tag { block: 0, lines: 0 });
         if block == 0 {
             return (0, 0);
         }
         let counts = &mut self.counts[i];
+        let lines = lines_of(counts);
         let n = pack_block(block - 1, lines, counts, out);
         let (mut rest, mut accesses) = (lines, 0);
         while rest != 0 {
@@ -183,7 +210,7 @@ mod tests {
     }
 
     /// (line address, accesses) of each line in `words`.
-    fn lines_of(words: &[u64]) -> Vec<(u64, u32)> {
+    fn lines_in(words: &[u64]) -> Vec<(u64, u32)> {
         let mut got = Vec::new();
         walk_counted(words, |c| {
             if let Counted::Line { addr, count } = c {
@@ -204,10 +231,21 @@ mod tests {
         access(&mut t, a + 64 * 3, &mut out);
         assert!(out.is_empty(), "hits write nothing");
         access(&mut t, b, &mut out);
-        assert_eq!(lines_of(&out), [(a, 5), (a + 192, 1)]);
+        assert_eq!(lines_in(&out), [(a, 5), (a + 192, 1)]);
         assert_eq!(t.hit(b), Some(2), "the new block counts on");
         assert_eq!(t.hit(a), None, "the old block is gone");
         assert_eq!(t.holding(b), Some(entry(b >> BLOCK_SHIFT)));
+    }
+
+    #[test]
+    fn lines_of_finds_each_nonzero_count() {
+        let mut counts = [0u32; LINES];
+        for (k, c) in [(0, 1), (5, 7), (31, u32::MAX), (32, 2), (63, 1 << 31)] {
+            counts[k] = c;
+        }
+        assert_eq!(lines_of(&counts), tdmap_wire::raw::lines_of(&counts));
+        assert_eq!(lines_of(&counts), 1 | 1 << 5 | 1 << 31 | 1 << 32 | 1 << 63);
+        assert_eq!(lines_of(&[0; LINES]), 0);
     }
 
     #[test]
@@ -225,7 +263,7 @@ mod tests {
         let total: u64 = want.values().map(|&n| n as u64).sum();
         let drained = drain(&mut t, &mut out);
         let mut got = std::collections::HashMap::new();
-        for (line, n) in lines_of(&out) {
+        for (line, n) in lines_in(&out) {
             *got.entry(line).or_insert(0) += n;
         }
         assert_eq!(got, want);

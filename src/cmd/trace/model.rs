@@ -215,6 +215,9 @@ impl Feed {
         addrs.clear();
         counts.clear();
         faults.clear();
+        // A word holds at most 4 lines' counts (a block's tag and bits take 2 more).
+        addrs.reserve(4 * words.len());
+        counts.reserve(4 * words.len());
         let mut split = None;
         let dec = &self.dec;
         // The reader checked the words.
