@@ -35,7 +35,7 @@ const _: () = assert!(1 << (BLOCK_SHIFT - 6) == LINES);
 /// checks the matrices against a trace's).
 pub const BATCH_NS: u64 = 4_000_000;
 /// A line's count from which its accesses leave the hot path (`state::lines::hot`):
-/// there the spin collapse's rule runs, and a count near `u32::MAX` is written out.
+/// there the spin collapse's rule runs, and a count near `u16::MAX` is written out.
 /// Few lines of ordinary loops get this many accesses in one batch; a polled flag gets
 /// them at once.
 pub const HOT: u32 = 256;
@@ -43,29 +43,36 @@ pub const HOT: u32 = 256;
 /// A thread's table of counted lines; all zeros (its mmap'd state) is empty.
 #[repr(C)]
 pub struct Blocks {
-    /// Each entry's block number + 1 (0 when empty), and the bit of each of its lines
-    /// accessed: one cache line holds both, which the hot path reads and writes anyway.
-    tags: [Tag; BLOCKS],
+    /// Each entry's block number + 1, 0 when empty.
+    tags: [u64; BLOCKS],
     /// Accesses counted to each line of each entry's block.
-    counts: [[u32; LINES]; BLOCKS],
+    /// 16 bits each: a block's counts take two cache lines, which a leaving block's scan
+    /// reads; a count near the limit leaves with its block (`state::lines::hot`).
+    counts: [[u16; LINES]; BLOCKS],
 }
 
-/// The bit of each line with a nonzero count (`tdmap_wire::raw::lines_of`), four
-/// counts to a compare: a table evicts blocks of one line as often as full ones.
+/// The bit of each line with a nonzero count (`tdmap_wire::raw::lines_of`), 16 counts
+/// to a compare: a table evicts blocks of one line as often as full ones.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn lines_of(counts: &[u32; LINES]) -> u64 {
-    use std::arch::x86_64::{__m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128};
-    use std::arch::x86_64::{_mm_movemask_ps, _mm_setzero_si128};
+fn lines_of(counts: &[u16; LINES]) -> u64 {
+    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi16, _mm_loadu_si128, _mm_movemask_epi8};
+    use std::arch::x86_64::{_mm_packs_epi16, _mm_setzero_si128};
     let mut zero = 0u64;
-    for (q, four) in counts.chunks_exact(4).enumerate() {
-        // SAFETY: SSE2 is part of x86_64; `four` is 4 u32s, 16 readable bytes, and the
-        // load takes any alignment.
+    for (q, sixteen) in counts.chunks_exact(16).enumerate() {
+        // SAFETY: SSE2 is part of x86_64; `sixteen` is 16 u16s, 32 readable bytes, and
+        // the loads take any alignment.
         let mask = unsafe {
-            let v = _mm_loadu_si128(four.as_ptr().cast::<__m128i>());
-            _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_setzero_si128())))
+            let p = sixteen.as_ptr().cast::<__m128i>();
+            let (lo, hi) = (_mm_loadu_si128(p), _mm_loadu_si128(p.add(1)));
+            let z = _mm_setzero_si128();
+            // Each count's compare (0 or -1 in 16 bits) packed to a byte, in order.
+            _mm_movemask_epi8(_mm_packs_epi16(
+                _mm_cmpeq_epi16(lo, z),
+                _mm_cmpeq_epi16(hi, z),
+            ))
         };
-        zero |= (mask as u64) << (4 * q);
+        zero |= (mask as u16 as u64) << (16 * q);
     }
     !zero
 }
@@ -73,18 +80,8 @@ fn lines_of(counts: &[u32; LINES]) -> u64 {
 /// The bit of each line with a nonzero count.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn lines_of(counts: &[u32; LINES]) -> u64 {
+fn lines_of(counts: &[u16; LINES]) -> u64 {
     tdmap_wire::raw::lines_of(counts)
-}
-
-/// An entry's block and lines.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Tag {
-    /// Block number + 1, 0 when empty.
-    block: u64,
-    /// Bit k: line k of the block was accessed (its count is not 0).
-    lines: u64,
 }
 
 /// The entry of `block`: a multiplicative hash, so that arrays a whole number of tables
@@ -101,29 +98,24 @@ impl Blocks {
     pub fn hit(&mut self, addr: u64) -> Option<u32> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
-        let tag = &mut self.tags[i];
-        if tag.block != block + 1 {
+        if self.tags[i] != block + 1 {
             return None;
         }
-        let k = (addr >> 6) as usize % LINES;
-        let c = &mut self.counts[i][k];
+        let c = &mut self.counts[i][(addr >> 6) as usize % LINES];
         *c += 1;
-        Some(*c)
+        Some(*c as u32)
     }
 
     /// The count of `addr`'s line, whose block the table holds.
     #[inline(always)]
-    pub fn count_mut(&mut self, addr: u64) -> &mut u32 {
+    pub fn count_mut(&mut self, addr: u64) -> &mut u16 {
         &mut self.counts[entry(addr >> BLOCK_SHIFT)][(addr >> 6) as usize % LINES]
     }
 
     /// Counts the first access to `addr`'s line, whose block was just installed.
     #[inline(always)]
     pub fn first(&mut self, addr: u64) {
-        let i = entry(addr >> BLOCK_SHIFT);
-        let k = (addr >> 6) as usize % LINES;
-        self.tags[i].lines |= 1 << k;
-        self.counts[i][k] = 1;
+        *self.count_mut(addr) = 1;
     }
 
     /// Puts `addr`'s block into its entry with no access counted; the block it evicts
@@ -134,14 +126,14 @@ impl Blocks {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
         let taken = self.take(i, out);
-        self.tags[i].block = block + 1;
+        self.tags[i] = block + 1;
         taken
     }
 
     /// Empties entry `i` (below [`BLOCKS`]) into `out` as [`Blocks::install`] does.
     #[inline(always)]
     pub fn take(&mut self, i: usize, out: &mut [u64]) -> (usize, u64) {
-        let Tag { block, .. } = std::mem::replace(&mut self.tags[i], Tag { block: 0, lines: 0 });
+        let block = std::mem::take(&mut self.tags[i]);
         if block == 0 {
             return (0, 0);
         }
@@ -161,12 +153,12 @@ impl Blocks {
     pub fn holding(&self, addr: u64) -> Option<usize> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
-        (self.tags[i].block == block + 1).then_some(i)
+        (self.tags[i] == block + 1).then_some(i)
     }
 
     /// Forgets every entry without writing it (a forked child's copy of its parent's).
     pub fn clear(&mut self) {
-        self.tags = [Tag { block: 0, lines: 0 }; BLOCKS];
+        self.tags = [0; BLOCKS];
         self.counts = [[0; LINES]; BLOCKS];
     }
 }
@@ -239,12 +231,23 @@ mod tests {
 
     #[test]
     fn lines_of_finds_each_nonzero_count() {
-        let mut counts = [0u32; LINES];
-        for (k, c) in [(0, 1), (5, 7), (31, u32::MAX), (32, 2), (63, 1 << 31)] {
+        let mut counts = [0u16; LINES];
+        for (k, c) in [
+            (0, 1),
+            (5, 7),
+            (15, 1 << 15),
+            (16, 3),
+            (31, u16::MAX),
+            (32, 2),
+            (63, 1 << 8),
+        ] {
             counts[k] = c;
         }
         assert_eq!(lines_of(&counts), tdmap_wire::raw::lines_of(&counts));
-        assert_eq!(lines_of(&counts), 1 | 1 << 5 | 1 << 31 | 1 << 32 | 1 << 63);
+        assert_eq!(
+            lines_of(&counts),
+            1 | 1 << 5 | 1 << 15 | 1 << 16 | 1 << 31 | 1 << 32 | 1 << 63
+        );
         assert_eq!(lines_of(&[0; LINES]), 0);
     }
 

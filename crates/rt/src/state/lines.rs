@@ -7,8 +7,8 @@ use super::{collapse_step, flush, now_ns, page_first, write_chunk, ThreadState, 
 use crate::aggregate::{self, HOT, MAX_BLOCK_WORDS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, FIRST_WORDS};
 
-/// A count this close to `u32::MAX` is written out and starts anew ([`hot`]).
-const COUNT_LIMIT: u32 = u32::MAX - 1;
+/// A count this close to `u16::MAX` leaves with its block ([`hot`]).
+const COUNT_LIMIT: u16 = u16::MAX - 1;
 
 /// One access of an aggregating thread, its whole hot path: its line's count in the
 /// table goes up. A hit checks nothing else: a block gets into the table only on a
@@ -300,5 +300,23 @@ mod tests {
         }
         flush(&mut s);
         assert_eq!(per_line(&flushed())[&flag], polls);
+    }
+
+    #[test]
+    fn a_count_at_its_limit_leaves_with_its_block_and_nothing_is_lost() {
+        let _ = flushed();
+        let mut s = state(false);
+        let (line, other) = (HIGH + (9 << LINE_SHIFT), HIGH + (10 << LINE_SHIFT));
+        let n = 3 * u16::MAX as u64 + 5;
+        for _ in 0..n {
+            access(&mut s, line, 3, false);
+        }
+        access(&mut s, other, 3, true);
+        flush(&mut s);
+        let got = flushed();
+        assert!(got.len() >= 4, "the block left three times before the end: {got:?}");
+        let lines = per_line(&got);
+        assert_eq!((lines[&line], lines[&other]), (n, 1));
+        assert_eq!(s.seen, n + 1);
     }
 }

@@ -50,7 +50,12 @@ pub const FIRST_WORDS: usize = 3;
 /// had `counts[k]` accesses each (none 0), at the start of `out` (room for
 /// [`MAX_BLOCK_WORDS`]); returns the words written, 0 when `lines` is empty.
 #[inline]
-pub fn pack_block(block: u64, lines: u64, counts: &[u32; BLOCK_LINES], out: &mut [u64]) -> usize {
+pub fn pack_block<C: Copy + Into<u32>>(
+    block: u64,
+    lines: u64,
+    counts: &[C; BLOCK_LINES],
+    out: &mut [u64],
+) -> usize {
     if lines == 0 {
         return 0;
     }
@@ -59,7 +64,7 @@ pub fn pack_block(block: u64, lines: u64, counts: &[u32; BLOCK_LINES], out: &mut
     let mut got = [0u32; BLOCK_LINES];
     let (mut rest, mut m, mut any) = (lines, 0, 0);
     while rest != 0 {
-        let c = counts[rest.trailing_zeros() as usize];
+        let c = counts[rest.trailing_zeros() as usize].into();
         got[m] = c;
         any |= c;
         rest &= rest - 1;
@@ -87,11 +92,11 @@ pub fn pack_block(block: u64, lines: u64, counts: &[u32; BLOCK_LINES], out: &mut
 }
 
 /// The bit of each line with a nonzero count in `counts`: what [`pack_block`] takes.
-pub fn lines_of(counts: &[u32; BLOCK_LINES]) -> u64 {
+pub fn lines_of<C: Copy + Into<u32>>(counts: &[C; BLOCK_LINES]) -> u64 {
     counts
         .iter()
         .enumerate()
-        .fold(0, |b, (k, &c)| b | ((c != 0) as u64) << k)
+        .fold(0, |b, (k, &c)| b | ((c.into() != 0) as u64) << k)
 }
 
 /// Writes a first-touch entry: the tag, the record and its CPU word.
@@ -280,7 +285,7 @@ mod tests {
     #[test]
     fn an_empty_block_writes_nothing() {
         let mut out = [0u64; MAX_BLOCK_WORDS];
-        assert_eq!(pack_block(1, 0, &[0; BLOCK_LINES], &mut out), 0);
+        assert_eq!(pack_block(1, 0, &[0u32; BLOCK_LINES], &mut out), 0);
     }
 
     #[test]
