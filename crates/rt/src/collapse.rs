@@ -174,9 +174,13 @@ impl Runs {
     }
 
     /// Starts watching the line of a run that [`Runs::begin`] started in `way`, as a
-    /// [`Read::Record`] with `watch` asks.
+    /// [`Read::Record`] with `watch` asks. A watched way holds its [`WATCH_AFTER`]
+    /// records, which [`Runs::read_fast`] relies on: the chunk that the watching record
+    /// filled may have left (`state::flush` empties the runs) between the decision and
+    /// this call, and the way then came back with no records counted.
     #[inline(always)]
     pub fn watch(&mut self, way: usize, line: u64) {
+        self.records[way] = WATCH_AFTER;
         start_watch(line, &mut self.gens[way]);
     }
 
@@ -201,6 +205,14 @@ impl Runs {
 
 /// Whether some thread watches `line`'s watch word, so that [`wrote`] would end runs: a
 /// write to a line of an unwatched word changes nothing.
+/// Clears `line`'s watch word, as if no thread had watched a line of its slot: for
+/// tests that record the same accesses twice and compare, since the watch words are
+/// shared and a first recording's watches would change the second's.
+#[cfg(test)]
+pub fn forget(line: u64) {
+    slot(line).store(0, Relaxed);
+}
+
 #[inline(always)]
 pub fn watched(line: u64) -> bool {
     slot(line).load(Relaxed) & 1 == 1

@@ -314,7 +314,10 @@ mod tests {
         access(&mut s, other, 3, true);
         flush(&mut s);
         let got = flushed();
-        assert!(got.len() >= 4, "the block left three times before the end: {got:?}");
+        assert!(
+            got.len() >= 4,
+            "the block left three times before the end: {got:?}"
+        );
         let lines = per_line(&got);
         assert_eq!((lines[&line], lines[&other]), (n, 1));
         assert_eq!(s.seen, n + 1);

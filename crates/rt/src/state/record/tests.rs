@@ -274,6 +274,10 @@ fn recorded_by(
     touched_before: u64,
 ) -> (Vec<(u32, u64, Vec<u64>)>, u64) {
     test_bitmap()[(KNOWN_PAGE / 64) as usize].store(touched_before, Ordering::Relaxed);
+    // Each recording starts from unwatched lines, whatever the one before it watched.
+    for &(a, _, _) in accesses {
+        crate::collapse::forget(a >> LINE_SHIFT);
+    }
     let mut s = fresh_state(false, true);
     for &(a, log2, w) in accesses {
         f(&mut s, a, log2, w);
