@@ -10,30 +10,37 @@
 //! may leave the table before its batch ends (its block evicted, a count near its
 //! limit): its later accesses then make a record of their own, which the model adds.
 //!
-//! Where a batch ends: where the blocks its table evicted fill the thread's chunk (as an
-//! access chunk's records did); where the runtime's batch clock (`crate::batch`) flips every aggregating thread's
-//! mode, every [`BATCH_NS`]: the thread's next access drains its table into its chunk
-//! and writes it (`state::resolve_pause`), so the hot path counts nothing for it; also
-//! at the thread's end, and before the thread's first first-touch record, whose CPU
-//! tells `--model-only` the thread's node.
+//! Where a batch ends (the table drained into the chunk and the chunk written): when
+//! the thread has run [`BATCH_CPU_NS`] of CPU time since the last one ended (the
+//! runtime's batch clock, `crate::batch`, a helper thread that flips the thread's mode
+//! word, which the hot path reads anyway, so the hot path counts nothing for it); where
+//! the blocks its table evicted fill its chunk; when a window closes
+//! (`state::resolve_pause`); at the thread's end; and before the thread's first
+//! first-touch record, whose CPU tells `--model-only` the thread's node.
 //!
 //! Why blocks of lines: a block's 64 counts are reached from one tag, so a thread that
 //! streams through memory misses once per 4 KiB instead of once per line, and the table
-//! holds [`BLOCKS`] × 64 lines (512 KiB of data) for the cost of [`BLOCKS`] tags.
+//! holds [`BLOCKS`] × 64 lines (4 MiB of data) for the cost of [`BLOCKS`] tags.
 
 pub use tdmap_wire::raw::MAX_BLOCK_WORDS;
 use tdmap_wire::raw::{pack_block, BLOCK_LINES as LINES};
 
-/// Blocks a thread counts at once: a power of two.
-pub const BLOCKS: usize = 128;
+/// Blocks a thread counts at once: a power of two. 136 KiB a thread (16-bit counts).
+/// Measured (lines written per access, 8 threads, 128 / 512 / 1,024 / 2,048 blocks):
+/// `stencil3d 8 35` 0.063 / 0.042 / 0.041 / 0.041, `cg 8 104` 0.121 / 0.098 / 0.096 /
+/// 0.091, `fft 8 128` 0.040 / 0.035 / 0.031 / 0.029; streaming loops (pairs 0.25,
+/// pipeline 0.125) touch each line once whatever the size.
+pub const BLOCKS: usize = 1024;
 /// log2 of a block's bytes: the wire's blocks (`tdmap_wire::raw::walk_counted`).
 const BLOCK_SHIFT: u32 = 12;
 const _: () = assert!(1 << (BLOCK_SHIFT - 6) == LINES);
-/// Length of a batch: long enough that a line a loop reuses makes one record per batch
-/// rather than one per reuse, short enough that the model sees the threads' accesses
-/// interleaved about as finely as a trace's chunks do (`tests/trace/model_only.rs`
-/// checks the matrices against a trace's).
-pub const BATCH_NS: u64 = 4_000_000;
+/// A thread's CPU time in a batch (`crate::batch`): long enough that a line a loop
+/// reuses makes one entry per batch rather than one per reuse, short enough that the
+/// model sees the threads' accesses interleaved about as finely as a trace's chunks do
+/// (`tests/trace/model_only.rs` checks the matrices against a trace's). CPU time, not
+/// the wall clock: a thread that the machine's load keeps waiting must not make larger
+/// batches than one that runs.
+pub const BATCH_CPU_NS: u64 = 4_000_000;
 /// A line's count from which its accesses leave the hot path (`state::lines::hot`):
 /// there the spin collapse's rule runs, and a count near `u16::MAX` is written out.
 /// Few lines of ordinary loops get this many accesses in one batch; a polled flag gets

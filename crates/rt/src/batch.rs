@@ -1,15 +1,20 @@
-//! The batch clock of `--model-only` (`crate::aggregate`): a helper thread ends every
-//! aggregating thread's batch each [`BATCH_NS`], so that the hot path counts nothing
-//! for it. It flips the per-thread mode word that `record` already loads to
+//! The batch clock of `--model-only` (`crate::aggregate`): a helper thread ends each
+//! aggregating thread's batch once the thread has run [`BATCH_CPU_NS`] of CPU time
+//! since the last one ended (its own CPU clock, so that batches follow each thread's
+//! progress however the machine's load schedules the threads), and the hot path counts
+//! nothing for it. It flips the per-thread mode word that `record` already loads to
 //! `window::MODE_PAUSE`, as `--window`'s helper does at a window's end; the thread's
 //! next access (off the hot path, `state::resolve_pause`) drains its table into its
 //! chunk, writes it and takes the mode of the current phase again.
 
-use crate::aggregate::BATCH_NS;
+use crate::aggregate::BATCH_CPU_NS;
 use crate::quiet_thread::{self, Shape};
-use crate::state::{self, MODE_RECORD};
-use crate::window::{self, MODE_PAUSE};
+use crate::state;
+use crate::window;
 use std::sync::atomic::Ordering::Relaxed;
+
+/// How often the helper reads the threads' CPU clocks (a system call per thread).
+const TICK_NS: u64 = BATCH_CPU_NS / 4;
 
 /// Starts the batch clock when threads aggregate (in a forked child too: threads do
 /// not survive `fork`); without it, batches end only on misses and full chunks.
@@ -24,11 +29,11 @@ pub fn start() {
         state::quiet(|| {
             let mut next = state::now_ns();
             loop {
-                next += BATCH_NS;
+                next += TICK_NS;
                 window::sleep_until(next);
-                // A helper woken late ends one batch, not every one it overslept.
+                // A helper woken late reads the clocks once, not once per tick it overslept.
                 next = next.max(state::now_ns());
-                state::flip_modes(MODE_RECORD, MODE_PAUSE);
+                state::end_batches(BATCH_CPU_NS);
             }
         })
     }

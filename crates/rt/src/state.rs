@@ -68,6 +68,11 @@ pub struct ThreadState {
     /// Accesses seen, but for a recording thread's accesses in its current chunk
     /// ([`ThreadState::seen`]), which `flush` adds: so that the hot path counts nothing.
     seen: u64,
+    /// The thread's kernel id, whose CPU clock the batch clock reads (`crate::batch`).
+    tid: AtomicU32,
+    /// The thread's CPU time in ns when the batch clock last ended its batch (the
+    /// clock's own field).
+    batch_cpu: AtomicU64,
     /// The page size minus 1 (`page_shift`'s): two addresses whose xor is at most this
     /// lie on one page.
     page_low: u64,
@@ -550,6 +555,9 @@ pub fn register_current() -> *mut ThreadState {
     s.last_page = u64::MAX;
     s.page_shift = PAGE_SHIFT.load(Ordering::Relaxed);
     s.settle();
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+    s.tid.store(tid, Ordering::Relaxed);
     let mut head = ALL.load(Ordering::Acquire);
     loop {
         s.next = head;
@@ -560,9 +568,7 @@ pub fn register_current() -> *mut ThreadState {
     }
     current::set(st);
     crate::init::watch_thread_exit(st.cast());
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
-    write_marker(wire::KIND_THREAD, id, tid);
+    write_marker(wire::KIND_THREAD, id, tid as u64);
     st
 }
 
@@ -641,8 +647,51 @@ pub fn restart_in_child(mode: u8) {
     s.dead.store(false, Ordering::Relaxed);
     s.mode.store(mode, Ordering::Relaxed);
     // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
-    write_marker(wire::KIND_THREAD, 0, tid);
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+    s.tid.store(tid, Ordering::Relaxed);
+    s.batch_cpu.store(0, Ordering::Relaxed);
+    write_marker(wire::KIND_THREAD, 0, tid as u64);
+}
+
+/// Ends the batch of every aggregating thread that ran `every` ns of CPU time since the
+/// last one ended (`crate::batch`): flips its mode to [`MODE_PAUSE`], which its next
+/// access resolves (`resolve_pause`: its table drained, its chunk written).
+pub(crate) fn end_batches(every: u64) {
+    for_each(|st| {
+        // SAFETY: registry states are never freed; only their atomic fields are touched
+        // here, and `aggregate`, which never changes once the state is published.
+        let (aggregate, tid, last, mode) =
+            unsafe { ((*st).aggregate, &(*st).tid, &(*st).batch_cpu, &(*st).mode) };
+        if !aggregate || mode.load(Ordering::Relaxed) != MODE_RECORD {
+            return;
+        }
+        let Some(cpu) = thread_cpu_ns(tid.load(Ordering::Relaxed)) else {
+            return;
+        };
+        let since = last.load(Ordering::Relaxed);
+        if since == 0 {
+            // A thread's first batch starts when the clock first sees it: the main
+            // thread's CPU time so far is the program's start, not its batch.
+            last.store(cpu.max(1), Ordering::Relaxed);
+        } else if cpu >= since + every {
+            last.store(cpu, Ordering::Relaxed);
+            let _ =
+                mode.compare_exchange(MODE_RECORD, MODE_PAUSE, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    });
+}
+
+/// The CPU time in ns that thread `tid` of this process has run, None once it is gone.
+fn thread_cpu_ns(tid: u32) -> Option<u64> {
+    // Linux's clock of one thread's CPU time: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
+    let clock = ((!tid) << 3 | 6) as libc::clockid_t;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; a clock id of a gone thread gives EINVAL.
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// Stops recording in every thread without writing anything (write failure, fork child).
