@@ -218,6 +218,7 @@ impl SharingModel {
         let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
         let mut own = (0u64, 0u64);
+        let mut pend = Pending::default();
         let (mut i, mut total) = (0, 0u64);
         while i < addrs.len() {
             let page = addrs[i] >> shift;
@@ -240,6 +241,7 @@ impl SharingModel {
                         row_acc,
                         row_amt,
                         &mut own,
+                        &mut pend,
                     );
                     (last, m) = (at, 0);
                 }
@@ -254,10 +256,12 @@ impl SharingModel {
                 row_acc,
                 row_amt,
                 &mut own,
+                &mut pend,
             );
             self.table.bump_run(p, node, on_page as usize);
             total += on_page;
         }
+        pend.flush(row_acc, row_amt);
         row_acc[t as usize] += own.0;
         row_amt[t as usize] += own.1;
         total
@@ -368,6 +372,7 @@ impl SharingModel {
 /// thread joins them (or becomes MRU), each access counts a sharing event with every
 /// other sharer (else a private one, kept in `own`), and a newcomer adds `sbs` bytes of
 /// shared amount once (trace paper §III-B; kMAF §3.2).
+#[allow(clippy::too_many_arguments)] // the batch's registers, passed down a hot loop
 #[inline(always)]
 fn events<const ALL: bool>(
     slots: &mut [u16],
@@ -377,7 +382,25 @@ fn events<const ALL: bool>(
     row_acc: &mut [u64],
     row_amt: &mut [u64],
     own: &mut (u64, u64),
+    pend: &mut Pending,
 ) {
+    if ALL && slots.len() == 1 {
+        // Up to 16 threads: the other sharers are one word, and lines with the same
+        // ones (most of a batch) add to one pending sum rather than to each sharer's row.
+        let joined = sbs * !join(slots, t) as u64;
+        let others = slots[0] & !(1 << (t % 16));
+        if others == 0 {
+            own.0 += m;
+            own.1 += joined;
+        } else if others == pend.others {
+            pend.m += m;
+            pend.joined += joined;
+        } else {
+            pend.flush(row_acc, row_amt);
+            *pend = Pending { others, m, joined };
+        }
+        return;
+    }
     let was_sharer = if ALL {
         join(slots, t)
     } else {
@@ -397,6 +420,31 @@ fn events<const ALL: bool>(
     if !shared {
         own.0 += m;
         own.1 += joined;
+    }
+}
+
+/// Sharing events of one batch not yet added to the rows: `m` accesses, `joined` bytes
+/// newly shared, with each thread of `others` (a sharer bitset of up to 16 threads). The
+/// sums are the same in any order, so lines with the same other sharers add here, and
+/// each of their sharers' rows once per run of them.
+#[derive(Default)]
+struct Pending {
+    others: u16,
+    m: u64,
+    joined: u64,
+}
+
+impl Pending {
+    /// Adds the pending events to each sharer's rows and empties them.
+    #[inline(always)]
+    fn flush(&mut self, row_acc: &mut [u64], row_amt: &mut [u64]) {
+        let mut x = std::mem::take(&mut self.others);
+        while x != 0 {
+            let u = x.trailing_zeros() as usize;
+            row_acc[u] += self.m;
+            row_amt[u] += self.joined;
+            x &= x - 1;
+        }
     }
 }
 

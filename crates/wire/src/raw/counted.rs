@@ -135,7 +135,7 @@ fn damaged(why: &str) -> WireError {
 /// Gives each entry of a counted chunk's words (its ticks left out) to `f`, lines in
 /// order within a block; an error for damaged words (a reader takes the chunk as
 /// torn). A first-touch entry cut off at the chunk's end (a crash) keeps its record.
-#[inline]
+#[inline(always)]
 pub fn walk_counted(words: &[u64], mut f: impl FnMut(Counted)) -> Result<(), WireError> {
     let mut i = 0;
     while i < words.len() {
