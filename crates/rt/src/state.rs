@@ -85,7 +85,6 @@ pub struct ThreadState {
     no_runs: bool,
     /// log2 of the page size ([`PAGE_SHIFT`] when the thread registered).
     page_shift: u32,
-    blocks: Blocks,
     /// An aggregating thread's first first touch was recorded: its node is known.
     node_known: bool,
     dead: AtomicBool,
@@ -94,6 +93,9 @@ pub struct ThreadState {
     last_page: u64,
     filtered: u64,
     next: *mut ThreadState,
+    /// An aggregating thread's table (136 KiB), last: the recording path's fields stay
+    /// together before it.
+    blocks: Blocks,
 }
 
 impl ThreadState {
