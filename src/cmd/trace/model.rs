@@ -185,14 +185,7 @@ impl Feed {
                     // the runtime aggregated, as many times as its count.
                     let split = self.dec.side(&c, &mut faults, &mut repeats).accesses;
                     Decoder::counted(&c, &mut addrs, &mut counts);
-                    self.records += addrs.len() as u64;
-                    self.model
-                        .accesses_counted(t, &addrs[..split], &counts[..split])?;
-                    if !faults.is_empty() {
-                        self.first_touches(t, &faults)?;
-                        self.model
-                            .accesses_counted(t, &addrs[split..], &counts[split..])?;
-                    }
+                    self.batch(t, &addrs, &counts, split, &faults)?;
                 }
             }
         }
@@ -241,8 +234,21 @@ impl Feed {
             let addr = wire::unpack(record).addr;
             faults.push(self.dec.fault(t, addr, cpu.unwrap_or(u32::MAX)));
         }
+        self.batch(t, addrs, counts, split.unwrap_or(addrs.len()), faults)
+    }
+
+    /// Feeds one chunk's counted accesses of thread `t`: those up to `split` (the
+    /// first first touch included) on the node the thread had, then its first touches
+    /// `faults`, which may tell its node, then the rest.
+    fn batch(
+        &mut self,
+        t: u32,
+        addrs: &[u64],
+        counts: &[u32],
+        split: usize,
+        faults: &[Fault],
+    ) -> Result<()> {
         self.records += addrs.len() as u64;
-        let split = split.unwrap_or(addrs.len());
         self.model
             .accesses_counted(t, &addrs[..split], &counts[..split])?;
         if !faults.is_empty() {
