@@ -94,7 +94,7 @@ fn lines_of(counts: &[u16; LINES]) -> u64 {
 /// The entry of `block`: a multiplicative hash, so that arrays a whole number of tables
 /// apart (large allocations are page-aligned) do not evict each other at every access.
 #[inline(always)]
-pub fn entry(block: u64) -> usize {
+fn entry(block: u64) -> usize {
     (block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BLOCKS.trailing_zeros())) as usize
 }
 

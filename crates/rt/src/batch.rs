@@ -17,7 +17,8 @@ use std::sync::atomic::Ordering::Relaxed;
 const TICK_NS: u64 = BATCH_CPU_NS / 4;
 
 /// Starts the batch clock when threads aggregate (in a forked child too: threads do
-/// not survive `fork`); without it, batches end only on misses and full chunks.
+/// not survive `fork`); without it, batches end only on full chunks, the thread's first
+/// first touch, windows and the thread's end.
 pub fn start() {
     if !state::AGGREGATE.load(Relaxed) {
         return;
@@ -48,7 +49,7 @@ pub fn start() {
 
 /// The helper's stack: room for libc's thread block and the program's static TLS too,
 /// which libc puts on a given stack (a program whose TLS does not fit gets no helper,
-/// and its batches end on misses and full chunks only). Never freed: the helper never
+/// and its batches end as [`start`] says). Never freed: the helper never
 /// ends, and a forked child's copy serves the child's helper.
 #[repr(C, align(4096))]
 struct Stack([u8; 1 << 20]);

@@ -34,18 +34,18 @@ pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool
 #[inline(never)]
 extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
     let line = addr >> LINE_SHIFT;
-    let Some(run) = collapse_step(s, line, write) else {
-        *s.blocks.count_mut(addr) -= 1;
-        return;
-    };
-    if let Some((way, w)) = run {
+    let run = collapse_step(s, line, write);
+    if let Some(Some((way, w))) = run {
         s.runs.end(way);
         s.runs.begin(way, line, 0);
         if w {
             s.runs.watch(way, line);
         }
     }
-    if *s.blocks.count_mut(addr) >= COUNT_LIMIT {
+    let c = s.blocks.count_mut(addr);
+    if run.is_none() {
+        *c -= 1;
+    } else if *c >= COUNT_LIMIT {
         // The block leaves; its next access installs it anew.
         if let Some(i) = s.blocks.holding(addr) {
             take(s, i);
