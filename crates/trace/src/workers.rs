@@ -9,28 +9,17 @@ use crate::chunk::{encode_faults, encode_repeats};
 use crate::codec::{self, Kind};
 use crate::symbols::Symbols;
 use crate::types::{Access, Fault, ProcessInfo, ThreadInfo, TraceStatus};
-use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Mutex;
 
-/// zstd level. Measured on delta-coded strided addresses, level 3 finds the long runs
-/// that level 1 cuts into short matches: 44 instead of 264 bytes per 4096 accesses,
-/// faster to compress and over 10× faster to decompress. Still so with V5's varints: a
-/// stencil3d trace rewritten at level 1 (`examples/recode.rs`) was 2.3× larger and
-/// took no less CPU time.
-pub(crate) const LEVEL: i32 = 3;
-/// zstd level for the address stream of a thread whose addresses compress poorly (random
-/// access, as `cginit` makes): there level 3's longer search finds little and was a third
-/// of the tracer's CPU time; level 1 took 40 % less time for 8 % more bytes. Streams that
-/// compress well keep level 3, which pays on them (`cg` at level 1: twice the bytes for
-/// the same time).
-const FAST_LEVEL: i32 = 1;
-/// An address stream that level 3 leaves above this fraction of its raw size (1/POOR)
-/// compresses poorly: its thread's next ones go at [`FAST_LEVEL`].
-const POOR: usize = 4;
-/// Address streams of a poorly compressing thread at [`FAST_LEVEL`] between two at
-/// [`LEVEL`], which tell whether its addresses became regular again.
-const PROBE_EVERY: u32 = 8;
+/// zstd level, for every stream. Level 3 once paid: on delta-coded strided addresses
+/// it found the long runs that level 1 cut into short matches, and a thread whose
+/// addresses compressed poorly (random access, as `cginit` makes) went to level 1 between
+/// probes at level 3. Since trace format 6 a regular stream is a few symbols per
+/// thousand accesses: on the 11 programs of `make bench-trace` level 1 wrote 0-11 % more
+/// bytes than level 3 (mg +11 %, cg +0.2 %, cginit +1 %; median 0.016 B/access either
+/// way) and the whole `tdmap trace` took 3-7 % less CPU time (docs/bench-trace.md).
+pub(crate) const LEVEL: i32 = 1;
 
 /// Events of one frame, still to be compressed by a worker.
 pub(crate) enum Batch {
@@ -67,9 +56,6 @@ pub(crate) struct Pool {
     /// Spare frame buffers, returned by the workers once compressed and taken by the
     /// appenders, so that encoding writes into memory already mapped.
     spare: Mutex<Vec<Symbols>>,
-    /// The threads whose addresses compress poorly, with how many more of their address
-    /// streams go at [`FAST_LEVEL`] before the next at [`LEVEL`].
-    poor: Mutex<HashMap<u32, u32>>,
 }
 
 /// Spare buffers kept: one per queued batch and worker, more only churn memory.
@@ -91,28 +77,6 @@ impl Pool {
             c.push(a.addr, a.size, a.write, a.time);
         }
         c
-    }
-
-    /// Whether `thread`'s next address stream goes at [`FAST_LEVEL`].
-    fn fast(&self, thread: u32) -> bool {
-        let mut poor = self.poor.lock().unwrap_or_else(|e| e.into_inner());
-        match poor.get_mut(&thread) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Notes how `thread`'s address stream of `raw` bytes compressed at [`LEVEL`].
-    fn compressed(&self, thread: u32, raw: usize, bytes: usize) {
-        let mut poor = self.poor.lock().unwrap_or_else(|e| e.into_inner());
-        if bytes * POOR > raw {
-            poor.insert(thread, PROBE_EVERY);
-        } else {
-            poor.remove(&thread);
-        }
     }
 
     fn give(&self, c: Box<Symbols>) {
@@ -138,16 +102,13 @@ pub(crate) fn encode_jobs(
     pool: &Pool,
 ) {
     let mut buf = Scratch::default();
-    // Without it, every stream goes at LEVEL.
-    let mut fast = zstd::bulk::Compressor::new(FAST_LEVEL).ok();
     loop {
         let Ok((seq, job)) = rx.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
             return;
         };
         let out = match job {
             Job::Frame { thread, batch } => {
-                let comps = (&mut comp, fast.as_mut());
-                let done = encode_frame(comps, &mut buf, thread, &batch, pool);
+                let done = encode_frame(&mut comp, &mut buf, thread, &batch);
                 if let Batch::Accesses(c, _) = batch {
                     pool.give(c);
                 }
@@ -166,11 +127,10 @@ pub(crate) fn encode_jobs(
 /// The bytes of one batch's frames: a repeats frame first for collapsed reads, then the
 /// accesses or faults frame.
 fn encode_frame(
-    (comp, fast): (&mut Compressor, Option<&mut Compressor>),
+    comp: &mut Compressor,
     buf: &mut Scratch,
     thread: u32,
     batch: &Batch,
-    pool: &Pool,
 ) -> std::io::Result<Done> {
     let mut bytes = Vec::new();
     let (kind, count) = match batch {
@@ -180,17 +140,12 @@ fn encode_frame(
                 let split = Kind::Repeats.first_stream(r.len() as u32);
                 let (first, second) = raw.split_at(split);
                 let f = (Kind::Repeats, thread, r.len() as u32, 0);
-                frame_bytes((comp, None), &mut buf.comp, &mut bytes, f, first, second)?;
+                frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
             }
             let count = c.len() as u32;
             let f = (Kind::Accesses, thread, count, c.flags());
-            let fast = fast.filter(|_| pool.fast(thread));
-            let probed = fast.is_none();
             let (first, second) = c.streams();
-            let n = frame_bytes((comp, fast), &mut buf.comp, &mut bytes, f, first, second)?;
-            if probed {
-                pool.compressed(thread, first.len(), n);
-            }
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
             (Kind::Accesses, count)
         }
         Batch::Faults(faults) => {
@@ -198,7 +153,7 @@ fn encode_frame(
             let count = faults.len() as u32;
             let (first, second) = raw.split_at(Kind::Faults.first_stream(count));
             let f = (Kind::Faults, thread, count, flags);
-            frame_bytes((comp, None), &mut buf.comp, &mut bytes, f, first, second)?;
+            frame_bytes(comp, &mut buf.comp, &mut bytes, f, first, second)?;
             (Kind::Faults, count)
         }
     };
@@ -213,32 +168,25 @@ fn encode_frame(
 /// Appends a whole frame, head and payload, to `out`: two zstd streams, the first one's
 /// length in front (the address column of event frames, which a reader that wants
 /// addresses only decompresses alone). `f` is (kind, thread, records, flags); `scratch`
-/// holds the compressed streams on their way. The first stream goes through `fast` if
-/// given, the rest through `comp`. Returns the first stream's compressed length.
+/// holds the compressed streams on their way.
 pub(crate) fn frame_bytes(
-    (comp, mut fast): (&mut Compressor, Option<&mut Compressor>),
+    comp: &mut Compressor,
     scratch: &mut Vec<u8>,
     out: &mut Vec<u8>,
     f: (Kind, u32, u32, u8),
     first: &[u8],
     second: &[u8],
-) -> std::io::Result<usize> {
+) -> std::io::Result<()> {
     let (kind, thread, count, flags) = f;
     let at = out.len();
     out.resize(at + codec::FRAME_HEADER + 4, 0);
-    let mut first_len = 0;
     for (i, raw) in [first, second].into_iter().enumerate() {
         scratch.clear();
         scratch.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        let c = match fast.as_deref_mut() {
-            Some(f) if i == 0 => f,
-            _ => &mut *comp,
-        };
-        let n = c.compress_to_buffer(raw, scratch)?;
+        let n = comp.compress_to_buffer(raw, scratch)?;
         if i == 0 {
             let len_at = at + codec::FRAME_HEADER;
             out[len_at..len_at + 4].copy_from_slice(&(n as u32).to_le_bytes());
-            first_len = n;
         }
         out.extend_from_slice(&scratch[..n]);
     }
@@ -246,32 +194,8 @@ pub(crate) fn frame_bytes(
     let payload = &out[at + codec::FRAME_HEADER..];
     let head = codec::encode_frame_head(kind, thread, count, flags, raw_len, payload);
     out[at..at + codec::FRAME_HEADER].copy_from_slice(&head);
-    Ok(first_len)
+    Ok(())
 }
 
-/// A zstd compressor as the writer keeps them, one per worker and level.
+/// A zstd compressor as the writer keeps them, one per worker.
 pub(crate) type Compressor = zstd::bulk::Compressor<'static>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A thread whose addresses compress poorly gets the fast level for its next
-    /// PROBE_EVERY address streams, then one at LEVEL again to look; other threads keep
-    /// LEVEL.
-    #[test]
-    fn poorly_compressing_threads_go_fast_between_probes() {
-        let pool = Pool::default();
-        assert!(!pool.fast(3));
-        pool.compressed(3, 1000, 300);
-        for _ in 0..PROBE_EVERY {
-            assert!(!pool.fast(4));
-            assert!(pool.fast(3));
-        }
-        assert!(!pool.fast(3), "a probe at LEVEL");
-        pool.compressed(3, 1000, 300);
-        assert!(pool.fast(3), "still poor");
-        pool.compressed(3, 1000, 10);
-        assert!(!pool.fast(3), "regular again");
-    }
-}

@@ -354,14 +354,7 @@ impl Background {
         let mut bytes = Vec::new();
         let mut scratch = Vec::new();
         let f = (kind, thread, count, flags);
-        frame_bytes(
-            (&mut self.comp, None),
-            &mut scratch,
-            &mut bytes,
-            f,
-            first,
-            second,
-        )?;
+        frame_bytes(&mut self.comp, &mut scratch, &mut bytes, f, first, second)?;
         self.out.append(&bytes)?;
         self.pos += bytes.len() as u64;
         Ok(())
