@@ -345,18 +345,23 @@ pub fn in_runtime() -> bool {
     RANGE_BUSY.with(Cell::get) || !crate::init::is_on()
 }
 
-/// Records between two `sched_yield` calls of a recording thread. A program traced with
-/// more threads than CPUs (8 threads on this 2-CPU machine, say) runs each thread for
-/// whole scheduler slices, and the trace, which every replay merges in time order, then
-/// shows each thread's work in bursts that a machine with a core per thread never runs:
-/// on `fft 8 32 4` the bursts made SAMMU's Eq. 6 move pages after each one (1.24 of os;
-/// 0.95-0.96 with the yields, 5 traces). Yielding at every 4,096th record interleaves the
-/// runnable threads at that grain (`tests/trace/interleave.rs`); with a CPU free the call
-/// returns at once, and the CPU time of tracing did not change measurably. A polling
-/// thread, whose reads are collapsed and so make no records, yields at every 4,096th
+/// Positions between two `sched_yield` calls of a recording thread: one chunk, so it
+/// yields at each chunk's first position. A program traced with more threads than CPUs
+/// (8 threads on this 2-CPU machine, say) runs each thread for whole scheduler slices,
+/// and the trace, which every replay merges in time order, then shows each thread's work
+/// in bursts that a machine with a core per thread never runs: on `fft 8 32 4` the bursts
+/// made SAMMU's Eq. 6 move pages after each one (1.24 of os; 0.95-0.96 with yields every
+/// 4,096 records, 5 traces). Yielding interleaves the runnable threads at this grain
+/// (`tests/trace/interleave.rs`); with a CPU free the call returns at once. With more
+/// threads than CPUs each yield is a context switch, which the predicted chunks (a few
+/// ns per access) made a part of tracing's CPU time: at 4,096 positions, as before, it
+/// cost 3-10 % on the bench's programs. At 8,192 SAMMU against os on the fft traces of
+/// `make bench-sim-fft` (32:1, 32:4, 64:1, 5 traces each) stayed as it was: means 1.019,
+/// 0.947, 1.023 against 1.022, 0.951, 1.011 at 4,096 (docs/bench-trace.md). A polling
+/// thread, whose reads are collapsed and so make no records, yields at every 8,192nd
 /// access: it hands the CPU to the threads it waits for (spinbar polled 22-25 M reads
-/// before, 0.9-1.3 M after: `tests/trace_spin.rs`).
-const YIELD_EVERY: usize = 4096;
+/// without it: `tests/trace_spin.rs`).
+const YIELD_EVERY: usize = CHUNK_RECORDS;
 const _: () = assert!(YIELD_EVERY.is_multiple_of(TICK_EVERY));
 
 /// Gives the CPU to another runnable thread, if any ([`YIELD_EVERY`]).
