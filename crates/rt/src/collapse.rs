@@ -17,6 +17,16 @@
 //! a later read of the line while the word still holds that generation is collapsed.
 //! Collisions only end runs early. The check and the access are not one atomic step, so
 //! a read racing with the write that ends its run may still join the run.
+//!
+//! Which reads the rule sees: not a read that the stride predictor foresees with a
+//! nonzero step ([`moves_on`]), which moves on through memory and so cannot be a poll.
+//! Most of a loop's reads are such: they pay no search of the ways, and take no way, so
+//! a line the loop rereads on every iteration keeps its way. A new line takes the oldest
+//! way that watches nothing ([`Runs::read`]), so the other reads coming and going do not
+//! end a watched line's run: before both, a loop bound reloaded through a pointer (OpenMP
+//! passes shared variables by reference) was watched, evicted and watched again every few
+//! dozen iterations in alltoall, and each change of the reads the predictor saw cost
+//! records (docs/bench-trace.md).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -86,8 +96,13 @@ impl Runs {
     pub fn read(&mut self, line: u64) -> Read {
         let tag = line + 1;
         let Some(way) = self.tags.iter().position(|&t| t == tag) else {
-            let way = self.next as usize % WAYS;
-            self.next = self.next.wrapping_add(1);
+            // The oldest way that watches no line, so that a polled line keeps its
+            // watch while the loop's other reads come and go; every way when all watch.
+            let skip = (0..WAYS as u32)
+                .find(|&i| self.gens[(self.next.wrapping_add(i)) as usize % WAYS] == 0)
+                .unwrap_or(0);
+            let way = self.next.wrapping_add(skip) as usize % WAYS;
+            self.next = self.next.wrapping_add(skip + 1);
             self.records[way] = 1;
             return Read::Record { way, watch: false };
         };
@@ -203,6 +218,14 @@ impl Runs {
     }
 }
 
+/// Whether a read that the stride predictor foresaw, at address `guess` stepping from
+/// the address `prev` of the access it steps from, escapes the collapse: a nonzero step
+/// moves on through memory, which a poll never does.
+#[inline(always)]
+pub fn moves_on(guess: u64, prev: u64) -> bool {
+    guess != prev
+}
+
 /// Whether some thread watches `line`'s watch word, so that [`wrote`] would end runs: a
 /// write to a line of an unwatched word changes nothing.
 /// Clears `line`'s watch word, as if no thread had watched a line of its slot: for
@@ -307,6 +330,28 @@ mod tests {
                 tdmap_wire::raw::pack_repeat(w - 1, 11)
             ]
         );
+    }
+
+    #[test]
+    fn a_watched_line_keeps_its_way_while_other_lines_come_and_go() {
+        let (mut r, mut len, mut words) = (Runs::default(), 0, Vec::new());
+        let flag = 0x4000_0001;
+        for _ in 0..WATCH_AFTER {
+            assert!(!read(&mut r, flag, &mut len, &mut words));
+        }
+        // Many more new lines than ways, a flag read between each two.
+        for i in 0..40 {
+            assert!(
+                !read(&mut r, 0x5000_0000 + i * 3, &mut len, &mut words),
+                "{i}"
+            );
+            assert!(
+                read(&mut r, flag, &mut len, &mut words),
+                "flag after line {i}"
+            );
+        }
+        assert!(words.is_empty());
+        forget(flag);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! A recording thread's side of the hot path (wire version 7): the spin collapse, then
-//! the stride predictor, then a run or a record. A child of `state`, whose thread state
+//! A recording thread's side of the hot path (wire version 7): the spin collapse (which
+//! a read the predictor foresees with a nonzero step skips), then the stride predictor,
+//! then a run or a record. A child of `state`, whose thread state
 //! it fills; `tdmap_wire::raw::expand` is the reader's side. Most accesses end in
 //! [`record_known`], inlined into each callback with its size and kind: it checks that
 //! the general path ([`record_body`]) would only lengthen the run, and then does just
@@ -42,10 +43,12 @@ pub(super) fn fast_path_from(s: &mut ThreadState) -> bool {
 }
 
 /// A recording thread's access of a size and kind known at compile time (one callback),
-/// on [`fast_path`], in its common cases: a read that the spin collapse counts
-/// ([`Fast::Collapsed`]), or an access that the collapse keeps as a plain record
-/// ([`Runs::read_fast`](crate::collapse::Runs::read_fast); a write to a line no thread
-/// watches) and that the predictor foresaw on the page of the access it steps from. It
+/// on [`fast_path`], in its common cases: a read that the predictor foresaw with a
+/// nonzero step (which the spin collapse never sees) on the page of the access it steps
+/// from; a read that the predictor did not foresee, which the collapse counts
+/// ([`Fast::Collapsed`]) or keeps as a plain record
+/// ([`Runs::read_fast`](crate::collapse::Runs::read_fast)); a write to a line no thread
+/// watches that the predictor foresaw on the page of the access it steps from. It
 /// changes the state exactly as [`record_body`] would, which then leaves it no word to
 /// write: the access only lengthens the run. Any other access goes to [`record_fast`]
 /// untouched, or, once the collapse kept it, to [`take_rest`] (what `record_body` does
@@ -53,19 +56,36 @@ pub(super) fn fast_path_from(s: &mut ThreadState) -> bool {
 /// with the callback's constants, it needs no saved register.
 #[inline(always)]
 pub(super) fn record_known<const LOG2: u32, const WRITE: bool>(s: &mut ThreadState, addr: u64) {
-    if s.collapse {
-        let line = addr >> LINE_SHIFT;
-        if WRITE {
-            if collapse::watched(line) {
+    if !WRITE {
+        let a = addr & wire::ADDR_MASK;
+        let meta = const { wire::meta(LOG2, WRITE) };
+        let at = taken(s);
+        let (guess, guess_meta, prev) = s.pred.guess_step_from(at);
+        if (guess, guess_meta) == (a, meta) {
+            // Foreseen with a nonzero step: no collapse ([`collapse::moves_on`]); most
+            // reads of a loop are such. With a zero step (a poll, which the collapse
+            // may count), the general path.
+            if !collapse::moves_on(guess, prev) {
                 return record_fast(s, addr, LOG2, WRITE);
             }
-        } else {
-            match s.runs.read_fast(line) {
+            if on_step_page(s, a, prev) {
+                s.pred.foreseen_at(at, a, meta);
+                return predicted::<false>(s);
+            }
+            return take_rest::<false>(s, addr, LOG2, WRITE, NO_WATCH);
+        }
+        // Not foreseen: the collapse, then a record.
+        if s.collapse {
+            match s.runs.read_fast(addr >> LINE_SHIFT) {
                 Fast::Plain => {}
                 Fast::Collapsed => return collapsed(s),
                 Fast::Other => return record_fast(s, addr, LOG2, WRITE),
             }
         }
+        return take_rest::<false>(s, addr, LOG2, WRITE, NO_WATCH);
+    }
+    if s.collapse && collapse::watched(addr >> LINE_SHIFT) {
+        return record_fast(s, addr, LOG2, WRITE);
     }
     let a = addr & wire::ADDR_MASK;
     let meta = const { wire::meta(LOG2, WRITE) };
@@ -101,7 +121,8 @@ pub(super) extern "C" fn record_fast(s: &mut ThreadState, addr: u64, size_log2: 
 
 /// Records one access of a recording thread that does not aggregate. With `ALL` false,
 /// the steps that [`fast_path`] ruled out (filter, flush, clock) are left out. The spin
-/// collapse decides first: a collapsed read never reaches the predictor ([`pack`]). An
+/// collapse decides first, but for a read that the predictor foresees with a nonzero
+/// step ([`steps_on`]): a collapsed read never reaches the predictor ([`pack`]). An
 /// access that takes a position is counted by it (`ThreadState::seen`), the others
 /// where they leave.
 #[inline(always)]
@@ -122,7 +143,16 @@ pub(super) fn record_body<const ALL: bool>(
         s.last_key = key;
     }
     let line = addr >> LINE_SHIFT;
-    let Some(run) = collapse_step(s, line, write) else {
+    let stepping = !write && {
+        let a = addr & wire::ADDR_MASK;
+        steps_on(s, taken(s), a, wire::meta(size_log2, write))
+    };
+    let run = if stepping {
+        Some(None)
+    } else {
+        collapse_step(s, line, write)
+    };
+    let Some(run) = run else {
         return;
     };
     if ALL && full(s) {
@@ -232,6 +262,15 @@ pub(super) fn pack<const ALL: bool>(s: &mut ThreadState, addr: u64, size_log2: u
 fn foreseen_on_page(s: &ThreadState, at: usize, a: u64, meta: u8) -> bool {
     let (guess, guess_meta, prev) = s.pred.guess_step_from(at);
     (guess, guess_meta) == (a, meta) && on_step_page(s, a, prev)
+}
+
+/// Whether the predictor, after `at` accesses ([`taken`]), foresees a read of `a` with
+/// `meta` with a nonzero step, which the spin collapse never sees
+/// ([`collapse::moves_on`]).
+#[inline(always)]
+fn steps_on(s: &ThreadState, at: usize, a: u64, meta: u8) -> bool {
+    let (guess, guess_meta, prev) = s.pred.guess_step_from(at);
+    (guess, guess_meta) == (a, meta) && collapse::moves_on(guess, prev)
 }
 
 /// Whether address `a` is on the page of `prev`, the access a foreseen access steps from:

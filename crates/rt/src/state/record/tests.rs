@@ -317,6 +317,60 @@ fn a_chunk_after_a_flush_starts_as_the_general_path_starts_it() {
     assert_eq!(recorded_by(access, &accesses, 0), (chunks, seen));
 }
 
+/// A transpose's loop as clang builds alltoall's: a column read that steps by a row,
+/// a reload of the loop bound (the same address each time) and a row write, with four
+/// scattered reads every 40 iterations. The column reads, which the predictor foresees
+/// with a nonzero step, never reach the collapse; the bound's line, which no thread
+/// writes, is watched at its 32nd record and keeps its way while the scattered reads
+/// come and go, so its reads stay collapsed: one run per chunk, two positions per
+/// iteration and the scattered reads. Both paths agree.
+#[test]
+fn a_loops_stepping_reads_leave_its_reloaded_bound_collapsed() {
+    let (n, rows) = (3000u64, 2560 * 8);
+    let bound = HIGH + (1 << 30) + 8;
+    let scattered = |i: u64| {
+        (0..4).map(move |j| {
+            (
+                HIGH + (1 << 32) + ((i * 4 + j) * 7919 % 4099) * 64,
+                3,
+                false,
+            )
+        })
+    };
+    let accesses: Vec<_> = (0..n)
+        .flat_map(|i| {
+            [
+                (HIGH + i * rows, 3, false),
+                (bound, 3, false),
+                (HIGH + (1 << 31) + 8 * i, 3, true),
+            ]
+            .into_iter()
+            .chain(scattered(i).filter(move |_| i % 40 == 39))
+        })
+        .collect();
+    let (chunks, seen) = recorded_by(access_known, &accesses, 0);
+    assert_eq!(seen, accesses.len() as u64);
+    assert_eq!(recorded_by(access, &accesses, 0), (chunks.clone(), seen));
+    // Positions: the 32 records of the bound before each watch, a repeat word for each
+    // run, and two per iteration.
+    let positions: u64 = chunks.iter().map(|c| c.1).sum();
+    let repeats = chunks
+        .iter()
+        .flat_map(|c| &c.2)
+        .filter(|&&w| wire::unpack_repeat(w).is_some() && wire::unpack_run(w).is_none())
+        .count();
+    let most = 2 * n + 4 * (n / 40) + 2 * 40;
+    assert!(
+        positions <= most,
+        "{positions} positions for {n} iterations"
+    );
+    assert!(
+        repeats <= chunks.len(),
+        "{repeats} repeat words in {} chunks",
+        chunks.len()
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
