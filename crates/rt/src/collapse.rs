@@ -226,8 +226,6 @@ pub fn moves_on(guess: u64, prev: u64) -> bool {
     guess != prev
 }
 
-/// Whether some thread watches `line`'s watch word, so that [`wrote`] would end runs: a
-/// write to a line of an unwatched word changes nothing.
 /// Clears `line`'s watch word, as if no thread had watched a line of its slot: for
 /// tests that record the same accesses twice and compare, since the watch words are
 /// shared and a first recording's watches would change the second's.
@@ -236,6 +234,8 @@ pub fn forget(line: u64) {
     slot(line).store(0, Relaxed);
 }
 
+/// Whether some thread watches `line`'s watch word, so that [`wrote`] would end runs: a
+/// write to a line of an unwatched word changes nothing.
 #[inline(always)]
 pub fn watched(line: u64) -> bool {
     slot(line).load(Relaxed) & 1 == 1

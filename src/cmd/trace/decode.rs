@@ -135,6 +135,12 @@ impl Decoder {
         }
     }
 
+    /// The fault of a first-touch record of `thread` at `addr` on OS CPU `cpu`
+    /// (`u32::MAX` when unknown), at time 0: a counted chunk's first touch.
+    pub(super) fn fault(&self, thread: u32, addr: u64, cpu: u32) -> Fault {
+        first_touch(self.page_mask, &self.cpu_node, thread, addr, cpu)
+    }
+
     /// Finds a chunk's first-touch faults and collapsed reads; returns how many of its
     /// accesses go before the faults, how many words hold them, and how many accesses
     /// it has. Every fault takes the
@@ -145,12 +151,6 @@ impl Decoder {
     /// first touch, its node that CPU's: where first-touch placement puts the page.
     /// `repeats` gets, for each record that collapsed repeated reads, its access index
     /// and the extra reads. Words are positions (version-6 words) in a predicted chunk.
-    /// The fault of a first-touch record of `thread` at `addr` on OS CPU `cpu`
-    /// (`u32::MAX` when unknown), at time 0: a counted chunk's first touch.
-    pub(super) fn fault(&self, thread: u32, addr: u64, cpu: u32) -> Fault {
-        first_touch(self.page_mask, &self.cpu_node, thread, addr, cpu)
-    }
-
     pub(super) fn side(
         &mut self,
         c: &RawChunk,
