@@ -447,13 +447,19 @@ fn touched_word(page: u64) -> Option<(&'static AtomicU64, u64)> {
 
 /// Monotonic time in nanoseconds (vDSO, no system call, safe in signal handlers).
 pub fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// Clock `clock` in nanoseconds, None when the kernel refuses it.
+#[inline(always)]
+fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// Writes out the buffered records of `s`: for an aggregating thread its table's lines
@@ -690,15 +696,9 @@ pub(crate) fn end_batches(every: u64) {
 
 /// The CPU time in ns that thread `tid` of this process has run, None once it is gone.
 fn thread_cpu_ns(tid: u32) -> Option<u64> {
-    // Linux's clock of one thread's CPU time: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
-    let clock = ((!tid) << 3 | 6) as libc::clockid_t;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; a clock id of a gone thread gives EINVAL.
-    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
-    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    // Linux's clock of one thread's CPU time: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED);
+    // a gone thread's gives EINVAL.
+    clock_ns(((!tid) << 3 | 6) as libc::clockid_t)
 }
 
 /// Stops recording in every thread without writing anything (write failure, fork child).
