@@ -223,15 +223,15 @@ impl Feed {
                     counts.push(count);
                 }
                 Counted::First { record, cpu } => {
-                    addrs.push(wire::unpack(record).addr);
+                    let addr = wire::unpack(record).addr;
+                    addrs.push(addr);
                     counts.push(1);
                     split.get_or_insert(addrs.len());
-                    firsts.push((record, cpu));
+                    firsts.push((addr, cpu));
                 }
             },
         );
-        for (record, cpu) in firsts {
-            let addr = wire::unpack(record).addr;
+        for (addr, cpu) in firsts {
             faults.push(self.dec.fault(t, addr, cpu.unwrap_or(u32::MAX)));
         }
         self.batch(t, addrs, counts, split.unwrap_or(addrs.len()), faults)
