@@ -16,6 +16,7 @@ mod metrics;
 mod migrate;
 mod model;
 mod model_file;
+mod pages;
 pub mod patterns;
 mod report;
 mod table;
@@ -31,6 +32,7 @@ pub use metrics::{
 pub use migrate::{migration_target, should_migrate};
 pub use model::{Metric, SharingModel};
 pub use model_file::{ModelFile, ModelPage, ModelThread};
+pub use pages::Pages;
 pub use report::{AnalyzeReport, ReportSetup};
 pub use table::{AffinityTable, Sharers, TableConfig, Touch, EMPTY};
 pub use tdmap_format::FormatError;

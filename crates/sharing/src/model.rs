@@ -3,6 +3,7 @@
 
 use crate::error::SharingError;
 use crate::matrix::SharingMatrix;
+use crate::pages::{Pages, Slices};
 use crate::table::{each_member, join, promote, AffinityTable, TableConfig, Touch, EMPTY};
 use tdmap_trace::Chunk;
 
@@ -138,7 +139,7 @@ impl SharingModel {
 
     /// Many accesses of one thread, in order: the fast path.
     pub fn accesses(&mut self, thread: u32, addrs: &[u64]) -> Result<(), SharingError> {
-        self.batch(thread, addrs, |_| 1)
+        self.batch(thread, &mut Slices::new(addrs, |_| 1)).map(drop)
     }
 
     /// A batch of one thread's accesses given per address with a count: `counts[i]`
@@ -152,27 +153,35 @@ impl SharingModel {
         counts: &[u32],
     ) -> Result<(), SharingError> {
         let k = addrs.len().min(counts.len());
-        self.batch(thread, &addrs[..k], |i| counts[i] as u64)
+        let mut pages = Slices::new(&addrs[..k], |i| counts[i] as u64);
+        self.batch(thread, &mut pages).map(drop)
     }
 
-    /// One batch of thread `thread`: `weight(i)` accesses at `addrs[i]`.
-    #[inline(always)]
-    fn batch(
+    /// A batch of thread `thread` given page by page (see [`Pages`]): the same as
+    /// [`accesses_counted`](Self::accesses_counted) with the pages' (address, count)
+    /// pairs, for a caller whose accesses come grouped by page in an encoding of its own.
+    /// Returns the accesses counted.
+    pub fn accesses_paged(
         &mut self,
         thread: u32,
-        addrs: &[u64],
-        weight: impl Fn(usize) -> u64,
-    ) -> Result<(), SharingError> {
+        pages: &mut impl Pages,
+    ) -> Result<u64, SharingError> {
+        self.batch(thread, pages)
+    }
+
+    /// One batch of thread `thread`.
+    #[inline(always)]
+    fn batch(&mut self, thread: u32, pages: &mut impl Pages) -> Result<u64, SharingError> {
         let t = self.check_thread(thread)?;
         let node = self.node_of[t as usize] as usize;
         let n = if self.table.config().all_sharers {
-            self.run::<true>(t, node, addrs, weight)
+            self.run::<true>(t, node, pages)
         } else {
-            self.run::<false>(t, node, addrs, weight)
+            self.run::<false>(t, node, pages)
         };
         self.flush_row(t as usize);
         self.events += n;
-        Ok(())
+        Ok(n)
     }
 
     /// Moves the batch's pending row of sharing into both symmetric halves of the matrices.
@@ -199,16 +208,10 @@ impl SharingModel {
     /// batch: it repeats that access's sharing events exactly, with nothing newly joined.
     /// So a run of m accesses to one sub-block (strided streams make runs of 8) is one
     /// update that counts m events. For the same reason the accesses of a batch can come
-    /// in any order and grouped: `weight(i)` accesses at `addrs[i]` count as that many in
-    /// a row. Returns the accesses counted.
+    /// in any order and grouped: (address, n) from `pages` counts as n accesses in a row.
+    /// Returns the accesses counted.
     #[inline(always)]
-    fn run<const ALL: bool>(
-        &mut self,
-        t: u16,
-        node: usize,
-        addrs: &[u64],
-        weight: impl Fn(usize) -> u64,
-    ) -> u64 {
+    fn run<const ALL: bool>(&mut self, t: u16, node: usize, pages: &mut impl Pages) -> u64 {
         let cfg = *self.table.config();
         let (shift, sbs) = (cfg.page_size.trailing_zeros(), self.sub_block);
         let (sb_shift, sb_mask) = (
@@ -219,45 +222,35 @@ impl SharingModel {
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
         let mut own = (0u64, 0u64);
         let mut pend = Pending::default();
-        let (mut i, mut total) = (0, 0u64);
-        while i < addrs.len() {
-            let page = addrs[i] >> shift;
+        let mut total = 0u64;
+        while let Some(page) = pages.next_page(shift) {
             let p = self.table.slot(page);
             let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
             // Accesses to the page so far.
             let mut on_page = 0u64;
-            // The sub-block of the current run of accesses and their number.
-            let (mut last, mut m) = (((addrs[i] >> sb_shift) & sb_mask) as usize * k, 0u64);
-            while let Some(&a) = addrs.get(i).filter(|&&a| a >> shift == page) {
-                let n = weight(i);
-                i += 1;
-                let at = ((a >> sb_shift) & sb_mask) as usize * k;
-                if at != last {
-                    events::<ALL>(
-                        &mut sbv[last..last + k],
-                        t,
-                        m,
-                        sbs,
-                        row_acc,
-                        row_amt,
-                        &mut own,
-                        &mut pend,
-                    );
-                    (last, m) = (at, 0);
-                }
-                m += n;
-                on_page += n;
-            }
-            events::<ALL>(
-                &mut sbv[last..last + k],
-                t,
-                m,
-                sbs,
-                row_acc,
-                row_amt,
-                &mut own,
-                &mut pend,
+            // The sub-block of the current run of accesses (none yet) and their number.
+            let (mut last, mut m) = (usize::MAX, 0u64);
+            // Inlined: out of line, the closure kept the batch's registers in memory.
+            pages.each(
+                shift,
+                #[inline(always)]
+                |a, n| {
+                    let at = ((a >> sb_shift) & sb_mask) as usize * k;
+                    if at != last {
+                        if last != usize::MAX {
+                            let slots = &mut sbv[last..last + k];
+                            events::<ALL>(slots, t, m, sbs, row_acc, row_amt, &mut own, &mut pend);
+                        }
+                        (last, m) = (at, 0);
+                    }
+                    m += n;
+                    on_page += n;
+                },
             );
+            if last != usize::MAX {
+                let slots = &mut sbv[last..last + k];
+                events::<ALL>(slots, t, m, sbs, row_acc, row_amt, &mut own, &mut pend);
+            }
             self.table.bump_run(p, node, on_page as usize);
             total += on_page;
         }

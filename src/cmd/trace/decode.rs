@@ -41,6 +41,12 @@ pub(super) struct Split {
 }
 
 impl Decoder {
+    /// The same decoder with `cpu_node[c]` the node of CPU c: another machine's.
+    #[cfg(test)]
+    pub(super) fn with_cpu_nodes(self, cpu_node: Vec<u32>) -> Decoder {
+        Decoder { cpu_node, ..self }
+    }
+
     pub(super) fn new(page_size: u64) -> Decoder {
         let cpu_node = match tdmap_topo::MachineSpec::parse("").load(None) {
             Ok(topo) => {

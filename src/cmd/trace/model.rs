@@ -29,7 +29,6 @@ use tdmap_sharing::{
     AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
 };
 use tdmap_trace::{Fault, Header, TraceStatus};
-use wire::Counted;
 
 /// Runs the program and the model beside it; writes `output` and returns the exit code.
 pub(super) fn run(args: &Args, output: &Path, scratch: &Scratch, has_runtime: bool) -> Result<i32> {
@@ -173,7 +172,8 @@ impl Feed {
                 }
                 RawEvent::End { filtered, .. } => self.filtered += filtered,
                 RawEvent::Counted { thread, words, .. } => {
-                    self.counted(thread, &words, &mut addrs, &mut counts, &mut faults)?
+                    self.counted(thread, &words)?;
+                    rd.recycle(words);
                 }
                 RawEvent::Accesses(mut c) => {
                     let t = c.thread;
@@ -192,49 +192,26 @@ impl Feed {
         Ok(rd.torn)
     }
 
-    /// Feeds a counted chunk of thread `t` (`tdmap_wire::raw::walk_counted`) as an
-    /// access chunk with the same records and counts would be fed: each first touch an
-    /// access of its own, and the accesses up to the first one counted on the node the
-    /// thread had before it.
-    fn counted(
-        &mut self,
-        t: u32,
-        words: &[u64],
-        addrs: &mut Vec<u64>,
-        counts: &mut Vec<u32>,
-        faults: &mut Vec<Fault>,
-    ) -> Result<()> {
+    /// Feeds a counted chunk of thread `t` (`tdmap_wire::raw::Entries`) as an access
+    /// chunk with the same records and counts would be fed: each first touch an access
+    /// of its own, and the accesses up to the first one counted on the node the thread
+    /// had before it. The model takes the chunk's entries as its pages ([`ChunkPages`]).
+    fn counted(&mut self, t: u32, words: &[u64]) -> Result<()> {
         self.grow(t)?;
-        addrs.clear();
-        counts.clear();
-        faults.clear();
-        // A word holds at most 4 lines' counts (a block's tag and bits take 2 more).
-        addrs.reserve(4 * words.len());
-        counts.reserve(4 * words.len());
-        let mut split = None;
-        let mut firsts = Vec::new();
-        // The reader checked the words. Inlined, so that a line costs two stores.
-        let _ = wire::walk_counted(
-            words,
-            #[inline(always)]
-            |e| match e {
-                Counted::Line { addr, count } => {
-                    addrs.push(addr);
-                    counts.push(count);
-                }
-                Counted::First { record, cpu } => {
-                    let addr = wire::unpack(record).addr;
-                    addrs.push(addr);
-                    counts.push(1);
-                    split.get_or_insert(addrs.len());
-                    firsts.push((addr, cpu));
-                }
-            },
-        );
-        for (addr, cpu) in firsts {
-            faults.push(self.dec.fault(t, addr, cpu.unwrap_or(u32::MAX)));
+        let mut pages = ChunkPages::new(words);
+        self.model.accesses_paged(t, &mut pages)?;
+        if let Some((addr, cpu)) = pages.first {
+            let fault = self.dec.fault(t, addr, cpu.unwrap_or(u32::MAX));
+            self.first_touches(t, &[fault])?;
+            pages.stopped = false;
+            self.model.accesses_paged(t, &mut pages)?;
+            for &(addr, cpu) in &pages.later {
+                let f = self.dec.fault(t, addr, cpu.unwrap_or(u32::MAX));
+                self.first.entry(f.addr).or_insert((t, f.node));
+            }
         }
-        self.batch(t, addrs, counts, split.unwrap_or(addrs.len()), faults)
+        self.records += pages.records;
+        Ok(())
     }
 
     /// Feeds one chunk's counted accesses of thread `t`: those up to `split` (the
@@ -339,5 +316,214 @@ impl Feed {
             pages,
             analysis,
         })
+    }
+}
+
+/// A counted chunk's entries as the model's pages (`tdmap_sharing::Pages`): a block is
+/// its page's lines, a line or a first touch (one access) a page of its own. It stops
+/// after the chunk's first first touch (`stopped`), whose CPU may tell the thread's node
+/// for the accesses after it.
+struct ChunkPages<'a> {
+    entries: wire::Entries<'a>,
+    /// The entry whose page `next_page` gave last.
+    entry: Option<wire::Entry<'a>>,
+    /// The first first touch: its address and CPU.
+    first: Option<(u64, Option<u32>)>,
+    /// The first touches after it.
+    later: Vec<(u64, Option<u32>)>,
+    stopped: bool,
+    /// Records read: lines and first touches.
+    records: u64,
+}
+
+// A block is one of the model's pages (`Feed::new`).
+const _: () = assert!(wire::BLOCK_LINES * 64 == 4096);
+
+impl<'a> ChunkPages<'a> {
+    fn new(words: &'a [u64]) -> Self {
+        ChunkPages {
+            entries: wire::Entries::new(words),
+            entry: None,
+            first: None,
+            later: Vec::new(),
+            stopped: false,
+            records: 0,
+        }
+    }
+}
+
+impl tdmap_sharing::Pages for ChunkPages<'_> {
+    #[inline(always)]
+    fn next_page(&mut self, shift: u32) -> Option<u64> {
+        if self.stopped {
+            return None;
+        }
+        // The reader checked the words (`RawReader::next_event`).
+        let entry = self.entries.next()?.ok()?;
+        let addr = match entry {
+            wire::Entry::Block(b) => {
+                self.records += b.lines.count_ones() as u64;
+                b.base
+            }
+            wire::Entry::One(wire::Counted::Line { addr, .. }) => {
+                self.records += 1;
+                addr
+            }
+            wire::Entry::One(wire::Counted::First { record, cpu }) => {
+                self.records += 1;
+                let addr = wire::unpack(record).addr;
+                if self.first.is_none() {
+                    self.first = Some((addr, cpu));
+                    self.stopped = true;
+                } else {
+                    self.later.push((addr, cpu));
+                }
+                addr
+            }
+        };
+        self.entry = Some(entry);
+        Some(addr >> shift)
+    }
+
+    #[inline(always)]
+    fn each(&mut self, _shift: u32, mut f: impl FnMut(u64, u64)) {
+        match self.entry.take() {
+            Some(wire::Entry::Block(b)) => b.each(
+                #[inline(always)]
+                |addr, count| f(addr, count as u64),
+            ),
+            Some(wire::Entry::One(wire::Counted::Line { addr, count })) => f(addr, count as u64),
+            Some(wire::Entry::One(wire::Counted::First { record, .. })) => {
+                f(wire::unpack(record).addr, 1)
+            }
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdmap_sharing::Metric;
+
+    /// A counted chunk of thread `t`'s: blocks narrow and wide, a line entry, first
+    /// touches with and without their CPU word (a crash cuts the last one's off).
+    fn chunk(t: u64, cut: bool) -> Vec<u64> {
+        let mut words = Vec::new();
+        let block = |base: u64, lines: &[(usize, u32)], words: &mut Vec<u64>| {
+            let mut counts = [0u32; wire::BLOCK_LINES];
+            lines.iter().for_each(|&(k, c)| counts[k] = c);
+            let mut out = [0u64; wire::MAX_BLOCK_WORDS];
+            let n = wire::pack_block(base, wire::lines_of(&counts), &counts, &mut out);
+            words.extend_from_slice(&out[..n]);
+        };
+        let page = 0x7f00_0000 >> 12;
+        block(page, &[(0, 3), (1, 1), (7, 9), (63, 2)], &mut words);
+        block(page + t, &[(5, 70_000), (6, 1)], &mut words);
+        block(page + 9, &[(t as usize, 4)], &mut words);
+        let first = |addr: u64| wire::pack(addr, 3, true, true);
+        words.extend_from_slice(&wire::pack_first(
+            first((page + 20 + t) << 12),
+            wire::pack_cpu(1),
+        ));
+        block(page, &[(2, 5), (3 + t as usize, 1)], &mut words);
+        block(page + 20 + t, &[(0, 2), (1, 3)], &mut words);
+        words.extend_from_slice(&wire::pack_first(
+            first((page + 30 + t) << 12),
+            wire::pack_cpu(0),
+        ));
+        block(
+            page + 1,
+            (0..64)
+                .map(|k| (k, 1 + k as u32))
+                .collect::<Vec<_>>()
+                .as_slice(),
+            &mut words,
+        );
+        if cut {
+            words.extend_from_slice(&wire::pack_first(first((page + 40) << 12), 0)[..2]);
+        }
+        words
+    }
+
+    /// The chunk fed as before the pages: every line walked into slices, the accesses up
+    /// to the first first touch on the thread's old node, then the first touches, then
+    /// the rest.
+    fn by_slices(feed: &mut Feed, t: u32, words: &[u64]) {
+        feed.grow(t).unwrap();
+        let (mut addrs, mut counts, mut firsts, mut split) = (vec![], vec![], vec![], None);
+        wire::walk_counted(words, |e| match e {
+            wire::Counted::Line { addr, count } => {
+                addrs.push(addr);
+                counts.push(count);
+            }
+            wire::Counted::First { record, cpu } => {
+                addrs.push(wire::unpack(record).addr);
+                counts.push(1);
+                split.get_or_insert(addrs.len());
+                firsts.push(
+                    feed.dec
+                        .fault(t, wire::unpack(record).addr, cpu.unwrap_or(u32::MAX)),
+                );
+            }
+        })
+        .unwrap();
+        let split = split.unwrap_or(addrs.len());
+        feed.batch(t, &addrs, &counts, split, &firsts).unwrap();
+    }
+
+    /// A feed on a machine of two nodes, CPU c on node c: a thread's first touch on
+    /// CPU 1 moves its later accesses to node 1.
+    fn feed() -> Feed {
+        let topo = tdmap_topo::MachineSpec::parse("package:2 numa:1 core:1")
+            .load(None)
+            .unwrap();
+        assert_eq!(topo.num_nodes(), 2);
+        let mut feed = Feed::new(&topo, 64, None).unwrap();
+        feed.dec = Decoder::new(4096).with_cpu_nodes(vec![0, 1]);
+        feed
+    }
+
+    #[test]
+    fn a_counted_chunk_fed_as_pages_gives_what_its_lines_fed_as_slices_give() {
+        let (mut pages, mut slices) = (feed(), feed());
+        for (t, cut) in [(0, false), (1, false), (0, false), (2, true), (1, false)] {
+            let words = chunk(t as u64, cut);
+            wire::check_counted(&words).unwrap();
+            pages.counted(t, &words).unwrap();
+            by_slices(&mut slices, t, &words);
+        }
+        for m in [Metric::Accesses, Metric::Amount] {
+            assert_eq!(pages.model.matrix(m), slices.model.matrix(m), "{m:?}");
+        }
+        assert!(
+            pages.model.matrix(Metric::Accesses).get(0, 1) > 0,
+            "threads share"
+        );
+        assert_eq!(pages.model.events(), slices.model.events());
+        let nv = |f: &Feed| {
+            let mut p: Vec<_> = f.model.table().pages().collect();
+            p.sort();
+            p
+        };
+        assert_eq!(nv(&pages), nv(&slices));
+        assert_eq!(pages.records, slices.records);
+        assert_eq!(pages.first, slices.first);
+        assert_eq!(
+            pages.first.len(),
+            7,
+            "two from each thread, and the one cut off"
+        );
+        assert_eq!(pages.nodes, slices.nodes);
+        assert_eq!(
+            pages.nodes,
+            [1, 1, 1],
+            "each thread's first first touch ran on CPU 1"
+        );
+        assert!(
+            nv(&pages).iter().any(|(_, nv)| nv[0] > 0 && nv[1] > 0),
+            "a page touched from both nodes"
+        );
+        assert_eq!(pages.known_node, slices.known_node);
     }
 }

@@ -132,73 +132,184 @@ fn damaged(why: &str) -> WireError {
     }
 }
 
+/// One entry of a counted chunk with a block's lines left packed, as [`Entries`] gives it:
+/// `tdmap trace --model-only` takes a block's lines as one run on its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry<'a> {
+    /// A block entry.
+    Block(Block<'a>),
+    /// A line entry (a block with one line), or a first-touch entry.
+    One(Counted),
+}
+
+/// A block entry: which lines of the 4 KiB block at `base` were accessed, and their
+/// counts, packed as [`pack_block`] wrote them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block<'a> {
+    /// The block's address.
+    pub base: u64,
+    /// Bit k: line k was accessed (never 0).
+    pub lines: u64,
+    wide: bool,
+    counts: &'a [u64],
+}
+
+impl Block<'_> {
+    /// Gives `f` each accessed line's address and count, in line order. A count of 0
+    /// (damaged words, which [`Block::check`] refuses) is given as it is.
+    #[inline(always)]
+    pub fn each(&self, mut f: impl FnMut(u64, u32)) {
+        let (per, width, mask) = if self.wide {
+            (2, 32, u32::MAX as u64)
+        } else {
+            (4, 16, u16::MAX as u64)
+        };
+        let mut rest = self.lines;
+        for &w in self.counts {
+            let mut w = w;
+            for _ in 0..per {
+                if rest == 0 {
+                    return;
+                }
+                f(
+                    self.base + ((rest.trailing_zeros() as u64) << 6),
+                    (w & mask) as u32,
+                );
+                rest &= rest - 1;
+                w >>= width;
+            }
+        }
+    }
+
+    /// An error when some accessed line is counted 0 times: a word's counts are tested
+    /// at once, not line by line (a reader checks every chunk before it is fed).
+    #[inline]
+    pub fn check(&self) -> Result<(), WireError> {
+        let (per, low, high) = if self.wide {
+            (2, 0x0000_0001_0000_0001u64, 0x8000_0000_8000_0000u64)
+        } else {
+            (4, 0x0001_0001_0001_0001, 0x8000_8000_8000_8000)
+        };
+        let width = 64 / per;
+        let mut left = self.lines.count_ones() as usize;
+        for &w in self.counts {
+            // The lanes past the last line are not counts: set, so they test nonzero.
+            let used = left.min(per);
+            left -= used;
+            let x = if used == per {
+                w
+            } else {
+                w | (u64::MAX << (used * width))
+            };
+            if x.wrapping_sub(low) & !x & high != 0 {
+                return Err(damaged("a line counted 0 times"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The entries of a counted chunk's words (its ticks left out), in order: an error for
+/// words whose entries do not parse (a block's counts are checked by [`Block::check`]),
+/// after which it gives nothing. A first-touch entry cut off at the chunk's end (a
+/// crash) keeps its record.
+#[derive(Debug, Clone)]
+pub struct Entries<'a> {
+    words: &'a [u64],
+    at: usize,
+}
+
+impl<'a> Entries<'a> {
+    /// The entries of `words`.
+    pub fn new(words: &'a [u64]) -> Self {
+        Entries { words, at: 0 }
+    }
+
+    /// Index of the word where the next entry starts.
+    pub fn position(&self) -> usize {
+        self.at
+    }
+
+    fn fail(&mut self, why: &str) -> Option<Result<Entry<'a>, WireError>> {
+        self.at = self.words.len();
+        Some(Err(damaged(why)))
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<Entry<'a>, WireError>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (words, i) = (self.words, self.at);
+        let &tag = words.get(i)?;
+        match tag & TAG_BITS {
+            FIRST if tag == FIRST => {
+                let Some(&record) = words.get(i + 1) else {
+                    return self.fail("a first-touch entry without its record");
+                };
+                if !unpack(record).first_touch {
+                    return self.fail("a first-touch entry whose record is no first touch");
+                }
+                let cpu = words.get(i + 2).and_then(|&w| unpack_cpu(w));
+                self.at = (i + FIRST_WORDS).min(words.len());
+                Some(Ok(Entry::One(Counted::First { record, cpu })))
+            }
+            _ if tag & 63 == LINE => {
+                let count = (tag >> 48) as u32;
+                if count == 0 {
+                    return self.fail("a line counted 0 times");
+                }
+                self.at = i + 1;
+                Some(Ok(Entry::One(Counted::Line {
+                    addr: tag & LINE_ADDR,
+                    count,
+                })))
+            }
+            t if t & !WIDE == BLOCK => {
+                let wide = t & WIDE != 0;
+                let Some(&lines) = words.get(i + 1).filter(|&&b| b != 0) else {
+                    return self.fail("a block entry with no line");
+                };
+                let need = (lines.count_ones() as usize).div_ceil(if wide { 2 } else { 4 });
+                let Some(counts) = words.get(i + 2..i + 2 + need) else {
+                    return self.fail("a block entry cut short");
+                };
+                self.at = i + 2 + need;
+                Some(Ok(Entry::Block(Block {
+                    base: tag & !TAG_BITS,
+                    lines,
+                    wide,
+                    counts,
+                })))
+            }
+            _ => self.fail("an unknown entry tag"),
+        }
+    }
+}
+
+/// Checks a counted chunk's words as [`walk_counted`] does, without giving its lines.
+pub fn check_counted(words: &[u64]) -> Result<(), WireError> {
+    for e in Entries::new(words) {
+        if let Entry::Block(b) = e? {
+            b.check()?;
+        }
+    }
+    Ok(())
+}
+
 /// Gives each entry of a counted chunk's words (its ticks left out) to `f`, lines in
 /// order within a block; an error for damaged words (a reader takes the chunk as
 /// torn). A first-touch entry cut off at the chunk's end (a crash) keeps its record.
 #[inline(always)]
 pub fn walk_counted(words: &[u64], mut f: impl FnMut(Counted)) -> Result<(), WireError> {
-    let mut i = 0;
-    while i < words.len() {
-        let tag = words[i];
-        match tag & TAG_BITS {
-            FIRST if tag == FIRST => {
-                let Some(&record) = words.get(i + 1) else {
-                    return Err(damaged("a first-touch entry without its record"));
-                };
-                if !unpack(record).first_touch {
-                    return Err(damaged(
-                        "a first-touch entry whose record is no first touch",
-                    ));
-                }
-                let cpu = words.get(i + 2).and_then(|&w| unpack_cpu(w));
-                f(Counted::First { record, cpu });
-                i += FIRST_WORDS;
+    for e in Entries::new(words) {
+        match e? {
+            Entry::Block(b) => {
+                b.check()?;
+                b.each(|addr, count| f(Counted::Line { addr, count }));
             }
-            _ if tag & 63 == LINE => {
-                let count = (tag >> 48) as u32;
-                if count == 0 {
-                    return Err(damaged("a line counted 0 times"));
-                }
-                f(Counted::Line {
-                    addr: tag & LINE_ADDR,
-                    count,
-                });
-                i += 1;
-            }
-            t if t & !WIDE == BLOCK => {
-                let wide = t & WIDE != 0;
-                let Some(&bits) = words.get(i + 1).filter(|&&b| b != 0) else {
-                    return Err(damaged("a block entry with no line"));
-                };
-                let (per, width) = if wide { (2, 32) } else { (4, 16) };
-                let lines = bits.count_ones() as usize;
-                let need = lines.div_ceil(per);
-                let Some(counts) = words.get(i + 2..i + 2 + need) else {
-                    return Err(damaged("a block entry cut short"));
-                };
-                let base = tag & !TAG_BITS;
-                let mask = if wide {
-                    u32::MAX as u64
-                } else {
-                    u16::MAX as u64
-                };
-                let (mut rest, mut k) = (bits, 0);
-                while rest != 0 {
-                    let line = rest.trailing_zeros() as u64;
-                    rest &= rest - 1;
-                    let count = ((counts[k / per] >> ((k % per) * width)) & mask) as u32;
-                    if count == 0 {
-                        return Err(damaged("a line counted 0 times"));
-                    }
-                    f(Counted::Line {
-                        addr: base + (line << 6),
-                        count,
-                    });
-                    k += 1;
-                }
-                i += 2 + need;
-            }
-            _ => return Err(damaged("an unknown entry tag")),
+            Entry::One(c) => f(c),
         }
     }
     Ok(())
@@ -208,6 +319,7 @@ pub fn walk_counted(words: &[u64], mut f: impl FnMut(Counted)) -> Result<(), Wir
 mod tests {
     use super::*;
     use crate::raw::{pack, pack_cpu};
+    use proptest::strategy::Strategy;
 
     fn walk(words: &[u64]) -> Result<Vec<Counted>, WireError> {
         let mut out = Vec::new();
@@ -321,6 +433,66 @@ mod tests {
                 },
             ]
         );
+    }
+
+    proptest::proptest! {
+        /// A block's checker, which tests a word's counts at once, refuses exactly the
+        /// blocks with an accessed line counted 0 times, and `each` gives back every
+        /// accessed line with its count, narrow and wide.
+        #[test]
+        fn a_block_is_refused_exactly_when_a_line_counts_0(
+            lines in proptest::prop_oneof![1u64.., (0u32..64).prop_map(|k| 1u64 << k)],
+            counts in proptest::collection::vec(0u32..4, BLOCK_LINES),
+            wide in proptest::bool::ANY,
+        ) {
+            let mut full = [0u32; BLOCK_LINES];
+            for (k, c) in full.iter_mut().enumerate() {
+                // Some lines counted 0 (damaged), most not; wide counts above 16 bits.
+                *c = match counts[k] { 0 => 0, c if wide => c << 20, c => c };
+            }
+            let mut out = [0u64; MAX_BLOCK_WORDS];
+            let mut accessed = full;
+            (0..BLOCK_LINES).for_each(|k| accessed[k] |= (lines >> k & 1 == 1) as u32);
+            // Packed from nonzero counts, then the damaged ones zeroed in the words.
+            let n = pack_block(3, lines, &accessed, &mut out);
+            let (per, width) = if wide && accessed.iter().any(|&c| c > 0xffff) { (2, 32) } else { (4, 16) };
+            let mut want = Vec::new();
+            let mut zero = false;
+            let mut rest = lines;
+            let mut k = 0;
+            while rest != 0 {
+                let line = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                // A line entry (one line) has no count word to damage.
+                let c = if n > 1 && full[line] == 0 && line.is_multiple_of(3) {
+                    let word = &mut out[2 + k / per];
+                    *word &= !(((1u64 << width) - 1) << (k % per * width));
+                    zero = true;
+                    0
+                } else {
+                    accessed[line]
+                };
+                want.push(((3u64 << 12) + 64 * line as u64, c));
+                k += 1;
+            }
+            let mut entries = Entries::new(&out[..n]);
+            let got = entries.next().unwrap().unwrap();
+            proptest::prop_assert!(entries.next().is_none());
+            let mut lines_got = Vec::new();
+            match got {
+                Entry::Block(b) => {
+                    proptest::prop_assert_eq!(b.check().is_err(), zero);
+                    b.each(|a, c| lines_got.push((a, c)));
+                }
+                Entry::One(Counted::Line { addr, count }) => {
+                    proptest::prop_assert!(!zero);
+                    lines_got.push((addr, count));
+                }
+                Entry::One(Counted::First { .. }) => proptest::prop_assert!(false, "no first touch"),
+            }
+            proptest::prop_assert_eq!(lines_got, want);
+            proptest::prop_assert_eq!(check_counted(&out[..n]).is_err(), zero);
+        }
     }
 
     #[test]
