@@ -359,7 +359,7 @@ impl tdmap_sharing::Pages for ChunkPages<'_> {
             return None;
         }
         // The reader checked the words (`RawReader::next_event`).
-        let entry = self.entries.next()?.ok()?;
+        let entry = self.entries.next_checked()?;
         let addr = match entry {
             wire::Entry::Block(b) => {
                 self.records += b.lines.count_ones() as u64;

@@ -230,68 +230,83 @@ impl<'a> Entries<'a> {
         self.at
     }
 
-    fn fail(&mut self, why: &str) -> Option<Result<Entry<'a>, WireError>> {
-        self.at = self.words.len();
-        Some(Err(damaged(why)))
+    /// The next entry of words a reader checked ([`check_counted`]): None at the end,
+    /// and at an entry that does not parse. The hot loop's form of [`Iterator::next`],
+    /// with no error to build or carry.
+    #[inline(always)]
+    pub fn next_checked(&mut self) -> Option<Entry<'a>> {
+        self.decode().unwrap_or(None)
+    }
+
+    /// The next entry, None at the end; the reason when it does not parse, after which
+    /// it gives nothing.
+    #[inline(always)]
+    fn decode(&mut self) -> Result<Option<Entry<'a>>, &'static str> {
+        let (words, i) = (self.words, self.at);
+        let Some(&tag) = words.get(i) else {
+            return Ok(None);
+        };
+        // Where it fails, it stays failed: past the end.
+        self.at = words.len();
+        let entry = match tag & TAG_BITS {
+            FIRST if tag == FIRST => {
+                let Some(&record) = words.get(i + 1) else {
+                    return Err("a first-touch entry without its record");
+                };
+                if !unpack(record).first_touch {
+                    return Err("a first-touch entry whose record is no first touch");
+                }
+                let cpu = words.get(i + 2).and_then(|&w| unpack_cpu(w));
+                self.at = (i + FIRST_WORDS).min(words.len());
+                Entry::One(Counted::First { record, cpu })
+            }
+            _ if tag & 63 == LINE => {
+                let count = (tag >> 48) as u32;
+                if count == 0 {
+                    return Err("a line counted 0 times");
+                }
+                self.at = i + 1;
+                Entry::One(Counted::Line {
+                    addr: tag & LINE_ADDR,
+                    count,
+                })
+            }
+            t if t & !WIDE == BLOCK => {
+                let wide = t & WIDE != 0;
+                let Some(&lines) = words.get(i + 1).filter(|&&b| b != 0) else {
+                    return Err("a block entry with no line");
+                };
+                let need = (lines.count_ones() as usize).div_ceil(if wide { 2 } else { 4 });
+                let Some(counts) = words.get(i + 2..i + 2 + need) else {
+                    return Err("a block entry cut short");
+                };
+                self.at = i + 2 + need;
+                Entry::Block(Block {
+                    base: tag & !TAG_BITS,
+                    lines,
+                    wide,
+                    counts,
+                })
+            }
+            _ => return Err("an unknown entry tag"),
+        };
+        Ok(Some(entry))
     }
 }
 
 impl<'a> Iterator for Entries<'a> {
     type Item = Result<Entry<'a>, WireError>;
 
-    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let (words, i) = (self.words, self.at);
-        let &tag = words.get(i)?;
-        match tag & TAG_BITS {
-            FIRST if tag == FIRST => {
-                let Some(&record) = words.get(i + 1) else {
-                    return self.fail("a first-touch entry without its record");
-                };
-                if !unpack(record).first_touch {
-                    return self.fail("a first-touch entry whose record is no first touch");
-                }
-                let cpu = words.get(i + 2).and_then(|&w| unpack_cpu(w));
-                self.at = (i + FIRST_WORDS).min(words.len());
-                Some(Ok(Entry::One(Counted::First { record, cpu })))
-            }
-            _ if tag & 63 == LINE => {
-                let count = (tag >> 48) as u32;
-                if count == 0 {
-                    return self.fail("a line counted 0 times");
-                }
-                self.at = i + 1;
-                Some(Ok(Entry::One(Counted::Line {
-                    addr: tag & LINE_ADDR,
-                    count,
-                })))
-            }
-            t if t & !WIDE == BLOCK => {
-                let wide = t & WIDE != 0;
-                let Some(&lines) = words.get(i + 1).filter(|&&b| b != 0) else {
-                    return self.fail("a block entry with no line");
-                };
-                let need = (lines.count_ones() as usize).div_ceil(if wide { 2 } else { 4 });
-                let Some(counts) = words.get(i + 2..i + 2 + need) else {
-                    return self.fail("a block entry cut short");
-                };
-                self.at = i + 2 + need;
-                Some(Ok(Entry::Block(Block {
-                    base: tag & !TAG_BITS,
-                    lines,
-                    wide,
-                    counts,
-                })))
-            }
-            _ => self.fail("an unknown entry tag"),
-        }
+        self.decode().map_err(damaged).transpose()
     }
 }
 
 /// Checks a counted chunk's words as [`walk_counted`] does, without giving its lines.
 pub fn check_counted(words: &[u64]) -> Result<(), WireError> {
-    for e in Entries::new(words) {
-        if let Entry::Block(b) = e? {
+    let mut entries = Entries::new(words);
+    while let Some(e) = entries.decode().map_err(damaged)? {
+        if let Entry::Block(b) = e {
             b.check()?;
         }
     }
