@@ -23,7 +23,7 @@
 //! holds [`BLOCKS`] × 64 lines (4 MiB of data) for the cost of [`BLOCKS`] tags.
 
 pub use tdmap_wire::raw::MAX_BLOCK_WORDS;
-use tdmap_wire::raw::{pack_block, BLOCK_LINES as LINES};
+use tdmap_wire::raw::{pack_block, pack_full_block, BLOCK_LINES as LINES};
 
 /// Blocks a thread counts at once: a power of two. 136 KiB a thread (16-bit counts).
 /// Measured (lines written per access, 8 threads, 128 / 512 / 1,024 / 2,048 blocks):
@@ -146,6 +146,13 @@ impl Blocks {
         }
         let counts = &mut self.counts[i];
         let lines = lines_of(counts);
+        if lines == u64::MAX {
+            // A streaming loop's block: its counts packed and summed with no line loop.
+            let n = pack_full_block(block - 1, counts, out);
+            let accesses = counts.iter().map(|&c| c as u64).sum();
+            *counts = [0; LINES];
+            return (n, accesses);
+        }
         let n = pack_block(block - 1, lines, counts, out);
         let (mut rest, mut accesses) = (lines, 0);
         while rest != 0 {
@@ -234,6 +241,25 @@ mod tests {
         assert_eq!(t.hit(b), Some(2), "the new block counts on");
         assert_eq!(t.hit(a), None, "the old block is gone");
         assert_eq!(t.holding(b), Some(entry(b >> BLOCK_SHIFT)));
+    }
+
+    #[test]
+    fn a_full_block_leaves_with_every_lines_count_and_its_sum() {
+        let (a, b) = colliding();
+        let (mut t, mut out) = (empty(), Vec::new());
+        let mut want = Vec::new();
+        for line in 0..LINES as u64 {
+            for _ in 0..=line % 5 {
+                access(&mut t, a + line * 64 + 8, &mut out);
+            }
+            want.push((a + line * 64, 1 + (line % 5) as u32));
+        }
+        let mut words = [0; MAX_BLOCK_WORDS];
+        let (n, accesses) = t.install(b, &mut words);
+        assert_eq!(lines_in(&words[..n]), want);
+        assert_eq!(accesses, want.iter().map(|w| w.1 as u64).sum::<u64>());
+        t.first(b);
+        assert_eq!(t.take(entry(b >> BLOCK_SHIFT), &mut words).1, 1, "emptied");
     }
 
     #[test]

@@ -23,8 +23,8 @@ use crate::WireError;
 mod counted;
 mod predicted;
 pub use counted::{
-    check_counted, lines_of, pack_block, pack_first, walk_counted, Block, Counted, Entries, Entry,
-    BLOCK_LINES, FIRST_WORDS, MAX_BLOCK_WORDS,
+    check_counted, lines_of, pack_block, pack_first, pack_full_block, walk_counted, Block, Counted,
+    Entries, Entry, BLOCK_LINES, FIRST_WORDS, MAX_BLOCK_WORDS,
 };
 pub use predicted::{expand, literal, walk, At, Word};
 
