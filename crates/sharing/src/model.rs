@@ -174,10 +174,13 @@ impl SharingModel {
     fn batch(&mut self, thread: u32, pages: &mut impl Pages) -> Result<u64, SharingError> {
         let t = self.check_thread(thread)?;
         let node = self.node_of[t as usize] as usize;
-        let n = if self.table.config().all_sharers {
-            self.run::<true>(t, node, pages)
-        } else {
-            self.run::<false>(t, node, pages)
+        let cfg = self.table.config();
+        // One slot word a sub-block (up to 16 threads, every sharer kept): the common
+        // case, compiled with its slot count known.
+        let n = match (cfg.all_sharers, cfg.slots_per_sub_block() == 1) {
+            (true, true) => self.run::<true, true>(t, node, pages),
+            (true, false) => self.run::<true, false>(t, node, pages),
+            (false, _) => self.run::<false, false>(t, node, pages),
         };
         self.flush_row(t as usize);
         self.events += n;
@@ -211,14 +214,20 @@ impl SharingModel {
     /// in any order and grouped: (address, n) from `pages` counts as n accesses in a row.
     /// Returns the accesses counted.
     #[inline(always)]
-    fn run<const ALL: bool>(&mut self, t: u16, node: usize, pages: &mut impl Pages) -> u64 {
+    fn run<const ALL: bool, const ONE: bool>(
+        &mut self,
+        t: u16,
+        node: usize,
+        pages: &mut impl Pages,
+    ) -> u64 {
         let cfg = *self.table.config();
         let (shift, sbs) = (cfg.page_size.trailing_zeros(), self.sub_block);
         let (sb_shift, sb_mask) = (
             cfg.sub_block.trailing_zeros(),
             cfg.page_size / cfg.sub_block - 1,
         );
-        let (k, w) = (cfg.slots_per_sub_block(), self.table.sbv_words());
+        let k = if ONE { 1 } else { cfg.slots_per_sub_block() };
+        let w = self.table.sbv_words();
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
         let mut own = (0u64, 0u64);
         let mut pend = Pending::default();
