@@ -228,6 +228,8 @@ impl SharingModel {
         );
         let k = if ONE { 1 } else { cfg.slots_per_sub_block() };
         let w = self.table.sbv_words();
+        // Sub-blocks of 64 bytes, one sharer word each, 64 to a page: `Pages::full`'s.
+        let lines64 = ALL && ONE && cfg.sub_block == 64 && w == 64;
         let (row_acc, row_amt) = (&mut self.row_acc, &mut self.row_amt);
         let mut own = (0u64, 0u64);
         let mut pend = Pending::default();
@@ -237,6 +239,18 @@ impl SharingModel {
             let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
             // Accesses to the page so far.
             let mut on_page = 0u64;
+            if lines64 {
+                // A block whose every line was accessed (a loop streaming through memory):
+                // the page's lines at once when they share with the same threads.
+                if let Some(n) = pages.full() {
+                    if let Some((others, joined)) = full_page(sbv, t) {
+                        pend.add(others, n, sbs * joined, &mut own, row_acc, row_amt);
+                        self.table.bump_run(p, node, n as usize);
+                        total += n;
+                        continue;
+                    }
+                }
+            }
             // The sub-block of the current run of accesses (none yet) and their number.
             let (mut last, mut m) = (usize::MAX, 0u64);
             // Inlined: out of line, the closure kept the batch's registers in memory.
@@ -391,16 +405,7 @@ fn events<const ALL: bool>(
         // ones (most of a batch) add to one pending sum rather than to each sharer's row.
         let joined = sbs * !join(slots, t) as u64;
         let others = slots[0] & !(1 << (t % 16));
-        if others == 0 {
-            own.0 += m;
-            own.1 += joined;
-        } else if others == pend.others {
-            pend.m += m;
-            pend.joined += joined;
-        } else {
-            pend.flush(row_acc, row_amt);
-            *pend = Pending { others, m, joined };
-        }
+        pend.add(others, m, joined, own, row_acc, row_amt);
         return;
     }
     let was_sharer = if ALL {
@@ -437,6 +442,30 @@ struct Pending {
 }
 
 impl Pending {
+    /// `m` accesses and `joined` bytes newly shared with the threads of `others` (a
+    /// sharer bitset of up to 16 threads), or private ones (`own`) when it is empty.
+    #[inline(always)]
+    fn add(
+        &mut self,
+        others: u16,
+        m: u64,
+        joined: u64,
+        own: &mut (u64, u64),
+        row_acc: &mut [u64],
+        row_amt: &mut [u64],
+    ) {
+        if others == 0 {
+            own.0 += m;
+            own.1 += joined;
+        } else if others == self.others {
+            self.m += m;
+            self.joined += joined;
+        } else {
+            self.flush(row_acc, row_amt);
+            *self = Pending { others, m, joined };
+        }
+    }
+
     /// Adds the pending events to each sharer's rows and empties them.
     #[inline(always)]
     fn flush(&mut self, row_acc: &mut [u64], row_amt: &mut [u64]) {
@@ -448,6 +477,30 @@ impl Pending {
             x &= x - 1;
         }
     }
+}
+
+/// [`events`] for each of a page's 64 sub-blocks (one sharer word each) at once, when
+/// thread `t` made one run of accesses on each and every sub-block has the same other
+/// sharers: the thread joins each sub-block's sharers, and the page's accesses count
+/// with those sharers as one run (`Pending`: the sums are the same in any grouping).
+/// The other sharers and the sub-blocks newly joined; None, with nothing changed, when
+/// the sub-blocks' other sharers differ (the caller then takes them one by one).
+#[inline(always)]
+fn full_page(slots: &mut [u16], t: u16) -> Option<(u16, u64)> {
+    let slots: &mut [u16; 64] = slots.try_into().ok()?;
+    let bit = 1u16 << (t % 16);
+    let others = slots[0] & !bit;
+    // Vectorised: a sub-block's test is a lane's.
+    let (mut differ, mut had) = (0u16, 0u32);
+    for &s in slots.iter() {
+        differ |= (s & !bit) ^ others;
+        had += (s & bit != 0) as u32;
+    }
+    if differ != 0 {
+        return None;
+    }
+    slots.iter_mut().for_each(|s| *s |= bit);
+    Some((others, 64 - had as u64))
 }
 
 /// Records one event of a thread whose sub-block's other sharers are `others`: a

@@ -11,6 +11,14 @@ pub trait Pages {
     /// Gives `f` (address, accesses) for each access of the page that
     /// [`Pages::next_page`] just gave: every address on that page.
     fn each(&mut self, shift: u32, f: impl FnMut(u64, u64));
+
+    /// When the page [`Pages::next_page`] just gave had one run of accesses on each of
+    /// its 64-byte lines (every line of a 4 KiB page: a loop streaming through memory),
+    /// their accesses in all, which the caller may take instead of calling
+    /// [`Pages::each`] (the next `next_page` then moves on); else None.
+    fn full(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// `weight(i)` accesses at `addrs[i]`, in order: a run of addresses on one page is a page.

@@ -386,6 +386,14 @@ impl tdmap_sharing::Pages for ChunkPages<'_> {
     }
 
     #[inline(always)]
+    fn full(&mut self) -> Option<u64> {
+        match self.entry {
+            Some(wire::Entry::Block(b)) if b.lines == u64::MAX => Some(b.total()),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
     fn each(&mut self, _shift: u32, mut f: impl FnMut(u64, u64)) {
         match self.entry.take() {
             Some(wire::Entry::Block(b)) => b.each(
@@ -418,6 +426,9 @@ mod tests {
             words.extend_from_slice(&out[..n]);
         };
         let page = 0x7f00_0000 >> 12;
+        // One line of the page that each thread later reads whole: its lines then share
+        // with different threads (`full_page` takes them one by one).
+        block(page + 1, &[(10 + t as usize, 1)], &mut words);
         block(page, &[(0, 3), (1, 1), (7, 9), (63, 2)], &mut words);
         block(page + t, &[(5, 70_000), (6, 1)], &mut words);
         block(page + 9, &[(t as usize, 4)], &mut words);

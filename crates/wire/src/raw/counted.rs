@@ -196,6 +196,29 @@ impl Block<'_> {
         }
     }
 
+    /// The accesses of all its lines: every lane of the count words summed at once (the
+    /// lanes past the last line are 0, as [`pack_block`] writes them).
+    #[inline(always)]
+    pub fn total(&self) -> u64 {
+        let (low, width) = if self.wide {
+            (u32::MAX as u64, 32)
+        } else {
+            (0x0000_ffff_0000_ffff, 16)
+        };
+        // Each word's lanes added in pairs: two 32-bit sums (at most 2 * 65,535 each, or
+        // a wide lane), 16 words at most, so that the sums never carry.
+        let pairs: u64 = self
+            .counts
+            .iter()
+            .map(|&w| (w & low) + ((w >> width) & low))
+            .sum();
+        if self.wide {
+            pairs
+        } else {
+            (pairs & u32::MAX as u64) + (pairs >> 32)
+        }
+    }
+
     /// An error when some accessed line is counted 0 times: a word's counts are tested
     /// at once, not line by line (a reader checks every chunk before it is fed).
     #[inline]
