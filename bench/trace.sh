@@ -11,6 +11,7 @@
 # model/floor; and the trace's size in bytes per access made. The medians over the set
 # are checked against the issue's goals. Then the spin-barrier workload against the same
 # computation with pthread_barrier_wait (must-show 5): trace sizes at THREADS threads.
+# The four runs of a program go in turn, REPS times, and each takes its median.
 # Figures are measured, not simulated.
 source "$(dirname "$0")/common.sh"
 
@@ -20,14 +21,16 @@ SIZES=${SIZES:-"ep:1125000 stencil1d:1680 stencil3d:35 pairs:393216 alltoall:256
 # Goals of issue 17 item 2, as medians over the set.
 GOAL_TRACE_X=3 GOAL_MODEL_X=1.5 GOAL_BPA=0.5
 
-# Median CPU seconds (user + system of "$@" and every child it waited for) of REPS runs;
-# a failing run stops the bench with its command line, rather than timing an error.
-cpu() {
+# CPU seconds (user + system of "$@" and every child it waited for) of one run; a
+# failing run stops the bench with its command line, rather than timing an error.
+cpu1() {
   local TIMEFORMAT='%U %S' t
-  for _ in $(seq "$REPS"); do
-    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 ) || { echo "bench-trace: failed: $*" >&2; return 1; }
-    echo "$t" | awk '{printf "%.4f\n", $1 + $2}'
-  done | median
+  t=$( { time "$@" >/dev/null 2>&1; } 2>&1 ) || { echo "bench-trace: failed: $*" >&2; return 1; }
+  echo "$t" | awk '{printf "%.4f\n", $1 + $2}'
+}
+# The median of REPS runs.
+cpu() {
+  for _ in $(seq "$REPS"); do cpu1 "$@" || return 1; done | median
 }
 num() { grep -o "\"$1\": *[0-9.e+-]*" "$2" | head -1 | sed 's/.*: *//'; }
 div() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
@@ -40,10 +43,24 @@ for spec in $SIZES; do
   IFS=: read -r w n rep <<<"$spec"
   args=("$THREADS" "$n" "${rep:-1}")
   prog="$OUT/build/tdmap/$w"
-  bare=$(cpu "$OUT/build/gcc/$w" "${args[@]}")
-  floor=$(cpu "$TDMAP" trace --count-only --summary "$OUT/$w.count.json" -- "$prog" "${args[@]}")
-  trace=$(cpu "$TDMAP" trace --force -o "$OUT/$w.trace" --summary "$OUT/$w.json" -- "$prog" "${args[@]}")
-  model=$(cpu "$TDMAP" trace --model-only --force -o "$OUT/$w.model.json" -- "$prog" "${args[@]}")
+  # The four in turn, REPS times: a burst of load on this shared machine then falls on
+  # one run of each rather than on every run of one, which would skew its ratios.
+  declare -a RB RF RT RM
+  RB=() RF=() RT=() RM=()
+  for _ in $(seq "$REPS"); do
+    v=$(cpu1 "$OUT/build/gcc/$w" "${args[@]}") || exit 1
+    RB+=("$v")
+    v=$(cpu1 "$TDMAP" trace --count-only --summary "$OUT/$w.count.json" -- "$prog" "${args[@]}") || exit 1
+    RF+=("$v")
+    v=$(cpu1 "$TDMAP" trace --force -o "$OUT/$w.trace" --summary "$OUT/$w.json" -- "$prog" "${args[@]}") || exit 1
+    RT+=("$v")
+    v=$(cpu1 "$TDMAP" trace --model-only --force -o "$OUT/$w.model.json" -- "$prog" "${args[@]}") || exit 1
+    RM+=("$v")
+  done
+  bare=$(printf '%s\n' "${RB[@]}" | median)
+  floor=$(printf '%s\n' "${RF[@]}" | median)
+  trace=$(printf '%s\n' "${RT[@]}" | median)
+  model=$(printf '%s\n' "${RM[@]}" | median)
   acc=$(num accesses "$OUT/$w.count.json")
   FX+=("$(div "$floor" "$bare")") TX+=("$(div "$trace" "$bare")") MX+=("$(div "$model" "$bare")")
   TF+=("$(div "$trace" "$floor")") MF+=("$(div "$model" "$floor")")
