@@ -263,11 +263,6 @@ impl<'a> Entries<'a> {
         Entries { words, at: 0 }
     }
 
-    /// Index of the word where the next entry starts.
-    pub fn position(&self) -> usize {
-        self.at
-    }
-
     /// The next entry of words a reader checked ([`check_counted`]): None at the end,
     /// and at an entry that does not parse. The hot loop's form of [`Iterator::next`],
     /// with no error to build or carry.
