@@ -327,6 +327,8 @@ struct ChunkPages<'a> {
     entries: wire::Entries<'a>,
     /// The entry whose page `next_page` gave last.
     entry: Option<wire::Entry<'a>>,
+    /// That entry's address (a first touch's record unpacked once).
+    addr: u64,
     /// The first first touch: its address and CPU.
     first: Option<(u64, Option<u32>)>,
     /// The first touches after it.
@@ -344,6 +346,7 @@ impl<'a> ChunkPages<'a> {
         ChunkPages {
             entries: wire::Entries::new(words),
             entry: None,
+            addr: 0,
             first: None,
             later: Vec::new(),
             stopped: false,
@@ -381,7 +384,7 @@ impl tdmap_sharing::Pages for ChunkPages<'_> {
                 addr
             }
         };
-        self.entry = Some(entry);
+        (self.entry, self.addr) = (Some(entry), addr);
         Some(addr >> shift)
     }
 
@@ -400,10 +403,8 @@ impl tdmap_sharing::Pages for ChunkPages<'_> {
                 #[inline(always)]
                 |addr, count| f(addr, count as u64),
             ),
-            Some(wire::Entry::One(wire::Counted::Line { addr, count })) => f(addr, count as u64),
-            Some(wire::Entry::One(wire::Counted::First { record, .. })) => {
-                f(wire::unpack(record).addr, 1)
-            }
+            Some(wire::Entry::One(wire::Counted::Line { count, .. })) => f(self.addr, count as u64),
+            Some(wire::Entry::One(wire::Counted::First { .. })) => f(self.addr, 1),
             None => {}
         }
     }
