@@ -444,6 +444,12 @@ mod tests {
             first((page + 30 + t) << 12),
             wire::pack_cpu(0),
         ));
+        // A first touch on the line that thread t + 1 reads of `page`: its access makes
+        // the two share (a first touch counted on another line would not).
+        words.extend_from_slice(&wire::pack_first(
+            first((page << 12) + (4 + t) * 64 + 8),
+            wire::pack_cpu(0),
+        ));
         block(
             page + 1,
             (0..64)
@@ -523,8 +529,8 @@ mod tests {
         assert_eq!(pages.first, slices.first);
         assert_eq!(
             pages.first.len(),
-            7,
-            "two from each thread, and the one cut off"
+            8,
+            "two from each thread, one page that all three first-touch, and the one cut off"
         );
         assert_eq!(pages.nodes, slices.nodes);
         assert_eq!(
