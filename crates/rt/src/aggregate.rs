@@ -263,6 +263,22 @@ mod tests {
     }
 
     #[test]
+    fn a_block_streamed_through_alike_leaves_as_one_word() {
+        let (a, b) = colliding();
+        let (mut t, mut out) = (empty(), Vec::new());
+        for line in 0..LINES as u64 {
+            for byte in [0, 16, 32, 48] {
+                access(&mut t, a + line * 64 + byte, &mut out);
+            }
+        }
+        let mut words = [0; MAX_BLOCK_WORDS];
+        let (n, accesses) = t.install(b, &mut words);
+        assert_eq!((n, accesses), (1, 4 * LINES as u64));
+        let want: Vec<_> = (0..LINES as u64).map(|k| (a + k * 64, 4)).collect();
+        assert_eq!(lines_in(&words[..n]), want);
+    }
+
+    #[test]
     fn lines_of_finds_each_nonzero_count() {
         let mut counts = [0u16; LINES];
         for (k, c) in [

@@ -40,8 +40,9 @@ pub const MAGIC: u32 = 0x5444_5254;
 /// ([`KIND_PREDICTED`]: run words for the accesses the predictor foresaw, repeat words
 /// naming access indexes); aggregating threads still write access chunks. 8: aggregating
 /// threads write counted chunks ([`KIND_COUNTED`]: per 4 KiB block, which lines were
-/// accessed and how often).
-pub const VERSION: u32 = 8;
+/// accessed and how often). 9: uniform block entries in counted chunks (a block whose
+/// lines were all accessed alike, in one word).
+pub const VERSION: u32 = 9;
 /// Records per access chunk: 64 KiB of records per flush.
 pub const CHUNK_RECORDS: usize = 8192;
 /// An access chunk reads the clock once per this many records (cheap, and it gives

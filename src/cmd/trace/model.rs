@@ -458,6 +458,14 @@ mod tests {
                 .as_slice(),
             &mut words,
         );
+        // Uniform blocks (one word each): a page that every thread reads whole, all its
+        // lines shared alike (`full_page` takes it at once), and one whose lines are not.
+        let mut out = [0u64; wire::MAX_BLOCK_WORDS];
+        for (p, c) in [(page + 2, 3 + t as u16), (page + 1, 2)] {
+            let n = wire::pack_full_block(p, &[c; wire::BLOCK_LINES], &mut out);
+            assert_eq!(n, 1);
+            words.extend_from_slice(&out[..n]);
+        }
         if cut {
             words.extend_from_slice(&wire::pack_first(first((page + 40) << 12), 0)[..2]);
         }

@@ -9,14 +9,18 @@
 //!   line k of the block was accessed; then the accesses to each of those lines, in
 //!   line order, four 16-bit counts to a word (two 32-bit ones when [`WIDE`]), the
 //!   first in the low bits;
+//! - a **uniform block** (tag [`SAME`] in the low 12 bits): a block whose 64 lines were
+//!   all accessed the same number of times, in one word: the block's address in bits 12
+//!   to 47 and the count of each line (1 to 65,535) in bits 48 to 63 (a loop streaming
+//!   through memory leaves such blocks behind it);
 //! - a **line** (tag [`LINE`] in the low 6 bits): a block with one line accessed, in one
 //!   word: the line's address in bits 6 to 47 and its count (1 to 65,535) in bits 48 to
 //!   63 (a strided walk evicts such blocks at every access);
 //! - a **first touch** (the word [`FIRST`]): the first-touch record ([`pack`]) and its
 //!   CPU word ([`pack_cpu`]) follow, as in an access chunk.
 //!
-//! A block of 64 lines read 4 times each takes 18 words, where an access chunk took a
-//! record and a count word per line (128): the runtime packs them and `tdmap trace`
+//! A block of 64 lines read 4 times each takes one word (18 when their counts differ),
+//! where an access chunk took a record and a count word per line (128): the runtime packs them and `tdmap trace`
 //! reads them at an eighth of the cost, and the model takes each block's lines as one
 //! run on its page.
 
@@ -37,10 +41,14 @@ pub const WIDE: u64 = 2;
 pub const LINE: u64 = 2;
 /// A first-touch entry's tag word.
 pub const FIRST: u64 = 4;
+/// Tag of a uniform block entry (the low 12 bits of its word).
+pub const SAME: u64 = 8;
 /// The address bits of a line entry; its count is above them.
 const LINE_ADDR: u64 = ((1 << 48) - 1) & !63;
 /// Bits of a tag word that are tag and flags (a block's address has them clear).
 const TAG_BITS: u64 = (1 << BLOCK_SHIFT) - 1;
+/// The address bits of a uniform block entry; its count is above them.
+const SAME_ADDR: u64 = ((1 << 48) - 1) & !TAG_BITS;
 /// Most words one block entry takes: every line, wide.
 pub const MAX_BLOCK_WORDS: usize = 2 + BLOCK_LINES / 2;
 /// Words a first-touch entry takes.
@@ -92,13 +100,23 @@ pub fn pack_block<C: Copy + Into<u32>>(
 }
 
 /// [`pack_block`] for a block whose 64 lines were all accessed, with 16-bit counts
-/// (none 0): the entry's count words are the counts as they lie in memory, four to a
-/// word, the first in the low bits, so that a thread streaming through memory packs its
-/// blocks with no loop over their lines. Writes 18 words at the start of `out`.
+/// (none 0), at the start of `out` (room for [`MAX_BLOCK_WORDS`]); returns the words
+/// written. Lines all counted alike (a loop streaming through memory) take one word, a
+/// uniform block entry. Otherwise the entry's count words are the counts as they lie in
+/// memory, four to a word, the first in the low bits (18 words): either way with no loop
+/// over the lines.
 #[inline]
 pub fn pack_full_block(block: u64, counts: &[u16; BLOCK_LINES], out: &mut [u64]) -> usize {
     const WORDS: usize = 2 + BLOCK_LINES / 4;
-    out[0] = (block << BLOCK_SHIFT) | BLOCK;
+    let c = counts[0];
+    // Folded, not searched, so that it compiles to vector compares.
+    let differ = counts.iter().fold(0, |d, &k| d | (k ^ c));
+    let base = block << BLOCK_SHIFT;
+    if differ == 0 && base & SAME_ADDR == base {
+        out[0] = base | SAME | (c as u64) << 48;
+        return 1;
+    }
+    out[0] = base | BLOCK;
     out[1] = u64::MAX;
     for (o, q) in out[2..WORDS].iter_mut().zip(counts.chunks_exact(4)) {
         *o = q[0] as u64 | (q[1] as u64) << 16 | (q[2] as u64) << 32 | (q[3] as u64) << 48;
@@ -167,6 +185,8 @@ pub struct Block<'a> {
     pub lines: u64,
     wide: bool,
     counts: &'a [u64],
+    /// Every line's count when the entry is a uniform block ([`SAME`]), else 0.
+    same: u32,
 }
 
 impl Block<'_> {
@@ -174,6 +194,12 @@ impl Block<'_> {
     /// (damaged words, which [`Block::check`] refuses) is given as it is.
     #[inline(always)]
     pub fn each(&self, mut f: impl FnMut(u64, u32)) {
+        if self.same != 0 {
+            for k in 0..BLOCK_LINES as u64 {
+                f(self.base + (k << 6), self.same);
+            }
+            return;
+        }
         let (per, width, mask) = if self.wide {
             (2, 32, u32::MAX as u64)
         } else {
@@ -200,6 +226,9 @@ impl Block<'_> {
     /// lanes past the last line are 0, as [`pack_block`] writes them).
     #[inline(always)]
     pub fn total(&self) -> u64 {
+        if self.same != 0 {
+            return BLOCK_LINES as u64 * self.same as u64;
+        }
         let (low, width) = if self.wide {
             (u32::MAX as u64, 32)
         } else {
@@ -223,6 +252,10 @@ impl Block<'_> {
     /// at once, not line by line (a reader checks every chunk before it is fed).
     #[inline]
     pub fn check(&self) -> Result<(), WireError> {
+        if self.same != 0 {
+            // Its one count is not 0: `Entries` refuses a uniform block counted 0 times.
+            return Ok(());
+        }
         let (per, low, high) = if self.wide {
             (2, 0x0000_0001_0000_0001u64, 0x8000_0000_8000_0000u64)
         } else {
@@ -304,6 +337,20 @@ impl<'a> Entries<'a> {
                     count,
                 })
             }
+            SAME => {
+                let same = (tag >> 48) as u32;
+                if same == 0 {
+                    return Err("a line counted 0 times");
+                }
+                self.at = i + 1;
+                Entry::Block(Block {
+                    base: tag & SAME_ADDR,
+                    lines: u64::MAX,
+                    wide: false,
+                    counts: &[],
+                    same,
+                })
+            }
             t if t & !WIDE == BLOCK => {
                 let wide = t & WIDE != 0;
                 let Some(&lines) = words.get(i + 1).filter(|&&b| b != 0) else {
@@ -319,6 +366,7 @@ impl<'a> Entries<'a> {
                     lines,
                     wide,
                     counts,
+                    same: 0,
                 })
             }
             _ => return Err("an unknown entry tag"),
@@ -415,6 +463,46 @@ mod tests {
                 count: counts[63] as u32
             }
         );
+    }
+
+    #[test]
+    fn a_block_counted_alike_is_one_word_that_gives_each_line() {
+        let counts = [24u16; BLOCK_LINES];
+        let mut out = [0u64; MAX_BLOCK_WORDS];
+        assert_eq!(pack_full_block(0x7f12, &counts, &mut out), 1);
+        let want: Vec<Counted> = (0..BLOCK_LINES as u64)
+            .map(|k| Counted::Line {
+                addr: (0x7f12 << 12) + 64 * k,
+                count: 24,
+            })
+            .collect();
+        assert_eq!(walk(&out[..1]).unwrap(), want);
+        match Entries::new(&out[..1]).next_checked() {
+            Some(Entry::Block(b)) => {
+                assert_eq!(
+                    (b.base, b.lines, b.total()),
+                    (0x7f12 << 12, u64::MAX, 64 * 24)
+                );
+                assert!(b.check().is_ok());
+            }
+            other => panic!("a block entry, not {other:?}"),
+        }
+        // One line counted otherwise (by one, at either end), or an address above 48
+        // bits: the 18 words.
+        for (k, c) in [(37, 25), (63, 23), (0, 1)] {
+            let mut one_off = counts;
+            one_off[k] = c;
+            assert_eq!(pack_full_block(0x7f12, &one_off, &mut out), 18);
+            let line = Counted::Line {
+                addr: (0x7f12 << 12) + k as u64 * 64,
+                count: c as u32,
+            };
+            assert_eq!(walk(&out[..18]).unwrap()[k], line);
+        }
+        let high = 1u64 << 36;
+        assert_eq!(pack_full_block(high, &counts, &mut out), 18);
+        assert_eq!(walk(&out[..18]).unwrap().len(), BLOCK_LINES);
+        assert_eq!(pack_full_block(high - 1, &counts, &mut out), 1);
     }
 
     #[test]
@@ -578,7 +666,8 @@ mod tests {
         let n = pack_block(9, lines_of(&counts), &counts, &mut block);
         for bad in [
             vec![0u64],                                // no tag
-            vec![8],                                   // an unknown tag
+            vec![16],                                  // an unknown tag
+            vec![SAME | (9 << 12)],                    // a uniform block counted 0 times
             vec![FIRST],                               // no record
             vec![FIRST, pack(0x5008, 3, true, false)], // not a first touch
             vec![BLOCK | (9 << 12), 0],                // no line
