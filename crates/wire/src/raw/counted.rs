@@ -668,6 +668,7 @@ mod tests {
             vec![0u64],                                // no tag
             vec![16],                                  // an unknown tag
             vec![SAME | (9 << 12)],                    // a uniform block counted 0 times
+            vec![SAME | 64 | (9 << 12) | (1 << 48)],   // a uniform block with stray bits
             vec![FIRST],                               // no record
             vec![FIRST, pack(0x5008, 3, true, false)], // not a first touch
             vec![BLOCK | (9 << 12), 0],                // no line
