@@ -166,6 +166,19 @@ impl Runs {
         Fast::Plain
     }
 
+    /// [`Runs::read`]'s collapse alone: true, the read counted in its way's record, when
+    /// `read` would say [`Read::Collapsed`]; false with nothing changed otherwise (then
+    /// `read` says [`Read::Record`]: a watch word only moves on, so a generation that
+    /// did not match never will). For a hot path whose reads mostly join their run.
+    #[inline(always)]
+    pub fn collapse_again(&mut self, line: u64) -> bool {
+        let tag = line + 1;
+        self.tags
+            .iter()
+            .position(|&t| t == tag)
+            .is_some_and(|way| self.collapses(way, line))
+    }
+
     /// Whether a read of `line`, held in `way`, collapses: the way watches the line and
     /// no write ended its generation since. If so, it is counted in the way's record.
     #[inline(always)]

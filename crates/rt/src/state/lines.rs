@@ -3,8 +3,10 @@
 //! into the chunk, a counted chunk (`tdmap_wire::raw::walk_counted`). A child of `state`,
 //! whose thread state it fills.
 
-use super::{collapse_step, flush, now_ns, page_first, write_chunk, ThreadState, LINE_SHIFT};
-use crate::aggregate::{self, HOT, MAX_BLOCK_WORDS};
+use super::{
+    collapse_step, collapsed, flush, now_ns, page_first, write_chunk, ThreadState, LINE_SHIFT,
+};
+use crate::aggregate::{self, MAX_BLOCK_WORDS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, FIRST_WORDS};
 
 /// A count this close to `u16::MAX` leaves with its block ([`hot`]).
@@ -17,25 +19,42 @@ const COUNT_LIMIT: u16 = u16::MAX - 1;
 #[inline(always)]
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     match s.blocks.hit(addr) {
-        Some(c) if c < HOT => {}
-        Some(_) => hot(s, addr, write),
+        Some(true) => {}
+        Some(false) => hot(s, addr, write),
         None => miss(s, addr, size_log2, write),
     }
 }
 
-/// An access to a line counted [`HOT`] times or more in this batch: the spin collapse's
-/// rule (`collapse.rs`) decides it, as for every access of a recording thread: a read it
-/// collapses is taken back from the count (and counted by the collapse); a write ends
-/// the runs on its line. Ordinary loops seldom reach [`HOT`] accesses to one line in a
-/// batch, so their accesses never pay for the rule; a polled flag reaches it at once.
-/// `extern "C"` (which cannot unwind), so that the callbacks, into which [`access`] is
-/// inlined, reach it by a tail call and keep no frame (`state::record_fast`).
+/// An access to a line counted [`HOT`](aggregate::HOT) - 1 times or more in this batch,
+/// not yet counted: the spin collapse's rule (`collapse.rs`) decides it, as for every
+/// access of a recording thread: a read it collapses is not counted (the collapse counts
+/// it); a write ends the runs on its line. Ordinary loops seldom reach `HOT` accesses to
+/// one line in a batch, so their accesses never pay for the rule; a polled flag reaches
+/// it at once. A read that joins the run of a line it polls, most of a spin-wait's, is
+/// decided first, with nothing else done. `extern "C"` (which cannot unwind), so that
+/// the callbacks, into which [`access`] is inlined, reach it by a tail call and keep no
+/// frame (`state::record_fast`).
 #[cold]
 #[inline(never)]
 extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
     let line = addr >> LINE_SHIFT;
+    if !write && s.collapse && s.runs.collapse_again(line) {
+        return collapsed(s);
+    }
+    hot_counted(s, addr, write);
+}
+
+/// [`hot`]'s access that does not join a run: the rule's step, then the count.
+#[cold]
+#[inline(never)]
+extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool) {
+    let line = addr >> LINE_SHIFT;
     let run = collapse_step(s, line, write);
-    if let Some(Some((way, w))) = run {
+    let Some(run) = run else {
+        // Collapsed, and counted by the step: never after `hot`'s check, kept for the rule.
+        return;
+    };
+    if let Some((way, w)) = run {
         s.runs.end(way);
         s.runs.begin(way, line, 0);
         if w {
@@ -43,9 +62,8 @@ extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
         }
     }
     let c = s.blocks.count_mut(addr);
-    if run.is_none() {
-        *c -= 1;
-    } else if *c >= COUNT_LIMIT {
+    *c += 1;
+    if *c >= COUNT_LIMIT {
         // The block leaves; its next access installs it anew.
         if let Some(i) = s.blocks.holding(addr) {
             take(s, i);
@@ -133,6 +151,7 @@ const _: () = assert!(FIRST_WORDS <= MAX_BLOCK_WORDS);
 mod tests {
     use super::super::tests::{fresh_state, test_bitmap, FLUSHED};
     use super::*;
+    use crate::aggregate::HOT;
     use crate::collapse::WATCH_AFTER;
     use std::collections::HashMap;
     use std::sync::atomic::Ordering;
@@ -286,12 +305,10 @@ mod tests {
         flush(&mut s);
         let got = per_line(&flushed());
         let counted = got[&flag];
-        // The first HOT reads count as they come; then WATCH_AFTER in a row start the
-        // watch, and the rest collapse.
-        assert!(
-            counted >= HOT as u64 && counted < HOT as u64 + 2 * WATCH_AFTER as u64,
-            "{counted}"
-        );
+        // The first HOT - 1 reads count as they come; from the HOTth, the rule: its first
+        // WATCH_AFTER records in a row count too, the last of them starts the watch, and
+        // the rest collapse.
+        assert_eq!(counted, HOT as u64 - 1 + WATCH_AFTER as u64);
         assert_eq!(s.seen, polls, "a collapsed read is still an access seen");
         // Without the collapse, every read counts.
         let mut s = state(false);
@@ -300,6 +317,28 @@ mod tests {
         }
         flush(&mut s);
         assert_eq!(per_line(&flushed())[&flag], polls);
+    }
+
+    #[test]
+    fn a_write_to_a_hot_polled_line_counts_and_ends_its_run_for_one_read() {
+        let _ = flushed();
+        let mut s = state(true);
+        let flag = HIGH + (6 << LINE_SHIFT);
+        let polls = HOT as u64 + 4 * WATCH_AFTER as u64;
+        for _ in 0..polls {
+            access(&mut s, flag, 3, false);
+        }
+        // The thread's own write (its barrier's release, say) ends the run: the write
+        // counts, and so does the next read, whose record starts the watch again (the
+        // line already had its WATCH_AFTER records in a row); the reads after collapse.
+        access(&mut s, flag + 8, 3, true);
+        for _ in 0..polls {
+            access(&mut s, flag, 3, false);
+        }
+        flush(&mut s);
+        let counted = per_line(&flushed())[&flag];
+        assert_eq!(counted, HOT as u64 - 1 + WATCH_AFTER as u64 + 2);
+        assert_eq!(s.seen, 2 * polls + 1);
     }
 
     #[test]
