@@ -499,7 +499,10 @@ fn full_page(slots: &mut [u16], t: u16) -> Option<(u16, u64)> {
     if differ != 0 {
         return None;
     }
-    slots.iter_mut().for_each(|s| *s |= bit);
+    // A page the thread already shares whole (a loop's later sweeps) is left unwritten.
+    if had != 64 {
+        slots.iter_mut().for_each(|s| *s |= bit);
+    }
     Some((others, 64 - had as u64))
 }
 

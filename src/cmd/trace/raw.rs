@@ -151,25 +151,33 @@ impl<R: Read> RawReader<R> {
                 if read_full(&mut self.src, &mut self.body)? < body {
                     return self.tear();
                 }
-                let mut words = self
-                    .body
-                    .chunks_exact(8)
-                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
-                let ticks: Vec<u64> = words.by_ref().take(wire::TICKS).collect();
                 if h.kind == wire::KIND_COUNTED {
+                    // Only its first clock word is read; the words go into the spare
+                    // buffer in a loop that compiles to a copy (an iterator over the
+                    // bytes made `--model-only`'s reader convert them one by one).
+                    let (ticks, body) = self.body.split_at(wire::TICKS * 8);
+                    let time = u64::from_ne_bytes(ticks[..8].try_into().unwrap());
                     let mut records = std::mem::take(&mut self.spare);
                     records.clear();
-                    records.extend(words);
+                    records.resize(body.len() / 8, 0);
+                    for (w, b) in records.iter_mut().zip(body.chunks_exact(8)) {
+                        *w = u64::from_ne_bytes(b.try_into().unwrap());
+                    }
                     // Damaged words: as a torn chunk, nothing after it is read.
                     if wire::check_counted(&records).is_err() {
                         return self.tear();
                     }
                     return Ok(Some(RawEvent::Counted {
                         thread: h.thread,
-                        time: ticks[0],
+                        time,
                         words: records,
                     }));
                 }
+                let mut words = self
+                    .body
+                    .chunks_exact(8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
+                let ticks: Vec<u64> = words.by_ref().take(wire::TICKS).collect();
                 let records: Vec<u64> = words.collect();
                 let predicted = (h.kind == wire::KIND_PREDICTED).then_some(h.extra);
                 // Damaged words: as a torn chunk, nothing after it is read.
