@@ -99,26 +99,18 @@ fn entry(block: u64) -> usize {
 }
 
 impl Blocks {
-    /// Counts one more access to `addr` if its entry holds its block and its line has
-    /// fewer than [`HOT`] accesses with this one (the hot path): Some(true). Some(false)
-    /// when the access would be the line's [`HOT`]th or later: it is not counted here,
-    /// since the spin collapse decides whether it counts. None when the caller must
-    /// [`Blocks::install`] the block. Why the count is tested before it goes up: a read
-    /// that the collapse takes back then leaves the count alone, where an increment and
-    /// its undoing made each polled read wait on the store before it.
+    /// Counts one more access to `addr` if its entry holds its block (the hot path):
+    /// the line's new count, or None when the caller must [`Blocks::install`] the block.
     #[inline(always)]
-    pub fn hit(&mut self, addr: u64) -> Option<bool> {
+    pub fn hit(&mut self, addr: u64) -> Option<u32> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
         if self.tags[i] != block + 1 {
             return None;
         }
         let c = &mut self.counts[i][(addr >> 6) as usize % LINES];
-        if (*c as u32) < HOT - 1 {
-            *c += 1;
-            return Some(true);
-        }
-        Some(false)
+        *c += 1;
+        Some(*c as u32)
     }
 
     /// The count of `addr`'s line, whose block the table holds.
@@ -204,17 +196,11 @@ mod tests {
 
     /// An access as the runtime makes it: a hit, else an install and its first count.
     fn access(t: &mut Blocks, addr: u64, out: &mut Vec<u64>) {
-        match t.hit(addr) {
-            Some(true) => {}
-            // The line's HOTth access on: counted, as the runtime counts one the spin
-            // collapse keeps.
-            Some(false) => *t.count_mut(addr) += 1,
-            None => {
-                let mut words = [0; MAX_BLOCK_WORDS];
-                let (n, _) = t.install(addr, &mut words);
-                out.extend_from_slice(&words[..n]);
-                t.first(addr);
-            }
+        if t.hit(addr).is_none() {
+            let mut words = [0; MAX_BLOCK_WORDS];
+            let (n, _) = t.install(addr, &mut words);
+            out.extend_from_slice(&words[..n]);
+            t.first(addr);
         }
     }
 
@@ -252,8 +238,7 @@ mod tests {
         assert!(out.is_empty(), "hits write nothing");
         access(&mut t, b, &mut out);
         assert_eq!(lines_in(&out), [(a, 5), (a + 192, 1)]);
-        assert_eq!(t.hit(b), Some(true), "the new block counts on");
-        assert_eq!(*t.count_mut(b), 2);
+        assert_eq!(t.hit(b), Some(2), "the new block counts on");
         assert_eq!(t.hit(a), None, "the old block is gone");
         assert_eq!(t.holding(b), Some(entry(b >> BLOCK_SHIFT)));
     }

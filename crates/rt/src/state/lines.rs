@@ -19,26 +19,27 @@ const COUNT_LIMIT: u16 = u16::MAX - 1;
 #[inline(always)]
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     match s.blocks.hit(addr) {
-        Some(true) => {}
-        Some(false) => hot(s, addr, write),
+        Some(c) if c < aggregate::HOT => {}
+        Some(_) => hot(s, addr, write),
         None => miss(s, addr, size_log2, write),
     }
 }
 
-/// An access to a line counted [`HOT`](aggregate::HOT) - 1 times or more in this batch,
-/// not yet counted: the spin collapse's rule (`collapse.rs`) decides it, as for every
-/// access of a recording thread: a read it collapses is not counted (the collapse counts
-/// it); a write ends the runs on its line. Ordinary loops seldom reach `HOT` accesses to
-/// one line in a batch, so their accesses never pay for the rule; a polled flag reaches
-/// it at once. A read that joins the run of a line it polls, most of a spin-wait's, is
-/// decided first, with nothing else done. `extern "C"` (which cannot unwind), so that
-/// the callbacks, into which [`access`] is inlined, reach it by a tail call and keep no
-/// frame (`state::record_fast`).
+/// An access to a line counted [`HOT`](aggregate::HOT) times or more in this batch, this
+/// one included: the spin collapse's rule (`collapse.rs`) decides it, as for every
+/// access of a recording thread: a read it collapses is taken back from the count (the
+/// collapse counts it); a write ends the runs on its line. Ordinary loops seldom reach
+/// `HOT` accesses to one line in a batch, so their accesses never pay for the rule; a
+/// polled flag reaches it at once. A read that joins the run of a line it polls, most
+/// of a spin-wait's, is decided first, with nothing else done. `extern "C"` (which
+/// cannot unwind), so that the callbacks, into which [`access`] is inlined, reach it by
+/// a tail call and keep no frame (`state::record_fast`).
 #[cold]
 #[inline(never)]
 extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
     let line = addr >> LINE_SHIFT;
     if !write && s.collapse && s.runs.collapse_again(line) {
+        *s.blocks.count_mut(addr) -= 1;
         return collapsed(s);
     }
     hot_counted(s, addr, write);
@@ -50,11 +51,7 @@ extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
 extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool) {
     let line = addr >> LINE_SHIFT;
     let run = collapse_step(s, line, write);
-    let Some(run) = run else {
-        // Collapsed, and counted by the step: never after `hot`'s check, kept for the rule.
-        return;
-    };
-    if let Some((way, w)) = run {
+    if let Some(Some((way, w))) = run {
         s.runs.end(way);
         s.runs.begin(way, line, 0);
         if w {
@@ -62,8 +59,10 @@ extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool) {
         }
     }
     let c = s.blocks.count_mut(addr);
-    *c += 1;
-    if *c >= COUNT_LIMIT {
+    if run.is_none() {
+        // Collapsed, and counted by the step: never after `hot`'s check, kept for the rule.
+        *c -= 1;
+    } else if *c >= COUNT_LIMIT {
         // The block leaves; its next access installs it anew.
         if let Some(i) = s.blocks.holding(addr) {
             take(s, i);
