@@ -151,18 +151,13 @@ impl<R: Read> RawReader<R> {
                 if read_full(&mut self.src, &mut self.body)? < body {
                     return self.tear();
                 }
+                let (tick_bytes, words) = self.body.split_at(wire::TICKS * 8);
                 if h.kind == wire::KIND_COUNTED {
                     // Only its first clock word is read; the words go into the spare
-                    // buffer in a loop that compiles to a copy (an iterator over the
-                    // bytes made `--model-only`'s reader convert them one by one).
-                    let (ticks, body) = self.body.split_at(wire::TICKS * 8);
-                    let time = u64::from_ne_bytes(ticks[..8].try_into().unwrap());
+                    // buffer, whose memory the last counted chunk gave back.
+                    let time = u64::from_ne_bytes(tick_bytes[..8].try_into().unwrap());
                     let mut records = std::mem::take(&mut self.spare);
-                    records.clear();
-                    records.resize(body.len() / 8, 0);
-                    for (w, b) in records.iter_mut().zip(body.chunks_exact(8)) {
-                        *w = u64::from_ne_bytes(b.try_into().unwrap());
-                    }
+                    words_into(words, &mut records);
                     // Damaged words: as a torn chunk, nothing after it is read.
                     if wire::check_counted(&records).is_err() {
                         return self.tear();
@@ -173,12 +168,9 @@ impl<R: Read> RawReader<R> {
                         words: records,
                     }));
                 }
-                let mut words = self
-                    .body
-                    .chunks_exact(8)
-                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
-                let ticks: Vec<u64> = words.by_ref().take(wire::TICKS).collect();
-                let records: Vec<u64> = words.collect();
+                let (mut ticks, mut records) = (Vec::new(), Vec::new());
+                words_into(tick_bytes, &mut ticks);
+                words_into(words, &mut records);
                 let predicted = (h.kind == wire::KIND_PREDICTED).then_some(h.extra);
                 // Damaged words: as a torn chunk, nothing after it is read.
                 if let Some(n) = predicted {
@@ -288,6 +280,17 @@ impl ThreadCount {
     /// Threads named so far (the highest thread id + 1).
     pub fn threads(&self) -> u32 {
         self.threads
+    }
+}
+
+/// Puts the 8-byte words of `bytes` (a whole number of them) in `out`, in place of what
+/// it held: in a loop that compiles to a copy (an iterator over the bytes made
+/// `--model-only`'s reader convert them one by one).
+fn words_into(bytes: &[u8], out: &mut Vec<u64>) {
+    out.clear();
+    out.resize(bytes.len() / 8, 0);
+    for (w, b) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+        *w = u64::from_ne_bytes(b.try_into().unwrap());
     }
 }
 
