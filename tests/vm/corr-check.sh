@@ -47,12 +47,16 @@ one() {
 }
 pass() { awk -v s="$1" 'BEGIN { exit !(s + 0 >= 0.8) }'; }
 
-# A required check that fails runs once more, and both figures are printed: the guest's
-# vCPUs are host threads, and on a loaded host a vCPU starved for a whole run makes its
-# threads fault after the others on most pages, so a hinting fault rarely shows them
-# (alltoall gave 0.710 and 0.976 in two guest runs at host load 20, the failing one
-# missing threads 0, 2 and 7 on 25-68 % of its pages). Which vCPU starves differs from
-# run to run; a detector that misses pairs misses them both times.
+# A required check that fails runs up to twice more, and every figure is printed: the
+# guest's vCPUs are host threads, and on a loaded host a vCPU starved for a whole run
+# makes its threads fault after the others on most pages, so a hinting fault rarely
+# shows them (alltoall gave 0.710 and 0.976 in two guest runs at host load 20, the
+# failing one missing threads 0, 2 and 7 on 25-68 % of its pages). Which vCPU starves
+# differs from run to run; a detector that misses pairs misses them every time. One
+# retry was not enough: on 2026-11-25, ten guest runs at host load 0-7 retried alltoall
+# twice (0.754 and 0.779, each in a run that took twice its usual 14-24 s; both passed
+# the second time with 0.981 and 0.957), and a CI run whose guest check failed could not
+# be told apart from two such runs in a row.
 bad=0 n=0
 grep -v '^#' /corr-specs >/tmp/corr.specs
 for block in 4096 1024; do
@@ -68,13 +72,17 @@ for block in 4096 1024; do
     elif pass "$s"; then
       echo "PASS $line >= 0.8"
     else
-      echo "RETRY $line < 0.8: once more"
-      line=""
-      if one "$w" "$size" "$reps" "$block" && pass "$s"; then
-        echo "PASS $line >= 0.8 (second run)"
-      else
-        echo "FAIL $w per $block B: ${line:-tdmap run failed} < 0.8 twice"; bad=$((bad + 1))
-      fi
+      ok=0
+      for try in second third; do
+        echo "RETRY $line < 0.8: once more"
+        line=""
+        if one "$w" "$size" "$reps" "$block" && pass "$s"; then
+          echo "PASS $line >= 0.8 ($try run)"
+          ok=1
+          break
+        fi
+      done
+      [ "$ok" = 1 ] || { echo "FAIL $w per $block B: ${line:-tdmap run failed} < 0.8 three times"; bad=$((bad + 1)); }
     fi
   done </tmp/corr.specs
 done

@@ -10,6 +10,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 failed=0
 summary=()
+# The guests' own failure lines, repeated at the end: CI shows a log's tail, and a
+# guest's FAIL line is a hundred lines above it.
+guest_fails=()
 
 # Runs vm.sh with the given arguments, keeping its output in $out and status in $rc.
 run_vm() {
@@ -24,6 +27,9 @@ fail() { echo "vm-test: FAIL $1"; failed=$((failed + 1)); }
 
 for shape in 2x2 4x1; do
   run_vm "$shape"
+  while IFS= read -r l; do
+    [ -n "$l" ] && guest_fails+=("$shape: $l")
+  done < <(echo "$out" | grep -E '^guest\| (FAIL|RETRY)|^guest\| [a-z_]+: [1-9][0-9]* of [0-9]+ (checks )?failed')
   # The 2x2 guest also runs tdmap run's checks (issue 7 must-shows 2 and 1).
   run_ok=1
   [ "$shape" = 2x2 ] && { echo "$out" | grep -q '^guest| run_check: 0 of' || run_ok=0; }
@@ -102,6 +108,10 @@ fi
 
 echo "vm-test: time from qemu start to result, per guest:"
 printf '  %s\n' "${summary[@]}"
+if [ "${#guest_fails[@]}" -ne 0 ]; then
+  echo "vm-test: failure and retry lines of the 2x2 and 4x1 guests:"
+  printf '  %s\n' "${guest_fails[@]}"
+fi
 if [ "$failed" -ne 0 ]; then
   echo "vm-test: $failed failed"
   exit 1
