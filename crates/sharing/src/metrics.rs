@@ -3,10 +3,10 @@
 //! (Figure 2) for data affinity, at any page size the table can aggregate to.
 
 use crate::error::SharingError;
+use crate::hash::FastMap;
 use crate::matrix::SharingMatrix;
 use crate::table::AffinityTable;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// kMAF Eq. 1 exactly as printed, over a row-major T×T matrix (diagonal included).
 pub fn heterogeneity_eq1(m: &[f64], t: usize) -> f64 {
@@ -101,14 +101,6 @@ pub fn data_metrics(table: &AffinityTable, page_size: u64) -> Result<DataMetrics
         });
     }
     let shift = (page_size / small).trailing_zeros();
-    let nodes = table.config().nodes;
-    let mut big: HashMap<u64, Vec<u32>> = HashMap::new();
-    for (page, nv) in table.pages() {
-        let acc = big.entry(page >> shift).or_insert_with(|| vec![0; nodes]);
-        acc.iter_mut()
-            .zip(&nv)
-            .for_each(|(a, &c)| *a = a.saturating_add(c));
-    }
     let mut m = DataMetrics {
         page_size,
         pages: 0,
@@ -117,15 +109,35 @@ pub fn data_metrics(table: &AffinityTable, page_size: u64) -> Result<DataMetrics
         histogram: [0; 11],
     };
     let mut weighted = 0.0;
-    for nv in big.values() {
+    let mut add = |nv: &[u32]| {
         let Some(ex) = page_exclusivity(nv) else {
-            continue;
+            return;
         };
         let n: u64 = nv.iter().map(|&c| c as u64).sum();
         m.pages += 1;
         m.accesses += n;
         weighted += ex * n as f64; // kMAF Eq. 4 numerator
         m.histogram[(ex * 10.0).round() as usize] += 1;
+    };
+    if shift == 0 {
+        // Each page is its own large page: no sums to gather.
+        table.for_each_page(|_, nv| add(nv));
+    } else {
+        let nodes = table.config().nodes;
+        let mut row: FastMap<u64, usize> = FastMap::default();
+        let mut sums: Vec<u32> = Vec::new();
+        table.for_each_page(|page, nv| {
+            let next = row.len();
+            let r = *row.entry(page >> shift).or_insert(next);
+            if r == next {
+                sums.resize(sums.len() + nodes, 0);
+            }
+            sums[r * nodes..(r + 1) * nodes]
+                .iter_mut()
+                .zip(nv)
+                .for_each(|(a, &c)| *a = a.saturating_add(c));
+        });
+        sums.chunks_exact(nodes.max(1)).for_each(&mut add);
     }
     if m.accesses > 0 {
         m.avg_exclusivity = weighted / m.accesses as f64;
@@ -208,5 +220,23 @@ mod tests {
         assert!(close(d2.avg_exclusivity, 0.7), "{d2:?}");
         assert_eq!(d2.histogram[7], 1);
         assert!(data_metrics(&t, 1024).is_err());
+    }
+
+    #[test]
+    fn a_large_page_sums_small_pages_the_table_keeps_in_different_groups() {
+        let mut t = AffinityTable::new(TableConfig::exact(2)).unwrap();
+        // 0x0 and 0x40000 (256 KiB: the table's next group of 64 pages) in one 2 MiB
+        // page, and 0x200000 in the next: NVs [2, 0] + [0, 2] and [0, 5].
+        for (node, addr, n) in [(0, 0x0, 2), (1, 0x40000, 2), (1, 0x200000, 5)] {
+            for _ in 0..n {
+                t.touch(0, node, addr);
+            }
+        }
+        let d = data_metrics(&t, 2 << 20).unwrap();
+        assert_eq!((d.pages, d.accesses), (2, 9), "{d:?}");
+        // (0.5 * 4 + 1.0 * 5) / 9
+        assert!(close(d.avg_exclusivity, 7.0 / 9.0), "{d:?}");
+        assert_eq!((d.histogram[5], d.histogram[10]), (1, 1), "{d:?}");
+        assert_eq!(data_metrics(&t, 4096).unwrap().pages, 3);
     }
 }

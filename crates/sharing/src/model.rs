@@ -4,7 +4,7 @@
 use crate::error::SharingError;
 use crate::matrix::SharingMatrix;
 use crate::pages::{Pages, Slices};
-use crate::table::{each_member, join, promote, AffinityTable, TableConfig, Touch, EMPTY};
+use crate::table::{each_member, join, promote, AffinityTable, TableConfig, Touch, EMPTY, WHOLE};
 use tdmap_trace::Chunk;
 
 /// Which of the trace paper's two metrics a matrix holds.
@@ -236,21 +236,26 @@ impl SharingModel {
         let mut total = 0u64;
         while let Some(page) = pages.next_page(shift) {
             let p = self.table.slot(page);
+            if let Some((sbv, whole)) = self.table.whole(p) {
+                if lines64 {
+                    // A block whose every line was accessed (a loop streaming through
+                    // memory): the page's lines at once when they share with the same
+                    // threads.
+                    if let Some(n) = pages.full() {
+                        if let Some((others, joined)) = full_page(sbv, whole, t) {
+                            pend.add(others, n, sbs * joined, &mut own, row_acc, row_amt);
+                            self.table.bump_run(p, node, n as usize);
+                            total += n;
+                            continue;
+                        }
+                    }
+                }
+                // The lines one by one may change some of the page's words.
+                *whole = 0;
+            }
             let sbv = &mut self.table.sbv_mut()[p * w..(p + 1) * w];
             // Accesses to the page so far.
             let mut on_page = 0u64;
-            if lines64 {
-                // A block whose every line was accessed (a loop streaming through memory):
-                // the page's lines at once when they share with the same threads.
-                if let Some(n) = pages.full() {
-                    if let Some((others, joined)) = full_page(sbv, t) {
-                        pend.add(others, n, sbs * joined, &mut own, row_acc, row_amt);
-                        self.table.bump_run(p, node, n as usize);
-                        total += n;
-                        continue;
-                    }
-                }
-            }
             // The sub-block of the current run of accesses (none yet) and their number.
             let (mut last, mut m) = (usize::MAX, 0u64);
             // Inlined: out of line, the closure kept the batch's registers in memory.
@@ -485,10 +490,23 @@ impl Pending {
 /// with those sharers as one run (`Pending`: the sums are the same in any grouping).
 /// The other sharers and the sub-blocks newly joined; None, with nothing changed, when
 /// the sub-blocks' other sharers differ (the caller then takes them one by one).
+///
+/// `whole` is the page's whole-page word (`AffinityTable::whole`): when it gives the
+/// word all 64 hold, the words are not read, and not written when the thread is among
+/// them (a loop's later sweeps); a scan that finds them alike sets it.
 #[inline(always)]
-fn full_page(slots: &mut [u16], t: u16) -> Option<(u16, u64)> {
+fn full_page(slots: &mut [u16], whole: &mut u32, t: u16) -> Option<(u16, u64)> {
     let slots: &mut [u16; 64] = slots.try_into().ok()?;
     let bit = 1u16 << (t % 16);
+    if *whole & WHOLE != 0 {
+        let all = *whole as u16;
+        if all & bit != 0 {
+            return Some((all & !bit, 0));
+        }
+        slots.iter_mut().for_each(|s| *s |= bit);
+        *whole = WHOLE | (all | bit) as u32;
+        return Some((all, 64));
+    }
     let others = slots[0] & !bit;
     // Vectorised: a sub-block's test is a lane's.
     let (mut differ, mut had) = (0u16, 0u32);
@@ -503,6 +521,7 @@ fn full_page(slots: &mut [u16], t: u16) -> Option<(u16, u64)> {
     if had != 64 {
         slots.iter_mut().for_each(|s| *s |= bit);
     }
+    *whole = WHOLE | (others | bit) as u32;
     Some((others, 64 - had as u64))
 }
 

@@ -13,6 +13,9 @@ use crate::hash::FastMap;
 pub const EMPTY: u16 = u16::MAX;
 /// Pages per storage group.
 const GROUP_PAGES: u64 = 64;
+/// The flag of a page's whole-page word ([`AffinityTable::whole`]) that says all its
+/// sub-blocks hold the word in the low 16 bits.
+pub(crate) const WHOLE: u32 = 1 << 16;
 /// Entries of the direct-mapped cache of recently used groups (a power of two): a thread
 /// moving between a few distant arrays finds their groups without hashing.
 const RECENT: usize = 256;
@@ -190,6 +193,11 @@ pub struct AffinityTable {
     touched: Vec<u64>,
     nv: Nv,
     sbv: Vec<u16>,
+    /// Per page, with one sharer word per sub-block ([`Self::whole`]): [`WHOLE`] and the
+    /// word every sub-block of the page holds, or 0 when they may differ. The model's
+    /// whole-page update reads it instead of the page's 64 words, which miss the cache on
+    /// most pages of a large run (`SharingModel::run`).
+    whole: Vec<u32>,
     last_key: u64,
     last_group: usize,
     /// (group key, group) by key modulo [`RECENT`]; key u64::MAX marks an empty entry.
@@ -219,6 +227,7 @@ impl AffinityTable {
                 Nv::Narrow(Vec::new())
             },
             sbv: Vec::new(),
+            whole: Vec::new(),
             last_key: u64::MAX,
             last_group: 0,
             recent: vec![(u64::MAX, 0); RECENT].into_boxed_slice(),
@@ -269,6 +278,9 @@ impl AffinityTable {
         } else {
             promote(slots, thread)
         };
+        if !was_sharer && self.keeps_whole() {
+            self.whole[p] = 0;
+        }
         Touch {
             sbv_at: at,
             was_sharer,
@@ -312,6 +324,26 @@ impl AffinityTable {
     #[inline(always)]
     pub(crate) fn sbv_mut(&mut self) -> &mut [u16] {
         &mut self.sbv
+    }
+
+    /// Whether pages keep their [`Self::whole`] word: every sharer kept, one word per
+    /// sub-block (up to 16 threads).
+    #[inline(always)]
+    fn keeps_whole(&self) -> bool {
+        self.cfg.all_sharers && self.slots == 1
+    }
+
+    /// Page p's sharer words and its whole-page word ([`WHOLE`] and the word all its
+    /// sub-blocks hold, or 0), when the table keeps one ([`Self::keeps_whole`]). The
+    /// caller keeps the two in step: a change to some of the words clears the whole-page
+    /// word.
+    #[inline(always)]
+    pub(crate) fn whole(&mut self, p: usize) -> Option<(&mut [u16], &mut u32)> {
+        if !self.keeps_whole() {
+            return None;
+        }
+        let w = self.sbv_words;
+        Some((&mut self.sbv[p * w..(p + 1) * w], &mut self.whole[p]))
     }
 
     /// Moves the one-page cache to `page`, finding its group in the recent-group cache, or
@@ -386,6 +418,8 @@ impl AffinityTable {
         let empty = if self.cfg.all_sharers { 0 } else { EMPTY };
         self.sbv
             .resize(self.sbv.len() + pages * self.sbv_words, empty);
+        // A new page's sub-blocks all hold no sharer.
+        self.whole.resize(self.whole.len() + pages, WHOLE);
         g
     }
 
@@ -423,6 +457,8 @@ impl AffinityTable {
             self.sbv = sbv;
             self.sbv_words = self.sbv_words / old * new;
             self.slots = new;
+            // Several words to a sub-block now: no page keeps a whole-page word.
+            self.whole.iter_mut().for_each(|w| *w = 0);
         }
     }
 
@@ -466,17 +502,35 @@ impl AffinityTable {
 
     /// Every touched page as (page number, NUMA vector), in no particular order.
     pub fn pages(&self) -> impl Iterator<Item = (u64, Vec<u32>)> + '_ {
-        self.keys.iter().enumerate().flat_map(move |(g, &key)| {
-            let bits = self.touched[g];
-            (0..GROUP_PAGES)
-                .filter(move |s| bits >> s & 1 == 1)
-                .map(move |s| {
-                    (
-                        key * GROUP_PAGES + s,
-                        self.nv_of(g * GROUP_PAGES as usize + s as usize),
-                    )
-                })
-        })
+        let mut all = Vec::with_capacity(self.tracked_pages() as usize);
+        self.for_each_page(|p, nv| all.push((p, nv.to_vec())));
+        all.into_iter()
+    }
+
+    /// Calls `f` with every touched page's number and NUMA vector, in [`Self::pages`]'
+    /// order, with no vector allocated per page: for the end-of-run metrics and model
+    /// file, which visit every page of a run (27 k for `stencil1d 8 1680`).
+    pub fn for_each_page(&self, mut f: impl FnMut(u64, &[u32])) {
+        let n = self.cfg.nodes;
+        let mut nv = vec![0u32; n];
+        for (g, &key) in self.keys.iter().enumerate() {
+            let mut bits = self.touched[g];
+            while bits != 0 {
+                let s = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let p = (g * GROUP_PAGES as usize + s) * n;
+                let v: &[u32] = match &self.nv {
+                    Nv::Narrow(v) => {
+                        nv.iter_mut()
+                            .zip(&v[p..p + n])
+                            .for_each(|(d, &c)| *d = c as u32);
+                        &nv
+                    }
+                    Nv::Wide(v) => &v[p..p + n],
+                };
+                f(key * GROUP_PAGES + s as u64, v);
+            }
+        }
     }
 
     /// Pages touched at least once.
@@ -492,7 +546,10 @@ impl AffinityTable {
         };
         // hashbrown: key + value per bucket plus one control byte.
         let index = self.index.capacity() * (8 + 4 + 1) + RECENT * 16;
-        nv + self.sbv.capacity() * 2 + index + (self.keys.capacity() + self.touched.capacity()) * 8
+        nv + self.sbv.capacity() * 2
+            + self.whole.capacity() * 4
+            + index
+            + (self.keys.capacity() + self.touched.capacity()) * 8
     }
 }
 

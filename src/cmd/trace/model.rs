@@ -18,12 +18,12 @@ use super::follow::Follow;
 use super::raw::{wire, RawEvent, RawReader};
 use super::{check_hello, status_of, Args, Control, Decoder, Scratch};
 use anyhow::{Context, Result};
-use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Instant;
+use tdmap_sharing::hash::FastMap;
 use tdmap_sharing::Sharers;
 use tdmap_sharing::{
     AnalyzeReport, Metric, ModelFile, ModelPage, ModelThread, SharingModel, TableConfig,
@@ -126,7 +126,7 @@ struct Feed {
     /// Node of each thread: where it ran at its first first touch (0 until then).
     nodes: Vec<u32>,
     known_node: Vec<bool>,
-    first: HashMap<u64, (u32, u32)>,
+    first: FastMap<u64, (u32, u32)>,
     filtered: u64,
     /// Access records read: fewer than the accesses when the runtime aggregated them.
     records: u64,
@@ -152,7 +152,7 @@ impl Feed {
             threads: Vec::new(),
             nodes: vec![0],
             known_node: vec![false],
-            first: HashMap::new(),
+            first: FastMap::default(),
             filtered: 0,
             records: 0,
         })
@@ -276,21 +276,18 @@ impl Feed {
                 .map(<[u64]>::to_vec)
                 .collect()
         };
-        let mut pages: Vec<ModelPage> = self
-            .model
-            .table()
-            .pages()
-            .map(|(p, nv)| {
-                let addr = p * self.model.table().config().page_size;
-                let first = self.first.get(&addr);
-                ModelPage {
-                    addr,
-                    nv,
-                    first_thread: first.map(|f| f.0),
-                    first_node: first.map(|f| f.1),
-                }
-            })
-            .collect();
+        let table = self.model.table();
+        let mut pages = Vec::with_capacity(table.tracked_pages() as usize);
+        table.for_each_page(|p, nv| {
+            let addr = p * table.config().page_size;
+            let first = self.first.get(&addr);
+            pages.push(ModelPage {
+                addr,
+                nv: nv.to_vec(),
+                first_thread: first.map(|f| f.0),
+                first_node: first.map(|f| f.1),
+            });
+        });
         pages.sort_by_key(|p| p.addr);
         let name = header.program.first().cloned().unwrap_or_default();
         let sizes = [4096, 2 << 20];

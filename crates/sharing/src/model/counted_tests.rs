@@ -97,7 +97,7 @@ proptest! {
     #[test]
     fn whole_pages_at_once_equal_their_lines_one_by_one(
         batches in prop::collection::vec(
-            (0u32..4, prop::collection::vec(0u64..4, 1..4), prop::collection::vec((0u64..4, 0u64..64), 0..4)),
+            (0u32..4, prop::collection::vec(0u64..4, 1..4), prop::collection::vec((0u64..4, 0u64..64), 0..4), any::<bool>()),
             1..16,
         ),
     ) {
@@ -105,7 +105,7 @@ proptest! {
         let nodes = [0, 1, 1, 0];
         let mut whole = SharingModel::new(cfg, 4, &nodes).unwrap();
         let mut lines = SharingModel::new(cfg, 4, &nodes).unwrap();
-        for (t, full, single) in &batches {
+        for (t, full, single, by_one) in &batches {
             let pages: Vec<(u64, Vec<u32>)> = full
                 .iter()
                 .map(|&p| (p, (0..64).map(|k| 1 + (k + p as u32 + t) % 5).collect()))
@@ -119,10 +119,17 @@ proptest! {
                 }
             }
             lines.accesses_counted(*t, &addrs, &counts).unwrap();
-            // Single lines, so that a page's lines come to share with different threads.
+            // Single lines, so that a page's lines come to share with different threads:
+            // batched, or as page-fault samples (the table's own update,
+            // `AffinityTable::touch`), both of which must leave the whole-page words true.
             let one: Vec<u64> = single.iter().map(|&(p, k)| (p << 12) + 64 * k).collect();
-            whole.accesses(*t, &one).unwrap();
-            lines.accesses(*t, &one).unwrap();
+            for m in [&mut whole, &mut lines] {
+                if *by_one {
+                    one.iter().try_for_each(|&a| m.fault(*t, a, *t % 2)).unwrap();
+                } else {
+                    m.accesses(*t, &one).unwrap();
+                }
+            }
         }
         prop_assert_eq!(whole.matrix(Metric::Accesses), lines.matrix(Metric::Accesses));
         prop_assert_eq!(whole.matrix(Metric::Amount), lines.matrix(Metric::Amount));
