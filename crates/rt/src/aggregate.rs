@@ -45,12 +45,16 @@ pub const BATCH_CPU_NS: u64 = 4_000_000;
 /// there the spin collapse's rule runs, and a count near `u16::MAX` is written out.
 /// Few lines of ordinary loops get this many accesses in one batch; a polled flag gets
 /// them at once.
-pub const HOT: u32 = 256;
+pub const HOT: u16 = 256;
+/// The tag of an empty entry: no block's number (blocks are addresses >> 12).
+const EMPTY: u64 = u64::MAX;
 
-/// A thread's table of counted lines; all zeros (its mmap'd state) is empty.
+/// A thread's table of counted lines; [`Blocks::clear`] makes it empty (its tags are
+/// [`EMPTY`]: a block's number itself is the tag, so that the hot path compares it with
+/// no arithmetic).
 #[repr(C)]
 pub struct Blocks {
-    /// Each entry's block number + 1, 0 when empty.
+    /// Each entry's block number, [`EMPTY`] when empty.
     tags: [u64; BLOCKS],
     /// Accesses counted to each line of each entry's block.
     /// 16 bits each: a block's counts take two cache lines, which a leaving block's scan
@@ -93,30 +97,43 @@ fn lines_of(counts: &[u16; LINES]) -> u64 {
 
 /// The entry of `block`: a multiplicative hash, so that arrays a whole number of tables
 /// apart (large allocations are page-aligned) do not evict each other at every access.
+/// On the block number's low 32 bits (16 TiB of address space), whose 32-bit multiply
+/// with a 32-bit constant is 9 bytes of code shorter than the 64-bit one on the hot path.
 #[inline(always)]
 fn entry(block: u64) -> usize {
-    (block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BLOCKS.trailing_zeros())) as usize
+    ((block as u32).wrapping_mul(0x9E37_79B1) >> (32 - BLOCKS.trailing_zeros())) as usize
 }
 
 impl Blocks {
     /// Counts one more access to `addr` if its entry holds its block (the hot path):
     /// the line's new count, or None when the caller must [`Blocks::install`] the block.
+    /// The new count is computed in 32 bits from the loaded one, and stored narrowed: a
+    /// count never passes `u16::MAX - 1` (`state::lines::hot` writes its block out
+    /// there), so the two are the same, and the compare needs no second widening.
     #[inline(always)]
     pub fn hit(&mut self, addr: u64) -> Option<u32> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
-        if self.tags[i] != block + 1 {
+        if self.tags[i] != block {
             return None;
         }
-        let c = &mut self.counts[i][(addr >> 6) as usize % LINES];
-        *c += 1;
-        Some(*c as u32)
+        let c = self.count_at(i, addr);
+        let n = *c as u32 + 1;
+        *c = n as u16;
+        Some(n)
+    }
+
+    /// The count of `addr`'s line in entry `i`: one index into the counts as one array,
+    /// which the hot path adds to the table's address in the load itself.
+    #[inline(always)]
+    fn count_at(&mut self, i: usize, addr: u64) -> &mut u16 {
+        &mut self.counts.as_flattened_mut()[i * LINES + (addr >> 6) as usize % LINES]
     }
 
     /// The count of `addr`'s line, whose block the table holds.
     #[inline(always)]
     pub fn count_mut(&mut self, addr: u64) -> &mut u16 {
-        &mut self.counts[entry(addr >> BLOCK_SHIFT)][(addr >> 6) as usize % LINES]
+        self.count_at(entry(addr >> BLOCK_SHIFT), addr)
     }
 
     /// Counts the first access to `addr`'s line, whose block was just installed.
@@ -133,27 +150,27 @@ impl Blocks {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
         let taken = self.take(i, out);
-        self.tags[i] = block + 1;
+        self.tags[i] = block;
         taken
     }
 
     /// Empties entry `i` (below [`BLOCKS`]) into `out` as [`Blocks::install`] does.
     #[inline(always)]
     pub fn take(&mut self, i: usize, out: &mut [u64]) -> (usize, u64) {
-        let block = std::mem::take(&mut self.tags[i]);
-        if block == 0 {
+        let block = std::mem::replace(&mut self.tags[i], EMPTY);
+        if block == EMPTY {
             return (0, 0);
         }
         let counts = &mut self.counts[i];
         let lines = lines_of(counts);
         if lines == u64::MAX {
             // A streaming loop's block: its counts packed and summed with no line loop.
-            let n = pack_full_block(block - 1, counts, out);
+            let n = pack_full_block(block, counts, out);
             let accesses = counts.iter().map(|&c| c as u64).sum();
             *counts = [0; LINES];
             return (n, accesses);
         }
-        let n = pack_block(block - 1, lines, counts, out);
+        let n = pack_block(block, lines, counts, out);
         let (mut rest, mut accesses) = (lines, 0);
         while rest != 0 {
             accesses += std::mem::take(&mut counts[rest.trailing_zeros() as usize]) as u64;
@@ -167,13 +184,24 @@ impl Blocks {
     pub fn holding(&self, addr: u64) -> Option<usize> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
-        (self.tags[i] == block + 1).then_some(i)
+        (self.tags[i] == block).then_some(i)
     }
 
     /// Forgets every entry without writing it (a forked child's copy of its parent's).
     pub fn clear(&mut self) {
-        self.tags = [0; BLOCKS];
+        self.empty_tags();
         self.counts = [[0; LINES]; BLOCKS];
+    }
+
+    /// Makes a new thread's table, all zeros as its state is mapped, empty: only the
+    /// tags need it. Volatile stores, which the compiler cannot make a `memset` call: the
+    /// thread is registering (`state::register_current`), and the interceptor of a
+    /// `memset` called from there registered it a second time, as another thread.
+    pub fn empty_tags(&mut self) {
+        for t in self.tags.iter_mut() {
+            // SAFETY: `t` is a valid, aligned, exclusive reference.
+            unsafe { std::ptr::write_volatile(t, EMPTY) };
+        }
     }
 }
 
@@ -183,8 +211,11 @@ mod tests {
     use tdmap_wire::raw::{walk_counted, Counted};
 
     fn empty() -> Box<Blocks> {
-        // SAFETY: all zeros is an empty table, as the runtime's mmap'd state relies on.
-        unsafe { Box::<Blocks>::new_zeroed().assume_init() }
+        // SAFETY: all zeros is a valid table (integers only), which `clear` empties, as
+        // the runtime does with its mmap'd state.
+        let mut t = unsafe { Box::<Blocks>::new_zeroed().assume_init() };
+        t.clear();
+        t
     }
 
     /// Two blocks of one entry: `a` and another block that hashes to the same entry.
@@ -241,6 +272,16 @@ mod tests {
         assert_eq!(t.hit(b), Some(2), "the new block counts on");
         assert_eq!(t.hit(a), None, "the old block is gone");
         assert_eq!(t.holding(b), Some(entry(b >> BLOCK_SHIFT)));
+    }
+
+    #[test]
+    fn an_empty_table_holds_no_block_not_even_the_first() {
+        // A block's number is its tag, so an empty entry must hold none: block 0 too.
+        let mut t = empty();
+        assert_eq!(t.hit(0x40), None);
+        assert_eq!(t.holding(0x40), None);
+        let mut words = [0; MAX_BLOCK_WORDS];
+        assert_eq!(t.take(entry(0), &mut words), (0, 0));
     }
 
     #[test]

@@ -541,7 +541,15 @@ pub fn register_current() -> *mut ThreadState {
     }
     let size = std::mem::size_of::<ThreadState>();
     let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    if AGGREGATE.load(Ordering::Relaxed) {
+        // The table of counted lines is read before it is written (a tag compared, a
+        // leaving block's counts scanned): left to fault, each of its pages came as the
+        // zero page and was then copied on write, and the copy flushed the TLB of every
+        // CPU running the program's threads (an IPI per page, per thread). Populated
+        // here, the kernel gives the pages written at once.
+        flags |= libc::MAP_POPULATE;
+    }
     // SAFETY: an anonymous private mapping has no preconditions; zeroed memory is a
     // valid ThreadState (all integers, atomics, a null pointer).
     let p = unsafe { libc::mmap(null_mut(), size, prot, flags, -1, 0) };
@@ -563,6 +571,9 @@ pub fn register_current() -> *mut ThreadState {
     s.collapse = COLLAPSE.load(Ordering::Relaxed);
     // Filtering decides which accesses are records: it keeps the record-per-access path.
     s.aggregate = AGGREGATE.load(Ordering::Relaxed) && !s.filter;
+    if s.aggregate {
+        s.blocks.empty_tags();
+    }
     s.no_runs = !PREDICT.load(Ordering::Relaxed);
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;

@@ -28,6 +28,7 @@ pub(crate) fn fresh_state(aggregate: bool, collapse: bool) -> Box<ThreadState> {
     // as `register_current` relies on for its mmap'd one.
     let mut s = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
     s.aggregate = aggregate;
+    s.blocks.clear();
     s.collapse = collapse;
     s.last_key = u64::MAX;
     s.last_page = u64::MAX;
