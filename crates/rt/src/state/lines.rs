@@ -100,6 +100,7 @@ extern "C" fn miss(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) 
     if !first {
         s.blocks.first(addr);
     }
+    s.blocks.prefetch_next(addr);
 }
 
 /// Makes room for `n` more words in the chunk, writing it first when full.
