@@ -19,7 +19,12 @@ use std::sync::Mutex;
 /// thousand accesses: on the 11 programs of `make bench-trace` level 1 wrote 0-11 % more
 /// bytes than level 3 (mg +11 %, cg +0.2 %, cginit +1 %; median 0.016 B/access either
 /// way) and the whole `tdmap trace` took 3-7 % less CPU time (docs/bench-trace.md).
-pub(crate) const LEVEL: i32 = 1;
+/// Level -1, zstd's first negative level, leaves literals as they are, so a frame builds
+/// no Huffman table (`HUF_buildCTable_wksp` was 1.4-1.9 % of a trace's samples): against
+/// level 1, 1.6-8 % more bytes (stencil3d +3.7 %, mg +1.6 %, cg +8 %) and 1.6-7.1 %
+/// less CPU time for the whole `tdmap trace` (stencil3d -7.1 %, mg -4.8 %, cg -4.7 %,
+/// ep -3.8 %, pipeline -2 %, alltoall -1.6 %; median of 5, in turn).
+pub(crate) const LEVEL: i32 = -1;
 
 /// Events of one frame, still to be compressed by a worker.
 pub(crate) enum Batch {
