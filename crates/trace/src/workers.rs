@@ -23,8 +23,26 @@ use std::sync::Mutex;
 /// no Huffman table (`HUF_buildCTable_wksp` was 1.4-1.9 % of a trace's samples): against
 /// level 1, 1.6-8 % more bytes (stencil3d +3.7 %, mg +1.6 %, cg +8 %) and 1.6-7.1 %
 /// less CPU time for the whole `tdmap trace` (stencil3d -7.1 %, mg -4.8 %, cg -4.7 %,
-/// ep -3.8 %, pipeline -2 %, alltoall -1.6 %; median of 5, in turn).
+/// ep -3.8 %, pipeline -2 %, alltoall -1.6 %; median of 5, in turn). A dense stream
+/// takes [`DENSE_LEVEL`] instead ([`level_for`]).
 pub(crate) const LEVEL: i32 = -1;
+/// zstd level of a stream of at least [`DENSE_BYTES_PER_RECORD`] encoded bytes per
+/// record: random addresses, whose literals Huffman coding shrinks. At level -1
+/// throughout, cginit's trace was 26 % larger (1.689 B/access against 1.339) and its
+/// `tdmap trace` 15-35 % slower, writing the extra bytes.
+pub(crate) const DENSE_LEVEL: i32 = 1;
+/// Encoded bytes per record from which a stream is dense: a strided stream's are a few
+/// symbols per thousand accesses, a random one's several bytes each.
+const DENSE_BYTES_PER_RECORD: usize = 1;
+
+/// The zstd level for a stream of `raw` bytes that encodes `records` records.
+fn level_for(raw: usize, records: u32) -> i32 {
+    if raw >= DENSE_BYTES_PER_RECORD * records as usize {
+        DENSE_LEVEL
+    } else {
+        LEVEL
+    }
+}
 
 /// Events of one frame, still to be compressed by a worker.
 pub(crate) enum Batch {
@@ -188,6 +206,7 @@ pub(crate) fn frame_bytes(
     for (i, raw) in [first, second].into_iter().enumerate() {
         scratch.clear();
         scratch.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        comp.set_compression_level(level_for(raw.len(), count))?;
         let n = comp.compress_to_buffer(raw, scratch)?;
         if i == 0 {
             let len_at = at + codec::FRAME_HEADER;
