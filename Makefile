@@ -129,7 +129,8 @@ workloads: setup
 
 ## CPU-time cost of `tdmap trace`, `--count-only` (the floor) and `--model-only` against
 ## gcc -O2 on the workloads and the cg/mg/fft kernels at 8 threads, trace bytes per access,
-## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (~10 min).
+## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (median of 5;
+## about 2 minutes once built).
 bench-trace: setup
 	bash bench/trace.sh
 
@@ -137,7 +138,7 @@ bench-trace: setup
 bench-trace-model: bench-trace
 
 ## Must-show 2 of issue 17: peak disk use of tracing `stencil3d 8 64 16` into a 1 GiB
-## tmpfs against the final trace and the stated bound (root: it mounts; ~7 min).
+## tmpfs against the final trace and the stated bound (root: it mounts; about 30 s).
 ## What predicting each access costs in the program's thread against counting it (issue 17's
 ## next trace design, docs/bench-trace.md "Next"; a few seconds).
 .PHONY: bench-predict-cost
