@@ -74,7 +74,7 @@ for block in 4096 1024; do
     else
       ok=0
       for try in second third; do
-        echo "RETRY $line < 0.8: once more"
+        echo "RETRY ${line:-$w per $block B: tdmap run failed} < 0.8: once more"
         line=""
         if one "$w" "$size" "$reps" "$block" && pass "$s"; then
           echo "PASS $line >= 0.8 ($try run)"

@@ -45,7 +45,7 @@ pub const BATCH_CPU_NS: u64 = 4_000_000;
 /// there the spin collapse's rule runs, and a count near `u16::MAX` is written out.
 /// Few lines of ordinary loops get this many accesses in one batch; a polled flag gets
 /// them at once.
-pub const HOT: u16 = 256;
+pub const HOT: u32 = 256;
 /// The tag of an empty entry: no block's number (blocks are addresses >> 12).
 const EMPTY: u64 = u64::MAX;
 

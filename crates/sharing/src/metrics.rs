@@ -154,6 +154,17 @@ mod tests {
         (a - b).abs() < 1e-12
     }
 
+    /// A two-node table in which thread 0 touched each (node, address) the given times.
+    fn touched(touches: &[(usize, u64, u32)]) -> AffinityTable {
+        let mut t = AffinityTable::new(TableConfig::exact(2)).unwrap();
+        for &(node, addr, n) in touches {
+            for _ in 0..n {
+                t.touch(0, node, addr);
+            }
+        }
+        t
+    }
+
     #[test]
     fn eq1_and_eq2_by_hand() {
         // M = [[0,2],[2,0]]: row means 1, every cell deviates by 1: Eq.1 = 4/4 = 1.
@@ -200,14 +211,9 @@ mod tests {
 
     #[test]
     fn eq4_weights_pages_by_accesses_and_aggregates_to_2m() {
-        let mut t = AffinityTable::new(TableConfig::exact(2)).unwrap();
         // page A (0x0000): 3 from node 0, 1 from node 1 -> 0.75, 4 accesses.
         // page B (0x1000): 6 from node 1 -> 1.0, 6 accesses.
-        for (node, addr, n) in [(0, 0x0, 3), (1, 0x0, 1), (1, 0x1000, 6)] {
-            for _ in 0..n {
-                t.touch(0, node, addr);
-            }
-        }
+        let t = touched(&[(0, 0x0, 3), (1, 0x0, 1), (1, 0x1000, 6)]);
         let d = data_metrics(&t, 4096).unwrap();
         // Eq. 4: (0.75*4 + 1.0*6) / 10 = 0.9
         assert!(close(d.avg_exclusivity, 0.9), "{d:?}");
@@ -224,14 +230,9 @@ mod tests {
 
     #[test]
     fn a_large_page_sums_small_pages_the_table_keeps_in_different_groups() {
-        let mut t = AffinityTable::new(TableConfig::exact(2)).unwrap();
         // 0x0 and 0x40000 (256 KiB: the table's next group of 64 pages) in one 2 MiB
         // page, and 0x200000 in the next: NVs [2, 0] + [0, 2] and [0, 5].
-        for (node, addr, n) in [(0, 0x0, 2), (1, 0x40000, 2), (1, 0x200000, 5)] {
-            for _ in 0..n {
-                t.touch(0, node, addr);
-            }
-        }
+        let t = touched(&[(0, 0x0, 2), (1, 0x40000, 2), (1, 0x200000, 5)]);
         let d = data_metrics(&t, 2 << 20).unwrap();
         assert_eq!((d.pages, d.accesses), (2, 9), "{d:?}");
         // (0.5 * 4 + 1.0 * 5) / 9

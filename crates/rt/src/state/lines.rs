@@ -19,7 +19,7 @@ const COUNT_LIMIT: u16 = u16::MAX - 1;
 #[inline(always)]
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
     match s.blocks.hit(addr) {
-        Some(c) if c < aggregate::HOT as u32 => {}
+        Some(c) if c < aggregate::HOT => {}
         Some(_) => hot(s, addr, write),
         None => miss(s, addr, size_log2, write),
     }
