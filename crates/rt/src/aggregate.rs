@@ -46,6 +46,20 @@ pub const BATCH_CPU_NS: u64 = 4_000_000;
 /// Few lines of ordinary loops get this many accesses in one batch; a polled flag gets
 /// them at once.
 pub const HOT: u32 = 256;
+/// Where a line's count lies in a [`Blocks`]: its index among the counts as one array,
+/// which the hot path adds to the table's address in the load itself.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct CountAt(usize);
+
+impl CountAt {
+    /// The count of `addr`'s line in entry `i`.
+    #[inline(always)]
+    fn of(i: usize, addr: u64) -> CountAt {
+        CountAt(i * LINES + (addr >> 6) as usize % LINES)
+    }
+}
+
 /// The tag of an empty entry: no block's number (blocks are addresses >> 12).
 const EMPTY: u64 = u64::MAX;
 
@@ -106,28 +120,42 @@ fn entry(block: u64) -> usize {
 
 impl Blocks {
     /// Counts one more access to `addr` if its entry holds its block (the hot path):
-    /// the line's new count, or None when the caller must [`Blocks::install`] the block.
-    /// The new count is computed in 32 bits from the loaded one, and stored narrowed: a
-    /// count never passes `u16::MAX - 1` (`state::lines::hot` writes its block out
-    /// there), so the two are the same, and the compare needs no second widening.
+    /// the line's new count and where it lies, or None when the caller must
+    /// [`Blocks::install`] the block. The new count is computed in 32 bits from the
+    /// loaded one, and stored narrowed: a count never passes `u16::MAX - 1`
+    /// (`state::lines::hot` writes its block out there), so the two are the same, and
+    /// the compare needs no second widening. A line counted [`HOT`] times goes on to
+    /// `state::lines::hot`, which finds its count at the place given, with no second hash.
     #[inline(always)]
-    pub fn hit(&mut self, addr: u64) -> Option<u32> {
+    pub fn hit_at(&mut self, addr: u64) -> Option<(u32, CountAt)> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
         if self.tags[i] != block {
             return None;
         }
-        let c = self.count_at(i, addr);
+        let at = CountAt::of(i, addr);
+        let c = self.count_in(at);
         let n = *c as u32 + 1;
         *c = n as u16;
-        Some(n)
+        Some((n, at))
     }
 
-    /// The count of `addr`'s line in entry `i`: one index into the counts as one array,
-    /// which the hot path adds to the table's address in the load itself.
+    /// [`Blocks::hit_at`]'s count alone.
+    #[cfg(test)]
+    pub fn hit(&mut self, addr: u64) -> Option<u32> {
+        self.hit_at(addr).map(|(n, _)| n)
+    }
+
+    /// The count at `at`, which [`Blocks::hit_at`] gave since the table last changed.
+    #[inline(always)]
+    pub fn count_in(&mut self, at: CountAt) -> &mut u16 {
+        &mut self.counts.as_flattened_mut()[at.0]
+    }
+
+    /// The count of `addr`'s line in entry `i`.
     #[inline(always)]
     fn count_at(&mut self, i: usize, addr: u64) -> &mut u16 {
-        &mut self.counts.as_flattened_mut()[i * LINES + (addr >> 6) as usize % LINES]
+        self.count_in(CountAt::of(i, addr))
     }
 
     /// The count of `addr`'s line, whose block the table holds.
@@ -203,11 +231,17 @@ impl Blocks {
     }
 
     /// The entry holding `addr`'s block, if any.
-    #[inline(always)]
+    #[cfg(test)]
     pub fn holding(&self, addr: u64) -> Option<usize> {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
         (self.tags[i] == block).then_some(i)
+    }
+
+    /// The entry of the count at `at`.
+    #[inline(always)]
+    pub fn entry_of(at: CountAt) -> usize {
+        at.0 / LINES
     }
 
     /// Forgets every entry without writing it (a forked child's copy of its parent's).

@@ -6,7 +6,7 @@
 use super::{
     collapse_step, collapsed, flush, now_ns, page_first, write_chunk, ThreadState, LINE_SHIFT,
 };
-use crate::aggregate::{self, MAX_BLOCK_WORDS};
+use crate::aggregate::{self, Blocks, CountAt, MAX_BLOCK_WORDS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, FIRST_WORDS};
 
 /// A count this close to `u16::MAX` leaves with its block ([`hot`]).
@@ -18,9 +18,9 @@ const COUNT_LIMIT: u16 = u16::MAX - 1;
 /// Counted accesses join the thread's `seen` when their block leaves the table.
 #[inline(always)]
 pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool) {
-    match s.blocks.hit(addr) {
-        Some(c) if c < aggregate::HOT => {}
-        Some(_) => hot(s, addr, write),
+    match s.blocks.hit_at(addr) {
+        Some((c, _)) if c < aggregate::HOT => {}
+        Some((_, at)) => hot(s, addr, write, at),
         None => miss(s, addr, size_log2, write),
     }
 }
@@ -33,22 +33,23 @@ pub(super) fn access(s: &mut ThreadState, addr: u64, size_log2: u32, write: bool
 /// polled flag reaches it at once. A read that joins the run of a line it polls, most
 /// of a spin-wait's, is decided first, with nothing else done. `extern "C"` (which
 /// cannot unwind), so that the callbacks, into which [`access`] is inlined, reach it by
-/// a tail call and keep no frame (`state::record_fast`).
+/// a tail call and keep no frame (`state::record_fast`). `at` is where the hit found
+/// the line's count.
 #[cold]
 #[inline(never)]
-extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool) {
+extern "C" fn hot(s: &mut ThreadState, addr: u64, write: bool, at: CountAt) {
     let line = addr >> LINE_SHIFT;
     if !write && s.collapse && s.runs.collapse_again(line) {
-        *s.blocks.count_mut(addr) -= 1;
+        *s.blocks.count_in(at) -= 1;
         return collapsed(s);
     }
-    hot_counted(s, addr, write);
+    hot_counted(s, addr, write, at);
 }
 
 /// [`hot`]'s access that does not join a run: the rule's step, then the count.
 #[cold]
 #[inline(never)]
-extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool) {
+extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool, at: CountAt) {
     let line = addr >> LINE_SHIFT;
     let run = collapse_step(s, line, write);
     if let Some(Some((way, w))) = run {
@@ -58,15 +59,14 @@ extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool) {
             s.runs.watch(way, line);
         }
     }
-    let c = s.blocks.count_mut(addr);
+    // Nothing above changes the table: the count is still at `at`.
+    let c = s.blocks.count_in(at);
     if run.is_none() {
         // Collapsed, and counted by the step: never after `hot`'s check, kept for the rule.
         *c -= 1;
     } else if *c >= COUNT_LIMIT {
         // The block leaves; its next access installs it anew.
-        if let Some(i) = s.blocks.holding(addr) {
-            take(s, i);
-        }
+        take(s, Blocks::entry_of(at));
     }
 }
 
