@@ -73,6 +73,9 @@ pub struct ThreadState {
     /// The thread's CPU time in ns when the batch clock last ended its batch (the
     /// clock's own field).
     batch_cpu: AtomicU64,
+    /// The wall-clock time in ns before which the batch clock need not read the thread's
+    /// CPU clock again (the clock's own field, [`end_batches`]).
+    batch_wall: AtomicU64,
     /// The page size minus 1 (`page_shift`'s): two addresses whose xor is at most this
     /// lie on one page.
     page_low: u64,
@@ -674,35 +677,92 @@ pub fn restart_in_child(mode: u8) {
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
     s.tid.store(tid, Ordering::Relaxed);
     s.batch_cpu.store(0, Ordering::Relaxed);
+    s.batch_wall.store(0, Ordering::Relaxed);
     write_marker(wire::KIND_THREAD, 0, tid as u64);
 }
 
 /// Ends the batch of every aggregating thread that ran `every` ns of CPU time since the
 /// last one ended (`crate::batch`): flips its mode to [`MODE_PAUSE`], which its next
-/// access resolves (`resolve_pause`: its table drained, its chunk written).
+/// access resolves (`resolve_pause`: its table drained, its chunk written). A thread's
+/// CPU clock runs no faster than the wall clock, so a thread `r` ns of CPU short of its
+/// batch's end is not read again for `r` ns of wall time: the batches end where they
+/// would if every clock were read at every tick, with a system call per thread every 4
+/// ticks or so instead of every tick (8 threads on 2 CPUs).
 pub(crate) fn end_batches(every: u64) {
+    let now = now_ns();
     for_each(|st| {
         // SAFETY: registry states are never freed; only their atomic fields are touched
         // here, and `aggregate`, which never changes once the state is published.
-        let (aggregate, tid, last, mode) =
-            unsafe { ((*st).aggregate, &(*st).tid, &(*st).batch_cpu, &(*st).mode) };
-        if !aggregate || mode.load(Ordering::Relaxed) != MODE_RECORD {
+        let (aggregate, tid, last, wall, mode) = unsafe {
+            (
+                (*st).aggregate,
+                &(*st).tid,
+                &(*st).batch_cpu,
+                &(*st).batch_wall,
+                &(*st).mode,
+            )
+        };
+        if !aggregate
+            || mode.load(Ordering::Relaxed) != MODE_RECORD
+            || now < wall.load(Ordering::Relaxed)
+        {
             return;
         }
-        let Some(cpu) = thread_cpu_ns(tid.load(Ordering::Relaxed)) else {
+        let cpu = || thread_cpu_ns(tid.load(Ordering::Relaxed));
+        let Some(step) = batch_step(now, last.load(Ordering::Relaxed), every, cpu) else {
             return;
         };
-        let since = last.load(Ordering::Relaxed);
-        if since == 0 {
-            // A thread's first batch starts when the clock first sees it: the main
-            // thread's CPU time so far is the program's start, not its batch.
-            last.store(cpu.max(1), Ordering::Relaxed);
-        } else if cpu >= since + every {
-            last.store(cpu, Ordering::Relaxed);
+        last.store(step.since, Ordering::Relaxed);
+        wall.store(step.wall, Ordering::Relaxed);
+        if step.ends {
             let _ =
                 mode.compare_exchange(MODE_RECORD, MODE_PAUSE, Ordering::SeqCst, Ordering::SeqCst);
         }
     });
+}
+
+/// What the batch clock makes of one thread read at wall time `now` ([`end_batches`]).
+#[derive(Debug, PartialEq)]
+struct BatchStep {
+    /// The thread's CPU time when its batch started (the `batch_cpu` field).
+    since: u64,
+    /// The wall time before which its CPU clock need not be read (`batch_wall`).
+    wall: u64,
+    /// Its batch ends now.
+    ends: bool,
+}
+
+/// One read of a thread's CPU clock `cpu` at wall time `now`, its batch having started
+/// at CPU time `since` (0: not seen yet), batches being `every` ns long; None when the
+/// thread is gone. Pure, so that the rule is tested apart from the clocks.
+fn batch_step(
+    now: u64,
+    since: u64,
+    every: u64,
+    cpu: impl FnOnce() -> Option<u64>,
+) -> Option<BatchStep> {
+    let cpu = cpu()?;
+    Some(if since == 0 {
+        // A thread's first batch starts when the clock first sees it: the main
+        // thread's CPU time so far is the program's start, not its batch.
+        BatchStep {
+            since: cpu.max(1),
+            wall: now + every,
+            ends: false,
+        }
+    } else if cpu >= since + every {
+        BatchStep {
+            since: cpu,
+            wall: now + every,
+            ends: true,
+        }
+    } else {
+        BatchStep {
+            since,
+            wall: now + (since + every - cpu),
+            ends: false,
+        }
+    })
 }
 
 /// The CPU time in ns that thread `tid` of this process has run, None once it is gone.

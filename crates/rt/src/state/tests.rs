@@ -55,3 +55,65 @@ fn the_headers_memory_is_its_wire_encoding() {
         unsafe { std::slice::from_raw_parts((&h as *const ChunkHeader).cast(), HEADER_BYTES) };
     assert_eq!(mem, &h.encode()[..]);
 }
+
+proptest::proptest! {
+    /// The batch clock that skips reads until a thread could be due ends every batch at
+    /// the same tick, with the same start, as one that reads every clock at every tick:
+    /// however much of each tick the thread runs (at most the whole tick, since a
+    /// thread's CPU clock runs no faster than the wall clock), and whether it is first
+    /// seen with CPU time already run.
+    #[test]
+    fn skipping_reads_ends_the_batches_where_reading_every_tick_does(
+        start in 0u64..20_000_000,
+        runs in proptest::collection::vec(0u64..=1_000_000, 1..400),
+    ) {
+        const TICK: u64 = 1_000_000;
+        const EVERY: u64 = 4_000_000;
+        let (mut cpu, mut reads) = (start, 0);
+        let (mut every_tick, mut skipping) = ((0, Vec::new()), (0, 0, Vec::new()));
+        for (k, run) in runs.iter().enumerate() {
+            cpu += run;
+            let now = (k as u64 + 1) * TICK;
+            let step = batch_step(now, every_tick.0, EVERY, || Some(cpu)).unwrap();
+            every_tick.0 = step.since;
+            if step.ends {
+                every_tick.1.push((k, step.since));
+            }
+            if now >= skipping.1 {
+                reads += 1;
+                let step = batch_step(now, skipping.0, EVERY, || Some(cpu)).unwrap();
+                (skipping.0, skipping.1) = (step.since, step.wall);
+                if step.ends {
+                    skipping.2.push((k, step.since));
+                }
+            }
+        }
+        proptest::prop_assert_eq!(&skipping.2, &every_tick.1);
+        proptest::prop_assert!(reads <= runs.len());
+    }
+}
+
+/// A thread that runs a quarter of each tick is read at half the ticks: after a batch
+/// ends, after 4 ticks, then 3, 2.25, ... (each time the CPU time it is still short),
+/// then at each tick near the end; and a gone thread's clock changes nothing.
+#[test]
+fn a_thread_running_a_quarter_of_the_time_is_read_every_few_ticks() {
+    const TICK: u64 = 1_000_000;
+    let (mut since, mut wall, mut reads, mut ends) = (0, 0, 0, 0);
+    for k in 1..=400u64 {
+        let (now, cpu) = (k * TICK, 7_000_000 + k * TICK / 4);
+        if now < wall {
+            continue;
+        }
+        reads += 1;
+        let step = batch_step(now, since, 4 * TICK, || Some(cpu)).unwrap();
+        (since, wall) = (step.since, step.wall);
+        ends += step.ends as u32;
+    }
+    assert_eq!(
+        ends, 24,
+        "one batch per 16 ticks, the first starting when first seen"
+    );
+    assert_eq!(reads, 200, "8 reads per batch of 16 ticks");
+    assert_eq!(batch_step(5, 1, 4, || None), None);
+}
