@@ -33,6 +33,15 @@ impl Freed {
     }
 }
 
+/// How long a reader that has caught up with the runtime's files sleeps before it looks
+/// again (a follower here, `spill.rs`'s readers). Each look wakes tdmap on a CPU that the
+/// program's threads are using: at 0.5 ms, `--model-only` took 1.5-5 % more CPU than at
+/// 2 ms on five of six programs of `make bench-trace`, side by side
+/// (docs/bench-trace.md). The runtime's files hold what comes meanwhile (at most
+/// `--buffer-mib`, whose writers wait for the reader), and a program's end is seen
+/// at most this late.
+pub(super) const IDLE_WAIT: Duration = Duration::from_millis(2);
+
 /// How often a follower waiting for more asks whether to stop (`Follow::stop_if`).
 const ASK_EVERY: Duration = Duration::from_millis(20);
 
@@ -168,7 +177,7 @@ impl Read for Follow<'_> {
             if self.should_stop() {
                 return Ok(0);
             }
-            std::thread::sleep(Duration::from_micros(500));
+            std::thread::sleep(IDLE_WAIT);
         }
     }
 }

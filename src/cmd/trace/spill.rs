@@ -385,7 +385,7 @@ pub(super) fn spill_while_running(
         }
         // Every process served in turn, each by one read at most.
         if !procs.iter_mut().fold(false, |m, p| p.pump() | m) {
-            std::thread::sleep(Duration::from_micros(500));
+            std::thread::sleep(super::follow::IDLE_WAIT);
         }
     };
     Ok(Spilled {
