@@ -129,8 +129,8 @@ workloads: setup
 
 ## CPU-time cost of `tdmap trace`, `--count-only` (the floor) and `--model-only` against
 ## gcc -O2 on the workloads and the cg/mg/fft kernels at 8 threads, trace bytes per access,
-## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (median of 5;
-## about 2 minutes once built).
+## the goals of issue 17 met or not, and spin vs pthread barrier trace sizes (median of 7;
+## about 90 seconds once built).
 bench-trace: setup
 	bash bench/trace.sh
 
