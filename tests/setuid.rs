@@ -86,15 +86,6 @@ impl Drop for TempUser {
     }
 }
 
-/// A folder removed with everything in it when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn mkdir(p: &Path, mode: u32) {
     std::fs::create_dir_all(p).unwrap();
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -200,9 +191,9 @@ fn setuid_programs_ignore_the_runtimes_and_libmais_variables() {
         eprintln!("skipped: the setuid test needs useradd and userdel");
         return;
     };
-    let root = TempDir(std::env::temp_dir().join(format!("tdmap-setuid-{}", std::process::id())));
-    let (bin, ctl, out) = (root.0.join("bin"), root.0.join("ctl"), root.0.join("out"));
-    for d in [&root.0, &bin, &ctl, &out] {
+    let root = common::TempDir::new("tdmap-setuid");
+    let (bin, ctl, out) = (root.join("bin"), root.join("ctl"), root.join("out"));
+    for d in [&*root, &bin, &ctl, &out] {
         mkdir(d, 0o755);
     }
     let progs = build(&bin);

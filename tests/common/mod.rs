@@ -7,6 +7,11 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+mod temp_dir;
+// Not every test binary that shares this module makes a folder.
+#[allow(unused_imports)]
+pub use temp_dir::TempDir;
+
 /// Runs the built `tdmap` with `args`.
 pub fn tdmap(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tdmap"))
