@@ -1,7 +1,9 @@
 //! `tdmap analyze` and `tdmap trace-check` run as a user would, on traces written here:
 //! good traces give reports, damaged ones exit 2 with one line naming the byte offset.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 use tdmap_sharing::patterns::{accesses, Pattern};
 use tdmap_trace::{Header, TraceStatus, Writer};
@@ -13,16 +15,8 @@ fn tdmap(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn dir() -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "tdmap-cli-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir() -> common::TempDir {
+    common::TempDir::new("tdmap-cli")
 }
 
 /// A trace writer at `path` for `threads` threads of `program`, traced on the x7550.

@@ -6,13 +6,13 @@
 //! by chance half the time). Skipped, with a message, without the MPI binaries or with
 //! fewer than 2 CPUs; `scripts/setup.sh` installs both MPIs.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdmap-launch-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> common::TempDir {
+    common::TempDir::new(&format!("tdmap-launch-{name}"))
 }
 
 fn have(bin: &str) -> bool {

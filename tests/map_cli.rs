@@ -2,6 +2,8 @@
 //! output really pins the threads of an OpenMP program (compiled here with gcc -fopenmp)
 //! where the mapping says.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -12,10 +14,8 @@ fn tdmap(args: &[&str]) -> Output {
         .expect("run tdmap")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdmap-map-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> common::TempDir {
+    common::TempDir::new(&format!("tdmap-map-cli-{name}"))
 }
 
 fn write_matrix(dir: &Path, name: &str, text: &str) -> String {

@@ -9,7 +9,9 @@
 //! spellings of the cluster. Skipped, with a message, without `scotch_gmap` (Debian's
 //! `scotch`, installed by scripts/setup.sh).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
 const SIDE: usize = 16;
@@ -17,12 +19,6 @@ const N: usize = SIDE * SIDE;
 /// The same 4 × 64 cluster, spelled with and without a package level (one package per
 /// host adds no distance: tdmap's hops stay 2 within a host and 4 across).
 const MACHINES: [&str; 2] = ["cluster:4x(core:64)", "cluster:4x(package:1 core:64)"];
-
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdmap-scotch-halo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// The halo's neighbour pairs (i < j).
 fn halo() -> Vec<(usize, usize)> {
@@ -100,7 +96,7 @@ fn a_256_rank_halo_on_4_hosts_costs_no_more_than_scotch() {
         );
         return;
     }
-    let dir = scratch();
+    let dir = common::TempDir::new("tdmap-scotch-halo");
     let edges = halo();
     let el: String = edges.iter().map(|(i, j)| format!("{i} {j} 1\n")).collect();
     let edges_file = dir.join("halo.edges");

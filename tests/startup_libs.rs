@@ -3,20 +3,17 @@
 //! links the static unwinder), as the dynamic loader itself reports them (LD_DEBUG=files).
 //! Without libscotch, `drb` is one line and exit 2, and the other algorithms still run.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Output};
 
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdmap-startup-libs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// A 4-thread matrix: pairs 0-1 and 2-3 share.
-fn matrix() -> String {
-    let p = scratch().join("m4.csv");
+/// A 4-thread matrix (pairs 0-1 and 2-3 share): its path, in the folder returned with it
+/// that must outlive the path's use.
+fn matrix() -> (common::TempDir, String) {
+    let dir = common::TempDir::new("tdmap-startup-libs");
+    let p = dir.join("m4.csv");
     std::fs::write(&p, "0,9,1,1\n9,0,1,1\n1,1,0,9\n1,1,9,0\n").unwrap();
-    p.to_str().unwrap().to_string()
+    (dir, p.to_str().unwrap().to_string())
 }
 
 fn tdmap(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -42,7 +39,7 @@ fn loaded(args: &[&str]) -> Vec<String> {
 
 #[test]
 fn greedy_loads_neither_libscotch_nor_libgcc_s_and_drb_loads_libscotch() {
-    let m = matrix();
+    let (_dir, m) = matrix();
     let map = ["map", "--matrix", &m, "-m", "xeon-x7550-4s"];
     let libs = loaded(&map);
     assert!(libs.iter().any(|l| l.starts_with("libhwloc")), "{libs:?}");
@@ -61,7 +58,7 @@ fn greedy_loads_neither_libscotch_nor_libgcc_s_and_drb_loads_libscotch() {
 
 #[test]
 fn a_missing_libscotch_fails_drb_only_with_one_line_and_exit_2() {
-    let m = matrix();
+    let (_dir, m) = matrix();
     let map = ["map", "--matrix", &m, "-m", "xeon-x7550-4s"];
     let gone = [("TDMAP_LIBSCOTCH", "/nonexistent/libscotch-7.0.so")];
     let out = tdmap(&[&map[..], &["-a", "drb"]].concat(), &gone);
