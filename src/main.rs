@@ -5,6 +5,10 @@
 mod cmd;
 mod exit;
 mod paths;
+// The integration tests' folder guard, so that the unit tests' folders go as theirs do.
+#[cfg(test)]
+#[path = "../tests/common/temp_dir.rs"]
+mod temp_dir;
 
 use clap::Parser;
 

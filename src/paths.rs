@@ -274,11 +274,8 @@ pub fn create_new(path: &Path, force: bool) -> io::Result<File> {
 mod tests {
     use super::*;
 
-    fn dir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("tdmap-paths-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir(tag: &str) -> crate::temp_dir::TempDir {
+        crate::temp_dir::TempDir::new(&format!("tdmap-paths-{tag}"))
     }
 
     #[test]
