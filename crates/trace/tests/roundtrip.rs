@@ -3,6 +3,10 @@
 use std::sync::Arc;
 use tdmap_trace::*;
 
+// The workspace's folder guard: this crate has no common test module of its own.
+#[path = "../../../tests/common/temp_dir.rs"]
+mod temp_dir;
+
 fn access(thread: u32, i: u64) -> Access {
     Access {
         thread,
@@ -245,16 +249,8 @@ fn checker_flags_time_going_back_and_zero_sizes() {
     assert!(msgs.iter().any(|m| m.contains("time goes back")));
 }
 
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "tdmap-trace-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir() -> temp_dir::TempDir {
+    temp_dir::TempDir::new("tdmap-trace-test")
 }
 
 #[test]
@@ -489,7 +485,8 @@ fn process(index: u32, pid: i32, parent: Option<u32>, first_task: u32, tasks: u3
 
 /// Writes a finished trace of 3 tasks with the given process table; returns its bytes.
 fn with_processes(procs: Vec<ProcessInfo>) -> Vec<u8> {
-    let p = tempdir().join(format!("procs-{}", procs.len()));
+    let dir = tempdir();
+    let p = dir.join(format!("procs-{}", procs.len()));
     let w = Writer::create(&p, Header::new(vec!["fork".into()], "m")).unwrap();
     for t in 0..3 {
         w.append_accesses(t, &[access(t, 1)]).unwrap();
@@ -562,7 +559,8 @@ fn the_process_table_round_trips_and_the_checker_validates_it() {
 /// are laid out alike in V2 and V6, so the sample holds faults.)
 #[test]
 fn version_2_traces_still_read_and_cannot_hold_a_process_table() {
-    let p = tempdir().join("v2");
+    let dir = tempdir();
+    let p = dir.join("v2");
     let mut h = Header::new(vec!["prog".into()], "m");
     h.threads = 4;
     let w = Writer::create(&p, h).unwrap();
