@@ -21,4 +21,9 @@ pub mod place;
 pub mod statics;
 pub mod threads;
 
+// The workspace's folder guard, so that the unit tests' files go when they end.
+#[cfg(test)]
+#[path = "../../../tests/common/temp_dir.rs"]
+mod temp_dir;
+
 pub use error::MaiError;

@@ -92,8 +92,7 @@ mod tests {
 
     #[test]
     fn reads_the_mapping_that_tdmap_map_writes() {
-        let dir = std::env::temp_dir().join(format!("mai-map-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::temp_dir::TempDir::new("mai-map");
         let topo = tdmap_topo::live().unwrap();
         let last = topo.num_pus() - 1;
         let how = tdmap_map::Provenance {
