@@ -44,6 +44,9 @@ verdict() { awk -v v="$1" -v g="$2" 'BEGIN{print (v <= g ? "met" : "NOT met")}';
 bench_header "threads=$THREADS, CPU time (user+sys, all processes), median of $REPS runs"
 printf '%-10s %7s %8s %7s %7s %7s %11s %11s %6s\n' program M_acc bare_s floor_x trace_x model_x trace/floor model/floor B/acc
 declare -a FX TX MX TF MF BA
+# Every run's CPU seconds, so that any other estimate can be made from the same runs.
+RUNS="$OUT/runs.tsv"
+printf 'program\trep\tbare\tfloor\ttrace\tmodel\n' >"$RUNS"
 for spec in $SIZES; do
   IFS=: read -r w n rep <<<"$spec"
   args=("$THREADS" "$n" "${rep:-1}")
@@ -61,6 +64,7 @@ for spec in $SIZES; do
     RT+=("$v")
     v=$(cpu1 "$TDMAP" trace --model-only --force -o "$OUT/$w.model.json" -- "$prog" "${args[@]}") || exit 1
     RM+=("$v")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "${#RM[@]}" "${RB[-1]}" "${RF[-1]}" "${RT[-1]}" "$v" >>"$RUNS"
   done
   bare=$(printf '%s\n' "${RB[@]}" | median)
   floor=$(printf '%s\n' "${RF[@]}" | median)
@@ -97,4 +101,5 @@ for w in stencil1d spinbar; do
 done
 r=$(div "${BYTES[spinbar]}" "${BYTES[stencil1d]}")
 echo "spinbar/stencil1d trace size: ${r}x: $(verdict "$r" 2)"
+echo "every run's CPU seconds: $RUNS"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
