@@ -43,7 +43,7 @@ verdict() { awk -v v="$1" -v g="$2" 'BEGIN{print (v <= g ? "met" : "NOT met")}';
 
 bench_header "threads=$THREADS, CPU time (user+sys, all processes), median of $REPS runs"
 printf '%-10s %7s %8s %7s %7s %7s %11s %11s %6s\n' program M_acc bare_s floor_x trace_x model_x trace/floor model/floor B/acc
-declare -a FX TX MX TF MF BA
+declare -a FX TX MX TF MF BA SPREAD
 # Every run's CPU seconds, so that any other estimate can be made from the same runs.
 RUNS="$OUT/runs.tsv"
 printf 'program\trep\tbare\tfloor\ttrace\tmodel\n' >"$RUNS"
@@ -71,6 +71,8 @@ for spec in $SIZES; do
   trace=$(printf '%s\n' "${RT[@]}" | median)
   model=$(printf '%s\n' "${RM[@]}" | median)
   acc=$(num accesses "$OUT/$w.count.json")
+  # How far the same floor run moved between repetitions: the machine's noise here.
+  SPREAD+=("$(printf '%s\n' "${RF[@]}" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{printf "%.2f", $2 / $1}')")
   FX+=("$(div "$floor" "$bare")") TX+=("$(div "$trace" "$bare")") MX+=("$(div "$model" "$bare")")
   TF+=("$(div "$trace" "$floor")") MF+=("$(div "$model" "$floor")")
   BA+=("$(awk -v a="$(num trace_bytes "$OUT/$w.json")" -v b="$acc" 'BEGIN{printf "%.3f", a / b}')")
@@ -85,6 +87,11 @@ echo "goal trace/floor <= $GOAL_TRACE_X: $(verdict "$(med "${TF[@]}")" "$GOAL_TR
   "model/floor <= $GOAL_MODEL_X: $(verdict "$(med "${MF[@]}")" "$GOAL_MODEL_X");" \
   "B/access <= $GOAL_BPA: $(verdict "$(printf '%s\n' "${BA[@]}" | median)" "$GOAL_BPA")"
 echo "floor_x, trace_x, model_x: CPU time against bare gcc -O2; B/acc: trace bytes per access made."
+# Other tenants of a shared host can slow single runs by up to 2x; the spread of each
+# program's floor runs (slowest over fastest) shows how much they did in this run. On
+# this development VM a quiet hour gives a median spread of about 1.1-1.15.
+spread=$(printf '%s\n' "${SPREAD[@]}" | median)
+echo "noise: the floor runs of a program spread by ${spread}x (median over the set; slowest over fastest)$(awk -v s="$spread" 'BEGIN{if (s > 1.2) print ": a noisy run, its ratios move with the noise"}')"
 
 # Must-show 5: spinbar is stencil1d with a spin barrier instead of pthread_barrier_wait.
 SPIN_SIZE=${SPIN_SIZE:-64}
