@@ -58,6 +58,12 @@ impl CountAt {
     fn of(i: usize, addr: u64) -> CountAt {
         CountAt(i * LINES + (addr >> 6) as usize % LINES)
     }
+
+    /// The entry this count belongs to.
+    #[inline(always)]
+    pub fn entry(self) -> usize {
+        self.0 / LINES
+    }
 }
 
 /// The tag of an empty entry: no block's number (blocks are addresses >> 12).
@@ -152,16 +158,10 @@ impl Blocks {
         &mut self.counts.as_flattened_mut()[at.0]
     }
 
-    /// The count of `addr`'s line in entry `i`.
-    #[inline(always)]
-    fn count_at(&mut self, i: usize, addr: u64) -> &mut u16 {
-        self.count_in(CountAt::of(i, addr))
-    }
-
     /// The count of `addr`'s line, whose block the table holds.
     #[inline(always)]
     pub fn count_mut(&mut self, addr: u64) -> &mut u16 {
-        self.count_at(entry(addr >> BLOCK_SHIFT), addr)
+        self.count_in(CountAt::of(entry(addr >> BLOCK_SHIFT), addr))
     }
 
     /// Counts the first access to `addr`'s line, whose block was just installed.
@@ -236,12 +236,6 @@ impl Blocks {
         let block = addr >> BLOCK_SHIFT;
         let i = entry(block);
         (self.tags[i] == block).then_some(i)
-    }
-
-    /// The entry of the count at `at`.
-    #[inline(always)]
-    pub fn entry_of(at: CountAt) -> usize {
-        at.0 / LINES
     }
 
     /// Forgets every entry without writing it (a forked child's copy of its parent's).

@@ -686,8 +686,8 @@ pub fn restart_in_child(mode: u8) {
 /// access resolves (`resolve_pause`: its table drained, its chunk written). A thread's
 /// CPU clock runs no faster than the wall clock, so a thread `r` ns of CPU short of its
 /// batch's end is not read again for `r` ns of wall time: the batches end where they
-/// would if every clock were read at every tick, with a system call per thread every 4
-/// ticks or so instead of every tick (8 threads on 2 CPUs).
+/// would if every clock were read at every tick, with about half the system calls for
+/// a thread that runs a quarter of the time (8 threads on 2 CPUs; `state/tests.rs`).
 pub(crate) fn end_batches(every: u64) {
     let now = now_ns();
     for_each(|st| {

@@ -6,7 +6,7 @@
 use super::{
     collapse_step, collapsed, flush, now_ns, page_first, write_chunk, ThreadState, LINE_SHIFT,
 };
-use crate::aggregate::{self, Blocks, CountAt, MAX_BLOCK_WORDS};
+use crate::aggregate::{self, CountAt, MAX_BLOCK_WORDS};
 use tdmap_wire::raw::{self as wire, CHUNK_RECORDS, FIRST_WORDS};
 
 /// A count this close to `u16::MAX` leaves with its block ([`hot`]).
@@ -66,7 +66,7 @@ extern "C" fn hot_counted(s: &mut ThreadState, addr: u64, write: bool, at: Count
         *c -= 1;
     } else if *c >= COUNT_LIMIT {
         // The block leaves; its next access installs it anew.
-        take(s, Blocks::entry_of(at));
+        take(s, at.entry());
     }
 }
 
