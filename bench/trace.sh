@@ -13,15 +13,16 @@
 # computation with pthread_barrier_wait (must-show 5): trace sizes at THREADS threads.
 # The four runs of a program go in turn, REPS times, and each takes its median.
 # Figures are measured, not simulated.
-# Seven runs by default, not common.sh's three: with three, one burst of other tenants'
+# Nine runs by default, not common.sh's three: with three, one burst of other tenants'
 # load on this shared machine moved a program's median, and with it the set's; with five,
 # a burst over two of a program's runs still did now and then (two runs of twenty on
-# 2026-11-25 missed the model goal that way).
-REPS=${REPS:-7}
+# 2026-11-25 missed the model goal that way); with seven, 5 of 15 runs on 2026-11-26,
+# each in an hour whose floor runs spread by 1.26x or more.
+REPS=${REPS:-9}
 source "$(dirname "$0")/common.sh"
 
 # WORKLOAD:SIZE[:REPEAT], each 65-100 million accesses at 8 threads (the whole bench about
-# 90 seconds on 2 cores, REPS=7).
+# two minutes on 2 cores, REPS=9).
 SIZES=${SIZES:-"ep:1125000 stencil1d:1680 stencil3d:35 pairs:393216 alltoall:2560 pipeline:36864 cginit:384000 phase:196608 cg:104 mg:160 fft:128"}
 # Goals of issue 17 item 2, as medians over the set.
 GOAL_TRACE_X=3 GOAL_MODEL_X=1.5 GOAL_BPA=0.5
@@ -52,16 +53,19 @@ for spec in $SIZES; do
   args=("$THREADS" "$n" "${rep:-1}")
   prog="$OUT/build/tdmap/$w"
   # The four in turn, REPS times: a burst of load on this shared machine then falls on
-  # one run of each rather than on every run of one, which would skew its ratios.
+  # one run of each rather than on every run of one, which would skew its ratios. The
+  # floor runs between the trace and the model, next to both runs measured against it:
+  # the noise here comes and goes over seconds, and before (bare, floor, trace, model)
+  # the 0.3-0.9 s trace run stood between the floor and the model.
   declare -a RB RF RT RM
   RB=() RF=() RT=() RM=()
   for _ in $(seq "$REPS"); do
     v=$(cpu1 "$OUT/build/gcc/$w" "${args[@]}") || exit 1
     RB+=("$v")
-    v=$(cpu1 "$TDMAP" trace --count-only --summary "$OUT/$w.count.json" -- "$prog" "${args[@]}") || exit 1
-    RF+=("$v")
     v=$(cpu1 "$TDMAP" trace --force -o "$OUT/$w.trace" --summary "$OUT/$w.json" -- "$prog" "${args[@]}") || exit 1
     RT+=("$v")
+    v=$(cpu1 "$TDMAP" trace --count-only --summary "$OUT/$w.count.json" -- "$prog" "${args[@]}") || exit 1
+    RF+=("$v")
     v=$(cpu1 "$TDMAP" trace --model-only --force -o "$OUT/$w.model.json" -- "$prog" "${args[@]}") || exit 1
     RM+=("$v")
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "${#RM[@]}" "${RB[-1]}" "${RF[-1]}" "${RT[-1]}" "$v" >>"$RUNS"
