@@ -68,6 +68,9 @@ pub struct ThreadState {
     /// Accesses seen, but for a recording thread's accesses in its current chunk
     /// ([`ThreadState::seen`]), which `flush` adds: so that the hot path counts nothing.
     seen: u64,
+    /// An aggregating thread's reads collapsed since it last counted a block new to its
+    /// table: a poll's ([`lines::polled`]).
+    polls: u32,
     /// The thread's kernel id, whose CPU clock the batch clock reads (`crate::batch`).
     tid: AtomicU32,
     /// The thread's CPU time in ns when the batch clock last ended its batch (the
@@ -363,7 +366,9 @@ pub fn in_runtime() -> bool {
 /// 0.947, 1.023 against 1.022, 0.951, 1.011 at 4,096 (docs/bench-trace.md). A polling
 /// thread, whose reads are collapsed and so make no records, yields at every 8,192nd
 /// access: it hands the CPU to the threads it waits for (spinbar polled 22-25 M reads
-/// without it: `tests/trace_spin.rs`).
+/// without it: `tests/trace_spin.rs`). An aggregating thread, which counts no
+/// positions, yields at every 8,192nd read collapsed since it last counted a new block
+/// ([`lines::polled`]).
 const YIELD_EVERY: usize = CHUNK_RECORDS;
 const _: () = assert!(YIELD_EVERY.is_multiple_of(TICK_EVERY));
 
@@ -371,6 +376,8 @@ const _: () = assert!(YIELD_EVERY.is_multiple_of(TICK_EVERY));
 #[cold]
 #[inline(never)]
 fn yield_cpu() {
+    #[cfg(test)]
+    tests::YIELDS.with(|y| y.set(y.get() + 1));
     // SAFETY: sched_yield has no preconditions.
     unsafe { libc::sched_yield() };
 }
@@ -661,6 +668,7 @@ pub fn restart_in_child(mode: u8) {
     s.fast_end = 0;
     s.pred.reset();
     s.seen = 0;
+    s.polls = 0;
     s.filtered = 0;
     // Quiet: a compiler may make these clears `memset` calls, which the interceptor would
     // record as the child's own writes (forkshare's child had 2 such events).

@@ -7,6 +7,8 @@ use std::cell::RefCell;
 thread_local! {
     /// The chunks this test thread's states flushed, as written.
     pub(crate) static FLUSHED: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    /// The CPU yields this test thread made (`yield_cpu`).
+    pub(crate) static YIELDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Words of the first-touch bitmap the tests share: pages below 65,536 (256 MiB of
