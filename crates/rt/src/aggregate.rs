@@ -56,6 +56,7 @@ impl CountAt {
     /// The count of `addr`'s line in entry `i`.
     #[inline(always)]
     fn of(i: usize, addr: u64) -> CountAt {
+        debug_assert!(i < BLOCKS);
         CountAt(i * LINES + (addr >> 6) as usize % LINES)
     }
 
@@ -155,7 +156,9 @@ impl Blocks {
     /// The count at `at`, which [`Blocks::hit_at`] gave since the table last changed.
     #[inline(always)]
     pub fn count_in(&mut self, at: CountAt) -> &mut u16 {
-        &mut self.counts.as_flattened_mut()[at.0]
+        // SAFETY: a CountAt is only made by `CountAt::of`, from an entry below BLOCKS
+        // and a line below LINES: it is below BLOCKS * LINES, the counts' length.
+        unsafe { self.counts.as_flattened_mut().get_unchecked_mut(at.0) }
     }
 
     /// The count of `addr`'s line, whose block the table holds.

@@ -43,12 +43,19 @@ pub const WATCH_AFTER: u32 = 32;
 /// share a word (which would only end their runs early).
 const SLOTS: usize = 1 << 14;
 const _: () = assert!(WAYS.is_power_of_two());
+const _: () = assert!(SLOTS <= 1 << 16);
 
 static WATCH: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
 #[inline(always)]
 fn slot(line: u64) -> &'static AtomicU64 {
-    &WATCH[((line ^ (line >> 14) ^ (line >> 28)) as usize) & (SLOTS - 1)]
+    &WATCH[slot_index(line)]
+}
+
+/// The index of `line`'s watch word in [`WATCH`].
+#[inline(always)]
+fn slot_index(line: u64) -> usize {
+    ((line ^ (line >> 14) ^ (line >> 28)) as usize) & (SLOTS - 1)
 }
 
 /// A thread's recent read lines; all zeros (its mmap'd state) is empty.
@@ -66,6 +73,10 @@ pub struct Runs {
     extra: [u32; WAYS],
     /// Records of each way's line so far, up to [`WATCH_AFTER`].
     records: [u32; WAYS],
+    /// The watch word of each watched way's line, found when the watch started, so that
+    /// a read the way collapses (a poll's, a reread loop bound's) hashes nothing; only
+    /// read while the way watches (its `gens` nonzero), which its line keeps.
+    slots: [u16; WAYS],
     /// New lines taken (wrapping): the next replaces way `next % WAYS` (a power of two,
     /// so the order goes on across the wrap), with no wrap to compute on each.
     next: u32,
@@ -184,7 +195,12 @@ impl Runs {
     #[inline(always)]
     fn collapses(&mut self, way: usize, line: u64) -> bool {
         let g = self.gens[way];
-        let yes = g != 0 && slot(line).load(Relaxed) == g && self.extra[way] < u32::MAX;
+        // A way watches only the line that `watch` found the word of: a new line in the
+        // way (`begin`, or `read_fast`'s, which takes only unwatched ways) clears `gens`.
+        debug_assert!(g == 0 || self.slots[way] as usize == slot_index(line));
+        // Masked, which the compiler knows to be in bounds (a u16 may pass SLOTS).
+        let word = &WATCH[self.slots[way] as usize & (SLOTS - 1)];
+        let yes = g != 0 && word.load(Relaxed) == g && self.extra[way] < u32::MAX;
         if yes {
             self.extra[way] += 1;
         }
@@ -209,6 +225,7 @@ impl Runs {
     #[inline(always)]
     pub fn watch(&mut self, way: usize, line: u64) {
         self.records[way] = WATCH_AFTER;
+        self.slots[way] = slot_index(line) as u16;
         start_watch(line, &mut self.gens[way]);
     }
 
