@@ -225,8 +225,7 @@ impl Runs {
     #[inline(always)]
     pub fn watch(&mut self, way: usize, line: u64) {
         self.records[way] = WATCH_AFTER;
-        self.slots[way] = slot_index(line) as u16;
-        start_watch(line, &mut self.gens[way]);
+        start_watch(line, &mut self.gens[way], &mut self.slots[way]);
     }
 
     /// Ends every run (the chunk holding their records is being flushed); calls `emit`
@@ -282,12 +281,15 @@ pub fn wrote(line: u64) {
 }
 
 /// Starts watching `line`: sets `gen` to the generation that a later read must still
-/// see. Once per run of [`WATCH_AFTER`] records, so kept off the hot path.
+/// see, and `at` to the index of its watch word, which those reads load. Once per run
+/// of [`WATCH_AFTER`] records, so kept off the hot path.
 /// `extern "C"` (which cannot unwind): the callbacks reach it by a tail call.
 #[cold]
 #[inline(never)]
-extern "C" fn start_watch(line: u64, gen: &mut u64) {
-    let w = slot(line);
+extern "C" fn start_watch(line: u64, gen: &mut u64, at: &mut u16) {
+    let i = slot_index(line);
+    *at = i as u16;
+    let w = &WATCH[i];
     let mut v = w.load(Relaxed);
     *gen = loop {
         if v & 1 == 1 {
